@@ -1,0 +1,185 @@
+// The op interface every compute backend implements (CPU: kernels/cpu, the reference and the truth;
+// CUDA: kernels/cuda, later). The model (engine/model) is written once against this interface.
+//
+// Conventions
+// - Activations are fp32, row-major, in memory the backend owns (Buffer). T = tokens in the step.
+// - Weights are views (WeightView) of checkpoint memory: [rows = out_features, cols = in_features]
+//   row-major, BF16 / F16 / F32; every op accumulates in fp32.
+// - Small per-channel parameters (norm weights, biases, gates) are uploaded once as fp32 Buffers.
+// - No op keeps a pointer after it returns; caches are plain buffers passed in.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace ts {
+
+// A weight matrix [rows, cols] inside (mapped) checkpoint memory. The pointer may be unaligned.
+struct WeightView {
+    DType dtype = DType::F32;
+    const void* data = nullptr;
+    int64_t rows = 0;
+    int64_t cols = 0;
+    // Rows [first, first + count) of this matrix, as a view.
+    WeightView rowSlice(int64_t first, int64_t count) const;
+};
+
+// Backend-owned memory. For the CPU backend it is host memory; a CUDA backend returns device memory.
+class Buffer {
+public:
+    Buffer() = default;
+    Buffer(std::shared_ptr<void> mem, size_t bytes) : m_mem(std::move(mem)), m_bytes(bytes) {}
+    float* f32() const { return static_cast<float*>(m_mem.get()); }
+    uint8_t* bytes() const { return static_cast<uint8_t*>(m_mem.get()); }
+    int32_t* i32() const { return static_cast<int32_t*>(m_mem.get()); }
+    size_t size() const { return m_bytes; }
+    bool empty() const { return !m_mem; }
+    // An aliasing view of [offset, offset + bytes) that keeps the whole allocation alive.
+    Buffer view(size_t offset, size_t bytes) const;
+    Buffer viewF32(size_t firstFloat, size_t count) const { return view(firstFloat * 4, count * 4); }
+
+private:
+    std::shared_ptr<void> m_mem;
+    size_t m_bytes = 0;
+};
+
+// Layout of the per-token MLA latent cache entry.
+// fp8 (`fp8_ds_mla`, the recipe's): [R fp8 e4m3 | ceil(R/128) fp32 tile scales | 64 bf16 zero k_pe]
+//   = 656 bytes for R = 512. The zero k_pe is kept so the layout is the one FlashMLA-style sparse kernels
+//   read; NoPE makes it exactly zero. fp32 (exact, for comparisons): R floats.
+enum class KvCacheDtype : uint8_t { Fp8, Fp32 };
+size_t mlaCacheEntryBytes(KvCacheDtype dtype, int64_t latentDim);
+// Bytes of one pooled indexer key: fp8 = D e4m3 + 1 fp32 scale (power-of-two "ue8m0", as vLLM's indexer
+// cache); fp32 = D floats.
+size_t indexerKeyBytes(KvCacheDtype dtype, int64_t dim);
+
+// mHC parameters of one hyper-connection site (fn [2n+n², n·D], base [2n+n²], scale [3]).
+struct HyperConnParams {
+    WeightView fn;
+    Buffer base;   // fp32 [2n+n²]
+    Buffer scale;  // fp32 [3]
+    int n = 1;
+    int sinkhornIters = 1;
+    float hcEps = 1e-6f;
+    float normEps = 1e-5f;
+};
+
+// Top-k pool selection of one query, produced by indexerSelect.
+struct IndexerStats {
+    int64_t tiedQueries = 0;  // queries where the K-th and (K+1)-th best candidate scores are equal
+    int64_t firstTiedQuery = -1;  // index (within the step) of the first such query, -1 if none
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0;
+
+    // Memory ------------------------------------------------------------------------------------------
+    virtual Buffer alloc(size_t bytes) = 0;  // zero-filled
+    virtual Buffer upload(const void* host, size_t bytes) = 0;
+    virtual void download(const Buffer& src, void* host, size_t bytes, size_t offset = 0) = 0;
+    virtual void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) = 0;
+
+    // Dense math --------------------------------------------------------------------------------------
+    // out[T, D] = table[ids[t]]  (ids host-side int32; validated by the caller)
+    virtual void embedding(const int32_t* ids, int64_t T, const WeightView& table, const Buffer& out) = 0;
+    // y[T, rows] = x[T, cols] · Wᵀ
+    virtual void linear(const Buffer& x, int64_t T, const WeightView& w, const Buffer& y) = 0;
+    // y = x · rsqrt(mean(x²) + eps) · w over rows of D (w may be empty = unweighted). In place allowed.
+    virtual void rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, float eps, const Buffer& y) = 0;
+    // LayerNorm with weight and bias over rows of D.
+    virtual void layernorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, const Buffer& b, float eps,
+                           const Buffer& y) = 0;
+    // out[T, I] = silu(min(gate, lim)) · clamp(up, −lim, lim); lim <= 0 disables clamping.
+    virtual void swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_t I, float limit,
+                        const Buffer& out) = 0;
+    // y[i] += x[i] over n floats
+    virtual void add(const Buffer& x, const Buffer& y, int64_t n) = 0;
+    // x[i] *= s over n floats
+    virtual void scale(const Buffer& x, int64_t n, float s) = 0;
+    virtual void zero(const Buffer& x) = 0;
+    // out[T, Σw] = [parts[0][T, w0] | parts[1][T, w1] | ...]
+    virtual void concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T,
+                               const Buffer& out) = 0;
+
+    // mHC ---------------------------------------------------------------------------------------------
+    // streams [T, n, D] → x [T, D] (pre-weighted collapse), post [T, n], comb [T, n, n] (Sinkhorn).
+    virtual void mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x,
+                        const Buffer& post, const Buffer& comb) = 0;
+    // streams[t, i] = post[t, i] · y[t] + Σ_j comb[t, j, i] · streams[t, j]   (in place)
+    virtual void mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post,
+                         const Buffer& comb) = 0;
+    // out[T, D] = mean over the n streams
+    virtual void mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& out) = 0;
+
+    // KDA (linear attention) ----------------------------------------------------------------------------
+    // Causal depthwise conv over channels C with kernel K, then SiLU. convState [K−1, C] holds the
+    // previous inputs (oldest first) and is updated. w: fp32 [C, K], w[c, K−1] multiplies the current token.
+    virtual void causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, const Buffer& w,
+                                const Buffer& convState, const Buffer& out) = 0;
+    // g[T, H·Dk] = lower · sigmoid(exp(A_log[h]) · (f[T, H·Dk] + dtBias)) in place on f.
+    virtual void kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, const Buffer& aLog,
+                         const Buffer& dtBias, float lowerBound) = 0;
+    // Gated delta rule, token by token, fp32 state S [H, Dk, Dv]. q, k L2-normalised (eps 1e-6) here;
+    // q scaled by Dk^-1/2; beta = sigmoid(betaLogits[T, H]). qkv: [T, 3, H, Dk] (conv output); out [T, H, Dv].
+    virtual void kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g,
+                              const Buffer& betaLogits, const Buffer& state, const Buffer& out) = 0;
+    // o[T, H, Dv] ← rmsnorm(o, w[Dv], eps) · sigmoid(gate[T, H, Dv])  (in place)
+    virtual void gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
+                              const Buffer& gate) = 0;
+
+    // DSA-MLA -----------------------------------------------------------------------------------------
+    // Append T latent rows c[T, R] to a per-sequence cache at token positions [pos0, pos0 + T).
+    virtual void mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
+                               int64_t pos0) = 0;
+    // q_lat[T, H, R] = W_UKᵀ q_nope ; kvb = kv_b_proj [H·(dn+dv), R], q rows [T, H·dn].
+    virtual void mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
+                            const Buffer& qLat) = 0;
+    // Sparse attention in the absorbed form over the cached latents of the token indices of each query:
+    // idx [T, width] int32 (−1 = unused), oLat[T, H, R] = Σ softmax(scale · q_lat·c) c.
+    virtual void mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, int64_t R, const Buffer& cache,
+                                    KvCacheDtype dt, const Buffer& idx, int64_t width, float scale,
+                                    const Buffer& oLat) = 0;
+    // o[T, H·dv] = W_UV o_lat
+    virtual void mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
+                        const Buffer& o) = 0;
+
+    // k-pool lightning indexer -------------------------------------------------------------------------
+    // Store the per-token indexer key k[T, D] and gate logits gate[T, D] at positions [pos0, pos0+T) of
+    // the raw token store (fp32, or rounded through bf16 in fp8 mode), and build the pooled key of every
+    // pool of kp tokens that completes: key[c] = Σ_m softmax_m(gate[m,c] + ape[m,c]) · k[m,c].
+    virtual void indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp,
+                                   const Buffer& ape, KvCacheDtype dt, const Buffer& tokenStore,
+                                   const Buffer& poolStore, int64_t pos0) = 0;
+    // For each query t (absolute position pos0 + t): score every complete pool j with last token ≤ the
+    // query, score = Σ_h w[t,h] · relu(D^-1/2 · q[t,h]·key_j) (w already scaled by H^-1/2), pick the top
+    // min(topk/kp, #candidates) (ties: earliest pool first), expand to tokens, then append the query's own
+    // incomplete-pool tail. idx [T, width] int32, −1 padded; width = topk + kp − 1.
+    virtual void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp,
+                               int64_t topk, KvCacheDtype dt, const Buffer& poolStore, int64_t pos0,
+                               const Buffer& idx, IndexerStats* stats) = 0;
+
+    // MoE ---------------------------------------------------------------------------------------------
+    // Router: logits = x·Wᵀ (fp32), s = sigmoid, choice = s + bias, group-limited top-k of choice
+    // (ties: lower expert id), weights = s[idx] normalised (if norm) × scaling. Host outputs.
+    virtual void moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
+                          int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
+                          int32_t* hostIdx, float* hostWeight) = 0;
+    // rows[n, D] = x[sel[i], :]
+    virtual void gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel, int64_t n, const Buffer& rows) = 0;
+    // y[sel[i], :] += scale[i] · rows[i, :]
+    virtual void scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale,
+                                int64_t n, const Buffer& y) = 0;
+
+    // Output ------------------------------------------------------------------------------------------
+    virtual void synchronize() {}
+};
+
+std::unique_ptr<Backend> makeCpuBackend();
+
+}  // namespace ts
