@@ -1,0 +1,151 @@
+// `logits` and `generate`: run the CPU reference forward of a checkpoint directory.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "io/safetensors.h"
+#include "model/glm5_next.h"
+
+namespace ts::cli {
+
+namespace {
+
+const std::set<std::string> kModelOptions = {"model", "kv-cache-dtype", "threads", "backend"};
+
+struct Loaded {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Glm5NextModel> model;
+    KvCacheDtype dt = KvCacheDtype::Fp8;
+};
+
+Loaded load(const Args& args) {
+    Loaded l;
+    const std::string backend = args.get("backend").value_or("auto");
+    if (backend != "auto" && backend != "cpu")
+        fail(ErrorKind::InvalidArgument, "--backend must be auto or cpu in this build (the CUDA backend is not built), got '" +
+                                             backend + "'");
+    const int64_t threads = args.getInt("threads", 0, 0, 1024);
+    if (threads > 0) ThreadPool::setGlobalThreads(int(threads));
+    const std::string dt = args.get("kv-cache-dtype").value_or("fp8");
+    if (dt == "fp8") l.dt = KvCacheDtype::Fp8;
+    else if (dt == "fp32") l.dt = KvCacheDtype::Fp32;
+    else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
+    l.backend = makeCpuBackend();
+    l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend);
+    return l;
+}
+
+double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+int cmdLogits(const Args& args) {
+    if (args.help()) {
+        std::printf("twinspark-cli logits --model DIR --prompt-ids 1,2,3 --out FILE.safetensors\n"
+                    "    [--kv-cache-dtype fp8|fp32] [--chunk N] [--threads N]\n"
+                    "Writes the full-forward logits as one F32 tensor 'logits' [tokens, vocab]. --chunk N prefills\n"
+                    "in chunks of N tokens (the result is identical to one prefill).\n");
+        return 0;
+    }
+    auto opts = kModelOptions;
+    opts.insert({"prompt-ids", "out", "chunk"});
+    args.accept(opts);
+    const auto ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));
+    const std::string out = args.require("out");
+    const int64_t chunk = args.getInt("chunk", 0, 0, INT32_MAX);
+    Loaded l = load(args);
+    l.model->checkIds(ids.data(), int64_t(ids.size()));
+    auto state = l.model->newSequence(l.dt);
+    const int64_t T = int64_t(ids.size()), V = l.model->text().vocab_size;
+    std::vector<float> logits;
+    logits.reserve(size_t(T * V));
+    IndexerStats ties;
+    const int64_t step = chunk > 0 ? chunk : T;
+    for (int64_t p = 0; p < T; p += step) {
+        const int64_t n = std::min(step, T - p);
+        ForwardResult r = l.model->forward(ids.data() + p, n, *state);
+        logits.insert(logits.end(), r.logits.begin(), r.logits.end());
+        if (r.indexer.firstTiedQuery >= 0 && ties.firstTiedQuery < 0) ties.firstTiedQuery = p + r.indexer.firstTiedQuery;
+        ties.tiedQueries += r.indexer.tiedQueries;
+    }
+    std::map<std::string, std::string> meta = {
+        {"kv_cache_dtype", l.dt == KvCacheDtype::Fp8 ? "fp8" : "fp32"},
+        {"indexer_first_tied_position", std::to_string(ties.firstTiedQuery)}};
+    writeSafetensors(out, {{"logits", DType::F32, {T, V}, logits.data()}}, meta);
+    std::fprintf(stderr, "wrote %s: logits [%lld, %lld]", out.c_str(), (long long)T, (long long)V);
+    if (ties.firstTiedQuery >= 0)
+        std::fprintf(stderr, "; indexer top-k ties at %lld positions (first at %lld)", (long long)ties.tiedQueries,
+                     (long long)ties.firstTiedQuery);
+    std::fprintf(stderr, "\n");
+    return 0;
+}
+
+int cmdGenerate(const Args& args) {
+    if (args.help()) {
+        std::printf("twinspark-cli generate --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--ignore-eos]\n"
+                    "    [--kv-cache-dtype fp8|fp32] [--threads N] [--json FILE]\n"
+                    "Prints the greedy continuation (token ids) and the prefill and decode speed.\n");
+        return 0;
+    }
+    auto opts = kModelOptions;
+    opts.insert({"prompt-ids", "max-tokens", "json"});
+    args.accept(opts, {"ignore-eos"});
+    const auto ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));
+    const int64_t maxTokens = args.getInt("max-tokens", 32, 1, 1 << 20);
+    const bool ignoreEos = args.flag("ignore-eos");
+    Loaded l = load(args);
+    l.model->checkIds(ids.data(), int64_t(ids.size()));
+    auto state = l.model->newSequence(l.dt);
+    const auto& eos = l.model->text().eos_token_ids;
+
+    auto argmax = [](const std::vector<float>& v) {
+        return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    ForwardResult r = l.model->forward(ids.data(), int64_t(ids.size()), *state, true);
+    const auto t1 = std::chrono::steady_clock::now();
+    std::vector<int32_t> out;
+    int32_t next = argmax(r.logits);
+    std::string finish = "length";
+    for (int64_t i = 0; i < maxTokens; ++i) {
+        out.push_back(next);
+        std::printf("%s%d", i ? "," : "", next);
+        std::fflush(stdout);
+        if (!ignoreEos && std::find(eos.begin(), eos.end(), next) != eos.end()) {
+            finish = "stop";
+            break;
+        }
+        if (i + 1 == maxTokens) break;
+        r = l.model->forward(&next, 1, *state, true);
+        next = argmax(r.logits);
+    }
+    const auto t2 = std::chrono::steady_clock::now();
+    std::printf("\n");
+    const double prefillS = seconds(t0, t1), decodeS = seconds(t1, t2);
+    const int64_t decoded = int64_t(out.size()) - 1;  // the first token comes from the prefill
+    const double decodeTps = decoded > 0 ? double(decoded) / decodeS : 0.0;
+    std::fprintf(stderr, "prompt %zu tokens: prefill %.3f s (%.1f tok/s); decode %lld tokens in %.3f s: %.2f tok/s; "
+                         "finish %s; threads %d\n",
+                 ids.size(), prefillS, double(ids.size()) / prefillS, (long long)decoded, decodeS, decodeTps,
+                 finish.c_str(), ThreadPool::global().size());
+    if (auto json = args.get("json")) {
+        nlohmann::json j = {{"prompt_tokens", ids.size()}, {"generated", out},         {"finish_reason", finish},
+                            {"prefill_s", prefillS},       {"decode_tokens", decoded}, {"decode_s", decodeS},
+                            {"decode_tok_s", decodeTps},   {"threads", ThreadPool::global().size()}};
+        std::ofstream f(*json);
+        f << j.dump(2) << "\n";
+        if (!f) fail(ErrorKind::Io, "cannot write " + *json);
+    }
+    return 0;
+}
+
+}  // namespace ts::cli

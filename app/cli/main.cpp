@@ -1,0 +1,54 @@
+// twinspark-cli: the headless front door. Each subcommand lives in its own file (cmd_*.cpp) and is
+// registered in the table below. Errors from bad input are ts::Error: printed, exit code 2.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+struct Command {
+    const char* name;
+    const char* summary;
+    int (*run)(const ts::cli::Args&);
+};
+
+const Command kCommands[] = {
+    {"logits", "full-forward logits of a prompt, written as safetensors", ts::cli::cmdLogits},
+    {"generate", "greedy continuation of a prompt, with the decode speed", ts::cli::cmdGenerate},
+};
+
+void usage(FILE* f) {
+    std::fprintf(f, "usage: twinspark-cli <command> [options]\n\ncommands:\n");
+    for (const auto& c : kCommands) std::fprintf(f, "  %-10s %s\n", c.name, c.summary);
+    std::fprintf(f, "\n'twinspark-cli <command> --help' lists a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (const auto& c : kCommands) {
+        if (std::strcmp(argv[1], c.name) != 0) continue;
+        try {
+            ts::cli::Args args(argc - 2, argv + 2);
+            return c.run(args);
+        } catch (const ts::Error& e) {
+            std::fprintf(stderr, "twinspark-cli %s: error: %s\n", c.name, e.what());
+            return e.kind() == ts::ErrorKind::Internal ? 3 : 2;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "twinspark-cli %s: error: %s\n", c.name, e.what());
+            return 3;
+        }
+    }
+    std::fprintf(stderr, "twinspark-cli: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,224 @@
+#include "model/weights.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ts {
+
+namespace {
+
+std::string shapeStr(const std::vector<int64_t>& s) {
+    std::ostringstream o;
+    o << "[";
+    for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+    o << "]";
+    return o.str();
+}
+
+class Binder {
+public:
+    Binder(const SafetensorsCheckpoint& ckpt, Backend& backend) : m_ckpt(ckpt), m_backend(backend) {}
+
+    const TensorInfo* find(const std::string& name) const { return m_ckpt.find(name); }
+
+    const TensorInfo& require(const std::string& name, const std::vector<int64_t>& shape) const {
+        const TensorInfo* t = m_ckpt.find(name);
+        if (!t) fail(ErrorKind::InvalidFile, "checkpoint " + m_ckpt.path() + ": missing tensor '" + name +
+                                                 "' (expected shape " + shapeStr(shape) + ")");
+        if (t->shape != shape)
+            fail(ErrorKind::InvalidFile, "checkpoint " + m_ckpt.path() + ": tensor '" + name + "' has shape " +
+                                             shapeStr(t->shape) + ", the config implies " + shapeStr(shape));
+        return *t;
+    }
+
+    static void requireFloat(const TensorInfo& t) {
+        if (t.dtype != DType::BF16 && t.dtype != DType::F16 && t.dtype != DType::F32)
+            fail(ErrorKind::InvalidFile, "tensor '" + t.name + "' has dtype " + std::string(dtypeName(t.dtype)) +
+                                             "; BF16, F16 or F32 expected");
+    }
+
+    // A matrix [rows, cols] kept in place.
+    WeightView matrix(const std::string& name, int64_t rows, int64_t cols) const {
+        const TensorInfo& t = require(name, {rows, cols});
+        requireFloat(t);
+        return WeightView{t.dtype, t.data, rows, cols};
+    }
+
+    // Any float tensor of the given shape, converted to fp32 and uploaded.
+    Buffer vec(const std::string& name, const std::vector<int64_t>& shape) const {
+        const TensorInfo& t = require(name, shape);
+        requireFloat(t);
+        const std::vector<float> v = toF32(t);
+        return m_backend.upload(v.data(), v.size() * 4);
+    }
+
+    // The packed experts tensor [E, rows, cols] viewed as expert e's [rows, cols] matrix.
+    WeightView expertSlice(const TensorInfo& t, int64_t e, int64_t rows, int64_t cols) const {
+        WeightView all{t.dtype, t.data, t.shape[0] * rows, cols};
+        return all.rowSlice(e * rows, rows);
+    }
+
+    Backend& backend() const { return m_backend; }
+
+private:
+    const SafetensorsCheckpoint& m_ckpt;
+    Backend& m_backend;
+};
+
+HyperConnParams bindHc(const Binder& b, const std::string& p, const TextConfig& c) {
+    const int64_t n = c.hc_mult, mix = 2 * n + n * n;
+    HyperConnParams h;
+    h.fn = b.matrix(p + ".fn", mix, n * c.hidden_size);
+    h.base = b.vec(p + ".base", {mix});
+    h.scale = b.vec(p + ".scale", {3});
+    h.n = c.hc_mult;
+    h.sinkhornIters = c.hc_sinkhorn_iters;
+    h.hcEps = c.hc_eps;
+    h.normEps = c.rms_norm_eps;
+    return h;
+}
+
+MlpWeights bindMlp(const Binder& b, const std::string& p, int64_t D, int64_t I) {
+    return MlpWeights{b.matrix(p + ".gate_proj.weight", I, D), b.matrix(p + ".up_proj.weight", I, D),
+                      b.matrix(p + ".down_proj.weight", D, I)};
+}
+
+KdaWeights bindKda(const Binder& b, const std::string& p, const TextConfig& c) {
+    const int64_t D = c.hidden_size, H = c.linear_num_heads, Dk = c.linear_head_dim, C = H * Dk;
+    const int64_t K = c.linear_conv_kernel_dim;
+    KdaWeights w;
+    w.qProj = b.matrix(p + ".q_proj.weight", C, D);
+    w.kProj = b.matrix(p + ".k_proj.weight", C, D);
+    w.vProj = b.matrix(p + ".v_proj.weight", C, D);
+    // transformers 5.17 stores one depthwise conv over [q | k | v]; other exports keep three.
+    if (b.find(p + ".conv1d.weight")) {
+        w.convW = b.vec(p + ".conv1d.weight", {3 * C, 1, K});
+    } else {
+        std::vector<float> all;
+        for (const char* part : {"q", "k", "v"}) {
+            const TensorInfo& t = b.require(p + "." + part + "_conv1d.weight", {C, 1, K});
+            Binder::requireFloat(t);
+            const std::vector<float> v = toF32(t);
+            all.insert(all.end(), v.begin(), v.end());
+        }
+        w.convW = b.backend().upload(all.data(), all.size() * 4);
+    }
+    const std::string fg = b.find(p + ".forget_gate.A_log") ? p + ".forget_gate" : p;
+    w.fA = b.matrix(fg + ".f_a_proj.weight", Dk, D);
+    w.fB = b.matrix(fg + ".f_b_proj.weight", C, Dk);
+    w.dtBias = b.vec(fg + ".dt_bias", {C});
+    w.aLog = b.vec(fg + ".A_log", {H});
+    w.bProj = b.matrix(p + ".b_proj.weight", H, D);
+    w.gA = b.matrix(p + ".g_a_proj.weight", Dk, D);
+    w.gB = b.matrix(p + ".g_b_proj.weight", C, Dk);
+    w.oNorm = b.vec(p + ".o_norm.weight", {Dk});
+    w.oProj = b.matrix(p + ".o_proj.weight", D, C);
+    return w;
+}
+
+MlaWeights bindMla(const Binder& b, const std::string& p, const TextConfig& c, bool fullIndexer) {
+    const int64_t D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, ql = c.q_lora_rank;
+    const int64_t dn = c.qk_nope_head_dim, dv = c.v_head_dim;
+    MlaWeights w;
+    w.qA = b.matrix(p + ".q_a_proj.weight", ql, D);
+    w.qANorm = b.vec(p + ".q_a_layernorm.weight", {ql});
+    w.qB = b.matrix(p + ".q_b_proj.weight", H * dn, ql);
+    w.kvA = b.matrix(p + ".kv_a_proj_with_mqa.weight", R, D);
+    w.kvANorm = b.vec(p + ".kv_a_layernorm.weight", {R});
+    w.kvB = b.matrix(p + ".kv_b_proj.weight", H * (dn + dv), R);
+    w.oProj = b.matrix(p + ".o_proj.weight", D, H * dv);
+    w.hasIndexer = fullIndexer;
+    if (fullIndexer) {
+        const int64_t Hi = c.index_n_heads, Di = c.index_head_dim, kp = c.index_kpool;
+        const std::string i = p + ".indexer";
+        w.indexer.wqB = b.matrix(i + ".wq_b.weight", Hi * Di, ql);
+        w.indexer.wk = b.matrix(i + ".wk.weight", Di, D);
+        w.indexer.kNormW = b.vec(i + ".k_norm.weight", {Di});
+        w.indexer.kNormB = b.vec(i + ".k_norm.bias", {Di});
+        w.indexer.weightsProj = b.matrix(i + ".weights_proj.weight", Hi, D);
+        w.indexer.compressGate = b.matrix(i + ".index_kpool_compress_gate", Di, D);
+        w.indexer.compressApe = b.vec(i + ".index_kpool_compress_ape", {kp, Di});
+    }
+    return w;
+}
+
+MoeWeights bindMoe(const Binder& b, const std::string& p, const TextConfig& c) {
+    const int64_t D = c.hidden_size, E = c.n_routed_experts, I = c.moe_intermediate_size;
+    MoeWeights w;
+    w.router = b.matrix(p + ".gate.weight", E, D);
+    w.correctionBias = b.vec(p + ".gate.e_score_correction_bias", {E});
+    w.experts.resize(size_t(E));
+    if (b.find(p + ".experts.gate_up_proj")) {
+        // transformers' packed layout: gate_up [E, 2I, D] (gate rows first), down [E, D, I].
+        const TensorInfo& gu = b.require(p + ".experts.gate_up_proj", {E, 2 * I, D});
+        const TensorInfo& dn = b.require(p + ".experts.down_proj", {E, D, I});
+        Binder::requireFloat(gu);
+        Binder::requireFloat(dn);
+        for (int64_t e = 0; e < E; ++e) {
+            const WeightView both = b.expertSlice(gu, e, 2 * I, D);
+            w.experts[size_t(e)] = MlpWeights{both.rowSlice(0, I), both.rowSlice(I, I), b.expertSlice(dn, e, D, I)};
+        }
+    } else {
+        for (int64_t e = 0; e < E; ++e)
+            w.experts[size_t(e)] = bindMlp(b, p + ".experts." + std::to_string(e), D, I);
+    }
+    w.hasShared = c.n_shared_experts > 0;
+    if (w.hasShared) w.shared = bindMlp(b, p + ".shared_experts", D, I * c.n_shared_experts);
+    return w;
+}
+
+LayerWeights bindLayer(const Binder& b, const std::string& p, const TextConfig& c, bool linear, bool dense,
+                       bool fullIndexer, bool withHc = true) {
+    LayerWeights w;
+    w.inputNorm = b.vec(p + ".input_layernorm.weight", {c.hidden_size});
+    w.postAttnNorm = b.vec(p + ".post_attention_layernorm.weight", {c.hidden_size});
+    if (withHc) {
+        w.attnHc = bindHc(b, p + ".attn_hc", c);
+        w.ffnHc = bindHc(b, p + ".ffn_hc", c);
+    }
+    w.linear = linear;
+    if (linear) w.kda = bindKda(b, p + ".self_attn", c);
+    else w.mla = bindMla(b, p + ".self_attn", c, fullIndexer);
+    w.denseMlp = dense;
+    if (dense) w.mlp = bindMlp(b, p + ".mlp", c.hidden_size, c.intermediate_size);
+    else w.moe = bindMoe(b, p + ".mlp", c);
+    return w;
+}
+
+}  // namespace
+
+ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend) {
+    const TextConfig& c = cfg.text;
+    Binder b(ckpt, backend);
+    ModelWeights w;
+    w.prefix = ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+    const int64_t V = c.vocab_size, D = c.hidden_size;
+    w.embed = b.matrix(w.prefix + "embed_tokens.weight", V, D);
+    for (int L = 0; L < c.num_hidden_layers; ++L)
+        w.layers.push_back(bindLayer(b, w.prefix + "layers." + std::to_string(L), c, c.isLinear(L),
+                                     c.isDenseMlp(L), c.hasFullIndexer(L)));
+    w.finalNorm = b.vec(w.prefix + "norm.weight", {D});
+    if (ckpt.find("lm_head.weight")) w.lmHead = b.matrix("lm_head.weight", V, D);
+    else if (c.tie_word_embeddings) w.lmHead = w.embed;
+    else fail(ErrorKind::InvalidFile, "checkpoint " + ckpt.path() + ": missing tensor 'lm_head.weight'");
+
+    // MTP block: layer index num_hidden_layers, when the config announces one and the file has it.
+    const std::string m = w.prefix + "layers." + std::to_string(c.num_hidden_layers);
+    if (c.num_nextn_predict_layers > 0 && ckpt.find(m + ".eh_proj.weight")) {
+        w.mtp.present = true;
+        w.mtp.enorm = b.vec(m + ".enorm.weight", {D});
+        w.mtp.hnorm = b.vec(m + ".hnorm.weight", {D});
+        w.mtp.ehProj = b.matrix(m + ".eh_proj.weight", D, 2 * D);
+        // A DSA-MLA decoder layer with a full indexer and a plain residual (no mHC), as vLLM's
+        // GLM-5.3-Flash MTP layer; its MLP follows the last main layer's kind.
+        w.mtp.layer = bindLayer(b, m, c, false, c.isDenseMlp(c.num_hidden_layers - 1), true, false);
+        w.mtp.headNorm = b.vec(m + ".shared_head.norm.weight", {D});
+        w.mtp.head = ckpt.find(m + ".shared_head.head.weight") ? b.matrix(m + ".shared_head.head.weight", V, D)
+                                                               : w.lmHead;
+    }
+    return w;
+}
+
+}  // namespace ts

@@ -1,0 +1,96 @@
+// Binding of a glm5_next checkpoint's tensors to the model's layers, with every name and shape checked
+// against the config before the first forward (a missing or mis-shaped tensor is an error naming it).
+// Large matrices stay views into the mapped safetensors files (no copy); small per-channel vectors are
+// uploaded to the backend as fp32.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
+
+namespace ts {
+
+struct KdaWeights {
+    WeightView qProj, kProj, vProj;  // [H·Dk, D]
+    Buffer convW;                    // fp32 [3·H·Dk, K]: q, k, v channels
+    WeightView fA, fB;               // forget gate low-rank: [Dk, D], [H·Dk, Dk]
+    Buffer dtBias, aLog;             // fp32 [H·Dk], [H]
+    WeightView bProj;                // [H, D]
+    WeightView gA, gB;               // output gate: [Dk, D], [H·Dk, Dk]
+    Buffer oNorm;                    // fp32 [Dk]
+    WeightView oProj;                // [D, H·Dv]
+};
+
+struct IndexerWeights {
+    WeightView wqB;          // [Hi·Di, q_lora]
+    WeightView wk;           // [Di, D]
+    Buffer kNormW, kNormB;   // fp32 [Di]
+    WeightView weightsProj;  // [Hi, D]
+    WeightView compressGate; // [Di, D]
+    Buffer compressApe;      // fp32 [kp, Di]
+};
+
+struct MlaWeights {
+    WeightView qA;       // [q_lora, D]
+    Buffer qANorm;       // fp32 [q_lora]
+    WeightView qB;       // [H·dn, q_lora]
+    WeightView kvA;      // [R, D]
+    Buffer kvANorm;      // fp32 [R]
+    WeightView kvB;      // [H·(dn+dv), R]
+    WeightView oProj;    // [D, H·dv]
+    bool hasIndexer = false;
+    IndexerWeights indexer;
+};
+
+struct MlpWeights {
+    WeightView gate, up, down;  // [I, D], [I, D], [D, I]
+};
+
+struct MoeWeights {
+    WeightView router;       // [E, D]
+    Buffer correctionBias;   // fp32 [E]
+    std::vector<MlpWeights> experts;
+    bool hasShared = false;
+    MlpWeights shared;
+};
+
+struct LayerWeights {
+    Buffer inputNorm, postAttnNorm;  // fp32 [D]
+    HyperConnParams attnHc, ffnHc;
+    bool linear = false;  // KDA (true) or DSA-MLA (false)
+    KdaWeights kda;
+    MlaWeights mla;
+    bool denseMlp = true;
+    MlpWeights mlp;
+    MoeWeights moe;
+};
+
+// The MTP block (glm_dsa.md §3.6, tests/golden/README.md) stored as layer `num_hidden_layers`:
+// z = eh_proj([enorm(embed(next)) ; hnorm(h)]); r = z + attn(input_norm(z)); y = r + mlp(post_norm(r));
+// logits = head(shared_head.norm(y)). A plain residual: the MTP block has no hyper-connections.
+struct MtpWeights {
+    bool present = false;
+    Buffer enorm, hnorm;   // fp32 [D]
+    WeightView ehProj;     // [D, 2D]: input = [enorm(embed) ; hnorm(hidden)]
+    LayerWeights layer;    // a DSA-MLA decoder layer (full indexer), attnHc/ffnHc unused
+    Buffer headNorm;       // fp32 [D] (shared_head.norm)
+    WeightView head;       // [V, D] (shared_head.head, or the main lm_head when absent)
+};
+
+struct ModelWeights {
+    std::string prefix;    // "model.language_model." (glm5_next) or "model." (flat)
+    WeightView embed;      // [V, D]
+    std::vector<LayerWeights> layers;
+    Buffer finalNorm;      // fp32 [D]
+    WeightView lmHead;     // [V, D]
+    MtpWeights mtp;
+};
+
+// Binds and validates every tensor; `ckpt` must outlive the returned views.
+ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend);
+
+}  // namespace ts
