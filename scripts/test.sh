@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite: configure + build (RelWithDebInfo) and run every CTest test, then rebuild the
+# unit tests under AddressSanitizer + UBSan (the malformed-file tests must never crash) and run them.
+# Usage: scripts/test.sh            (from anywhere; builds in build/ and build-asan/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+GUI=${TWINSPARK_GUI:-OFF}
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI="$GUI" >/dev/null
+cmake --build build -j "$JOBS"
+(cd build && ctest --output-on-failure -j "$JOBS")
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTWINSPARK_ASAN=ON -DTWINSPARK_GUI=OFF \
+      -DTWINSPARK_CUDA=OFF >/dev/null
+cmake --build build-asan -j "$JOBS"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+   ctest --output-on-failure -j "$JOBS" -L unit)
