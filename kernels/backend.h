@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -72,6 +73,11 @@ struct HyperConnParams {
 struct IndexerStats {
     int64_t tiedQueries = 0;  // queries where the K-th and (K+1)-th best candidate scores are equal
     int64_t firstTiedQuery = -1;  // index (within the step) of the first such query, -1 if none
+    // Optional (tests, diagnostics): when sized to the step's T by the caller, each full indexer layer
+    // folds the pools it selected for query t into selectionHash[t] (and the model folds in each MoE
+    // layer's chosen experts), so two runs can be compared for the first token whose discrete
+    // decisions (sparse set, expert routing) differ.
+    std::vector<uint64_t> selectionHash;
 };
 
 class Backend {

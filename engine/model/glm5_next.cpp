@@ -68,7 +68,7 @@ ForwardResult Glm5NextModel::forwardMtp(const float* hidden, const int32_t* next
                           r.indexer);
     b.add(a, z, T * D);  // z is now the residual r
     b.rmsnorm(z, T, D, w.layer.postAttnNorm, c.rms_norm_eps, xn);
-    Buffer m = w.layer.denseMlp ? mlpForward(w.layer.mlp, xn, T, c.intermediate_size) : moeForward(w.layer.moe, xn, T);
+    Buffer m = w.layer.denseMlp ? mlpForward(w.layer.mlp, xn, T, c.intermediate_size) : moeForward(w.layer.moe, xn, T, &r.indexer);
     b.add(m, z, T * D);
     b.rmsnorm(z, T, D, w.headNorm, c.rms_norm_eps, xn);
     r.logits = logitsOf(xn, T, w.head, false);
@@ -100,12 +100,12 @@ void Glm5NextModel::runLayer(const LayerWeights& lw, int layerIndex, bool linear
 
     b.mhcPre(s.streams, T, D, lw.ffnHc, s.x, s.post, s.comb);
     b.rmsnorm(s.x, T, D, lw.postAttnNorm, c.rms_norm_eps, s.xn);
-    y = lw.denseMlp ? mlpForward(lw.mlp, s.xn, T, c.intermediate_size) : moeForward(lw.moe, s.xn, T);
+    y = lw.denseMlp ? mlpForward(lw.mlp, s.xn, T, c.intermediate_size) : moeForward(lw.moe, s.xn, T, &stats);
     b.mhcPost(s.streams, T, D, n, y, s.post, s.comb);
 }
 
 ForwardResult Glm5NextModel::forward(const int32_t* ids, int64_t T, SequenceState& state, bool lastOnly,
-                                     bool wantHidden) const {
+                                     bool wantHidden, bool recordSelection) const {
     const TextConfig& c = m_cfg.text;
     TS_CHECK(T > 0, "forward of zero tokens");
     checkIds(ids, T);
@@ -130,6 +130,7 @@ ForwardResult Glm5NextModel::forward(const int32_t* ids, int64_t T, SequenceStat
         for (int i = 0; i < n; ++i) b.copy(e, size_t(t * D) * 4, s.streams, size_t((t * n + i) * D) * 4, size_t(D) * 4);
 
     ForwardResult r;
+    if (recordSelection) r.indexer.selectionHash.assign(size_t(T), 0);
     Buffer prevIdx;  // the selection of the last full indexer layer, for `shared` DSA layers
     for (int L = 0; L < c.num_hidden_layers; ++L)
         runLayer(m_w.layers[size_t(L)], L, c.isLinear(L), s, state.layer(L), pos0, prevIdx, r.indexer);

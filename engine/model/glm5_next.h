@@ -40,8 +40,9 @@ public:
     std::unique_ptr<SequenceState> newMtpSequence(KvCacheDtype cacheDtype) const;
 
     // Appends ids[0..T) at positions state.length() … and advances the state.
+    // recordSelection: fill result.indexer.selectionHash (one value per token) for diagnostics.
     ForwardResult forward(const int32_t* ids, int64_t T, SequenceState& state, bool lastOnly = false,
-                          bool wantHidden = false) const;
+                          bool wantHidden = false, bool recordSelection = false) const;
 
     // MTP draft logits [T, vocab] (§3.6): row t from the main model's final hidden state hidden[t] (at
     // position p = mtpState.length() + t) and the embedding of the token at p + 1, nextIds[t]; the
@@ -59,7 +60,7 @@ private:
     Buffer mlaForward(const MlaWeights& w, const Buffer& x, int64_t T, LayerState& ls, int64_t pos0, KvCacheDtype dt,
                       Buffer& prevIdx, IndexerStats& stats) const;
     Buffer mlpForward(const MlpWeights& w, const Buffer& x, int64_t T, int64_t I) const;
-    Buffer moeForward(const MoeWeights& w, const Buffer& x, int64_t T) const;
+    Buffer moeForward(const MoeWeights& w, const Buffer& x, int64_t T, IndexerStats* stats = nullptr) const;
     std::vector<float> logitsOf(const Buffer& normed, int64_t T, const WeightView& head, bool lastOnly) const;
 
     Backend& m_backend;

@@ -101,7 +101,7 @@ Buffer Glm5NextModel::mlpForward(const MlpWeights& w, const Buffer& x, int64_t T
     return y;
 }
 
-Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T) const {
+Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T, IndexerStats* stats) const {
     Backend& b = m_backend;
     const TextConfig& c = m_cfg.text;
     const int64_t D = c.hidden_size, E = c.n_routed_experts, K = c.num_experts_per_tok;
@@ -109,6 +109,13 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     std::vector<float> wt(static_cast<size_t>(T * K));
     b.moeRoute(x, T, w.router, w.correctionBias, E, K, c.n_group, c.topk_group, c.norm_topk_prob,
                c.routed_scaling_factor, idx.data(), wt.data());
+    if (stats && stats->selectionHash.size() == size_t(T))  // fold the routing into the decision record
+        for (int64_t t = 0; t < T; ++t) {
+            std::vector<int32_t> chosen(idx.begin() + t * K, idx.begin() + (t + 1) * K);
+            std::sort(chosen.begin(), chosen.end());
+            uint64_t& hsh = stats->selectionHash[size_t(t)];
+            for (int32_t e : chosen) hsh = (hsh ^ uint64_t(e + 1)) * 0x100000001b3ull;
+        }
 
     // Only the selected experts run, each over the tokens routed to it. Per token the expert outputs
     // are summed in ascending expert order (as the reference does), then the shared expert is added.

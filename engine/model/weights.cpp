@@ -67,12 +67,15 @@ private:
     Backend& m_backend;
 };
 
-HyperConnParams bindHc(const Binder& b, const std::string& p, const TextConfig& c) {
+// site = "attn" | "ffn". Checkpoints name them `hc_attn_fn` (as saved by transformers and shipped);
+// transformers' module tree calls them `attn_hc.fn`: both are accepted.
+HyperConnParams bindHc(const Binder& b, const std::string& layer, const std::string& site, const TextConfig& c) {
     const int64_t n = c.hc_mult, mix = 2 * n + n * n;
+    const std::string p = b.find(layer + ".hc_" + site + "_fn") ? layer + ".hc_" + site + "_" : layer + "." + site + "_hc.";
     HyperConnParams h;
-    h.fn = b.matrix(p + ".fn", mix, n * c.hidden_size);
-    h.base = b.vec(p + ".base", {mix});
-    h.scale = b.vec(p + ".scale", {3});
+    h.fn = b.matrix(p + "fn", mix, n * c.hidden_size);
+    h.base = b.vec(p + "base", {mix});
+    h.scale = b.vec(p + "scale", {3});
     h.n = c.hc_mult;
     h.sinkhornIters = c.hc_sinkhorn_iters;
     h.hcEps = c.hc_eps;
@@ -175,8 +178,8 @@ LayerWeights bindLayer(const Binder& b, const std::string& p, const TextConfig& 
     w.inputNorm = b.vec(p + ".input_layernorm.weight", {c.hidden_size});
     w.postAttnNorm = b.vec(p + ".post_attention_layernorm.weight", {c.hidden_size});
     if (withHc) {
-        w.attnHc = bindHc(b, p + ".attn_hc", c);
-        w.ffnHc = bindHc(b, p + ".ffn_hc", c);
+        w.attnHc = bindHc(b, p, "attn", c);
+        w.ffnHc = bindHc(b, p, "ffn", c);
     }
     w.linear = linear;
     if (linear) w.kda = bindKda(b, p + ".self_attn", c);

@@ -235,6 +235,11 @@ void CpuBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int6
                 order.resize(size_t(K));
                 std::sort(order.begin(), order.end());
             }
+            if (stats && stats->selectionHash.size() == size_t(T)) {
+                uint64_t hsh = stats->selectionHash[size_t(t)] * 0x100000001b3ull + uint64_t(nc);
+                for (int64_t j : order) hsh = (hsh ^ uint64_t(j + 1)) * 0x100000001b3ull;
+                stats->selectionHash[size_t(t)] = hsh;
+            }
             int64_t n = 0;
             for (int64_t j : order)
                 for (int64_t m = 0; m < kp; ++m) out[n++] = int32_t(j * kp + m);

@@ -19,23 +19,37 @@ using namespace ts;
 namespace {
 
 constexpr float kFp32MaxAbs = 1e-4f;  // measured ≈ 2e-6 (see docs/PERFORMANCE.md "Parity")
-constexpr float kFp8MaxAbs = 0.25f;   // fp8 e4m3 latent + indexer rounding; measured, see docs
-constexpr float kFp8MeanAbs = 0.03f;
+// fp8 bounds, measured on tiny_a/tiny_b (docs/PERFORMANCE.md "Parity"): up to the first token whose
+// discrete decisions differ, max|Δ| ≤ 0.079; over all rows mean|Δ| ≤ 0.071 and top-1 agreement ≥ 85%.
+constexpr float kFp8MaxAbs = 0.15f;
+constexpr float kFp8MeanAbs = 0.10f;
+constexpr double kFp8Top1 = 0.80;
 
 struct Diff {
     float maxAbs = 0;
     double meanAbs = 0;
     int64_t rows = 0;
+    int64_t argmaxAgree = 0;    // rows where both pick the same top token
 };
+
 
 Diff compare(const std::vector<float>& ours, const std::vector<float>& ref, int64_t rows, int64_t V) {
     Diff d;
     d.rows = rows;
     double sum = 0;
-    for (int64_t i = 0; i < rows * V; ++i) {
-        const float e = std::fabs(ours[size_t(i)] - ref[size_t(i)]);
-        d.maxAbs = std::max(d.maxAbs, e);
-        sum += e;
+    for (int64_t r = 0; r < rows; ++r) {
+        float rowMax = 0;
+        int64_t ao = 0, ar = 0;
+        for (int64_t v = 0; v < V; ++v) {
+            const size_t i = size_t(r * V + v);
+            const float e = std::fabs(ours[i] - ref[i]);
+            rowMax = std::max(rowMax, e);
+            sum += e;
+            if (ours[i] > ours[size_t(r * V + ao)]) ao = v;
+            if (ref[i] > ref[size_t(r * V + ar)]) ar = v;
+        }
+        d.maxAbs = std::max(d.maxAbs, rowMax);
+        d.argmaxAgree += ao == ar;
     }
     d.meanAbs = rows ? sum / double(rows * V) : 0;
     return d;
@@ -69,6 +83,7 @@ private slots:
         SafetensorsFile golden((dir + "/golden.safetensors").toStdString());
         const int64_t V = model.text().vocab_size;
         int prompts = 0;
+        int64_t beforeRows = 0;  // fp8: rows compared with the exact run's decisions
         for (int i = 0; golden.find("prompt_" + std::to_string(i)); ++i, ++prompts) {
             const auto ids = test::readIds(golden, "prompt_" + std::to_string(i));
             const auto ref = toF32(golden.get("logits_" + std::to_string(i)));
@@ -77,26 +92,43 @@ private slots:
 
             // Ties are decided on the exact (fp32) scores, so both cache modes compare the same prefix.
             auto s32 = model.newSequence(KvCacheDtype::Fp32);
-            ForwardResult r32 = model.forward(ids.data(), T, *s32);
-            const int64_t upTo = r32.indexer.firstTiedQuery >= 0 ? r32.indexer.firstTiedQuery : T;
-            ForwardResult r = r32;
-            if (fp8) {
-                auto s8 = model.newSequence(KvCacheDtype::Fp8);
-                r = model.forward(ids.data(), T, *s8);
-            }
-            const Diff d = compare(r.logits, ref, upTo, V);
-            qInfo("%s prompt %d: T=%lld compared %lld rows (indexer ties: %lld, first at %lld): max|Δ|=%.3g mean|Δ|=%.3g",
-                  fp8 ? "fp8 " : "fp32", i, (long long)T, (long long)upTo, (long long)r32.indexer.tiedQueries,
-                  (long long)r32.indexer.firstTiedQuery, d.maxAbs, d.meanAbs);
-            QVERIFY2(upTo >= std::min<int64_t>(T, 8), "a tie this early leaves nothing to compare");
-            if (fp8) {
-                QVERIFY2(d.maxAbs <= kFp8MaxAbs, qPrintable(QString("fp8 max|Δ| %1").arg(d.maxAbs)));
-                QVERIFY2(d.meanAbs <= kFp8MeanAbs, qPrintable(QString("fp8 mean|Δ| %1").arg(d.meanAbs)));
-            } else {
+            ForwardResult r32 = model.forward(ids.data(), T, *s32, false, false, true);
+            int64_t upTo = r32.indexer.firstTiedQuery >= 0 ? r32.indexer.firstTiedQuery : T;
+            if (!fp8) {
+                const Diff d = compare(r32.logits, ref, upTo, V);
+                qInfo("fp32 prompt %d: T=%lld compared %lld rows (indexer ties: %lld): max|Δ|=%.3g mean|Δ|=%.3g", i,
+                      (long long)T, (long long)upTo, (long long)r32.indexer.tiedQueries, d.maxAbs, d.meanAbs);
+                QVERIFY2(upTo >= std::min<int64_t>(T, 8), "a tie this early leaves nothing to compare");
                 QVERIFY2(d.maxAbs <= kFp32MaxAbs, qPrintable(QString("fp32 max|Δ| %1").arg(d.maxAbs)));
+                continue;
             }
+            // fp8: rounding the latent and the indexer keys moves every later hidden state a little, and
+            // near-equal scores can then swap a pool in or out of the sparse set or an expert in or out of
+            // the routing: a discrete change no tolerance bounds (these random tiny models have many
+            // near-ties). So: a tight bound up to the first token whose decisions differ from the exact
+            // run's, and over all rows a bound on the mean error and on top-1 agreement.
+            auto s8 = model.newSequence(KvCacheDtype::Fp8);
+            ForwardResult r8 = model.forward(ids.data(), T, *s8, false, false, true);
+            int64_t diverge = T;
+            for (int64_t t = 0; t < T; ++t)
+                if (r8.indexer.selectionHash[size_t(t)] != r32.indexer.selectionHash[size_t(t)]) {
+                    diverge = t;
+                    break;
+                }
+            const Diff before = compare(r8.logits, ref, std::min(upTo, diverge), V);
+            const Diff all = compare(r8.logits, ref, upTo, V);
+            beforeRows += std::min(upTo, diverge);
+            qInfo("fp8  prompt %d: T=%lld decisions diverge at %lld; before: max|Δ|=%.3g mean|Δ|=%.3g; all %lld rows: "
+                  "max|Δ|=%.3g mean|Δ|=%.3g, top-1 agree %lld",
+                  i, (long long)T, (long long)diverge, before.maxAbs, before.meanAbs, (long long)upTo, all.maxAbs,
+                  all.meanAbs, (long long)all.argmaxAgree);
+            QVERIFY2(before.maxAbs <= kFp8MaxAbs, qPrintable(QString("fp8 max|Δ| %1").arg(before.maxAbs)));
+            QVERIFY2(all.meanAbs <= kFp8MeanAbs, qPrintable(QString("fp8 mean|Δ| %1").arg(all.meanAbs)));
+            QVERIFY2(double(all.argmaxAgree) >= kFp8Top1 * double(upTo),
+                     qPrintable(QString("fp8 top-1 agreement %1 of %2").arg(all.argmaxAgree).arg(upTo)));
         }
         QVERIFY(prompts >= 2);
+        if (fp8) QVERIFY2(beforeRows >= 50, "too few fp8 rows before the first decision change");
     }
 
     // The MTP block against make_golden.py's PyTorch statement of it (the reference class has none),
