@@ -1,0 +1,146 @@
+// twinspark-cli as a user runs it: real processes, real files. Wrong input must give a clear message
+// and a non-zero exit code, never a crash.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+#include "io/safetensors.h"
+
+using namespace ts;
+
+namespace {
+
+const QString kTinyA = QStringLiteral(TS_SOURCE_DIR "/tests/golden/data/tiny_a");
+
+struct Run {
+    int code = -1;
+    QString out, err;
+};
+
+Run cli(const QStringList& args) {
+    QProcess p;
+    p.start(QStringLiteral(TS_CLI_PATH), args);
+    if (!p.waitForFinished(120000)) p.kill();
+    Run r;
+    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+QString idsOf(const SafetensorsFile& f, const std::string& name, int64_t n) {
+    const auto v = toF32(f.get(name));
+    QStringList s;
+    for (int64_t i = 0; i < n; ++i) s << QString::number(int(v[size_t(i)]));
+    return s.join(',');
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+
+private slots:
+    void logitsMatchGolden() {
+        QTemporaryDir tmp;
+        SafetensorsFile golden((kTinyA + "/golden.safetensors").toStdString());
+        const QString ids = idsOf(golden, "prompt_1", 75);
+        const QString out = tmp.filePath("l.safetensors");
+        Run r = cli({"logits", "--model", kTinyA, "--prompt-ids", ids, "--kv-cache-dtype", "fp32", "--out", out});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        SafetensorsFile f(out.toStdString());
+        const TensorInfo& t = f.get("logits");
+        QCOMPARE(t.dtype, DType::F32);
+        QCOMPARE(t.shape, (std::vector<int64_t>{75, 512}));
+        const auto ours = toF32(t), ref = toF32(golden.get("logits_1"));
+        float maxAbs = 0;
+        for (size_t i = 0; i < ours.size(); ++i) maxAbs = std::max(maxAbs, std::fabs(ours[i] - ref[i]));
+        QVERIFY2(maxAbs < 1e-4f, qPrintable(QString::number(maxAbs)));
+
+        // A chunked prefill writes the very same bytes.
+        const QString out2 = tmp.filePath("l2.safetensors");
+        r = cli({"logits", "--model", kTinyA, "--prompt-ids", ids, "--kv-cache-dtype", "fp32", "--chunk", "9", "--out", out2});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QFile a(out), b(out2);
+        QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+        QCOMPARE(a.readAll(), b.readAll());
+    }
+
+    void generatePrintsIdsAndSpeed() {
+        QTemporaryDir tmp;
+        const QString json = tmp.filePath("g.json");
+        Run r = cli({"generate", "--model", kTinyA, "--prompt-ids", "5,6,7,8,9", "--max-tokens", "12", "--ignore-eos",
+                     "--json", json, "--threads", "1"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out.trimmed().split(',').size(), 12);
+        QVERIFY2(r.err.contains("tok/s"), qPrintable(r.err));
+        QVERIFY(QFile::exists(json));
+        // Greedy decode is deterministic: the same again with 2 threads.
+        Run r2 = cli({"generate", "--model", kTinyA, "--prompt-ids", "5,6,7,8,9", "--max-tokens", "12", "--ignore-eos",
+                      "--threads", "2"});
+        QCOMPARE(r2.out, r.out);
+    }
+
+    void badInput_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("no model dir") << QStringList{"logits", "--model", "/nonexistent/m", "--prompt-ids", "1", "--out", "/tmp/x"}
+                                      << "/nonexistent/m";
+        QTest::newRow("id outside vocab") << QStringList{"logits", "--model", kTinyA, "--prompt-ids", "1,512", "--out", "/tmp/x"}
+                                          << "outside the vocabulary";
+        QTest::newRow("negative id") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1,-3"} << "not a token id";
+        QTest::newRow("empty id") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1,,2"} << "not a token id";
+        QTest::newRow("bad cache dtype") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--kv-cache-dtype", "bf16"}
+                                         << "fp8 or fp32";
+        QTest::newRow("unknown option") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--temprature", "1"}
+                                        << "unknown option --temprature";
+        QTest::newRow("missing out") << QStringList{"logits", "--model", kTinyA, "--prompt-ids", "1"} << "--out";
+        QTest::newRow("bad max tokens") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--max-tokens", "x"}
+                                        << "--max-tokens";
+        QTest::newRow("unknown command") << QStringList{"frobnicate"} << "unknown command";
+    }
+
+    void badInput() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, message);
+        Run r = cli(args);
+        QVERIFY2(r.code == 2, qPrintable(QString("exit %1: %2").arg(r.code).arg(r.err)));
+        QVERIFY2(r.err.contains(message), qPrintable(r.err));
+    }
+
+    void malformedCheckpoint() {
+        QTemporaryDir tmp;
+        for (const char* f : {"config.json", "generation_config.json"})
+            QVERIFY(QFile::copy(kTinyA + "/" + f, tmp.filePath(f)));
+        // Truncated weights: the header promises more bytes than the file has.
+        QFile src(kTinyA + "/model.safetensors");
+        QVERIFY(src.open(QIODevice::ReadOnly));
+        QFile dst(tmp.filePath("model.safetensors"));
+        QVERIFY(dst.open(QIODevice::WriteOnly));
+        dst.write(src.read(src.size() / 2));
+        dst.close();
+        Run r = cli({"generate", "--model", tmp.path(), "--prompt-ids", "1"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("model.safetensors"), qPrintable(r.err));
+
+        // A config that disagrees with the weights: the tensor is named.
+        QFile cfg(tmp.filePath("config.json"));
+        QVERIFY(cfg.open(QIODevice::ReadOnly));
+        QByteArray text = cfg.readAll();
+        cfg.close();
+        QFile::remove(tmp.filePath("model.safetensors"));
+        QVERIFY(QFile::copy(kTinyA + "/model.safetensors", tmp.filePath("model.safetensors")));
+        text.replace("\"q_lora_rank\": 64", "\"q_lora_rank\": 48");
+        QVERIFY(cfg.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        cfg.write(text);
+        cfg.close();
+        r = cli({"generate", "--model", tmp.path(), "--prompt-ids", "1"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("q_a_proj.weight") || r.err.contains("q_a_layernorm"), qPrintable(r.err));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
