@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <algorithm>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -22,6 +23,12 @@ public:
     int size() const { return m_size; }
     // fn(begin, end) over contiguous sub-ranges; grain = the smallest range worth a thread.
     void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
+    // Same, with the grain derived from the cost of one item (≈ multiply-adds): a chunk is only worth
+    // a thread wake-up (~10 µs) when it holds at least kMinChunkCost of work. Small ops run inline.
+    static constexpr int64_t kMinChunkCost = 1 << 16;
+    void parallelForCost(int64_t n, int64_t costPerItem, const std::function<void(int64_t, int64_t)>& fn) {
+        parallelFor(n, fn, std::max<int64_t>(1, kMinChunkCost / std::max<int64_t>(1, costPerItem)));
+    }
 
     // The process-wide pool used by the CPU backend (threads = TS_THREADS env or hardware concurrency).
     static ThreadPool& global();

@@ -67,7 +67,7 @@ void CpuBackend::mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDty
 void CpuBackend::mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
                             const Buffer& qLat) {
     const int64_t R = kvb.cols;
-    ThreadPool::global().parallelFor(H, [&](int64_t h0, int64_t h1) {
+    ThreadPool::global().parallelForCost(H, dn * R * (T + 1), [&](int64_t h0, int64_t h1) {
         std::vector<float> wuk(static_cast<size_t>(dn * R));
         for (int64_t h = h0; h < h1; ++h) {
             for (int64_t d = 0; d < dn; ++d) cpu::rowToF32(kvb, h * (dn + dv) + d, wuk.data() + d * R);
@@ -89,7 +89,7 @@ void CpuBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, in
                                     KvCacheDtype dt, const Buffer& idx, int64_t width, float scale,
                                     const Buffer& oLat) {
     const size_t eb = mlaCacheEntryBytes(dt, R);
-    ThreadPool::global().parallelFor(T, [&](int64_t t0, int64_t t1) {
+    ThreadPool::global().parallelForCost(T, width * R * (H + 1), [&](int64_t t0, int64_t t1) {
         std::vector<int32_t> sel;
         std::vector<float> lat, p;
         for (int64_t t = t0; t < t1; ++t) {
@@ -125,7 +125,7 @@ void CpuBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, in
 void CpuBackend::mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
                         const Buffer& o) {
     const int64_t R = kvb.cols;
-    ThreadPool::global().parallelFor(H, [&](int64_t h0, int64_t h1) {
+    ThreadPool::global().parallelForCost(H, dv * R * (T + 1), [&](int64_t h0, int64_t h1) {
         std::vector<float> wuv(static_cast<size_t>(dv * R));
         for (int64_t h = h0; h < h1; ++h) {
             for (int64_t j = 0; j < dv; ++j) cpu::rowToF32(kvb, h * (dn + dv) + dn + j, wuv.data() + j * R);
@@ -188,7 +188,7 @@ void CpuBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int6
     const int64_t K = topk / kp, width = topk + kp - 1;
     const float softmaxScale = 1.0f / std::sqrt(float(D));
     std::vector<int64_t> tiedAt(static_cast<size_t>(T), 0);
-    ThreadPool::global().parallelFor(T, [&](int64_t t0, int64_t t1) {
+    ThreadPool::global().parallelForCost(T, (pos0 + T) / kp * H * D + 1, [&](int64_t t0, int64_t t1) {
         std::vector<float> score, qf(static_cast<size_t>(H * D)), qs(static_cast<size_t>(H)), kf(static_cast<size_t>(D));
         std::vector<uint8_t> q8(static_cast<size_t>(H * D));
         std::vector<int64_t> order;

@@ -121,7 +121,7 @@ void CpuBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const B
     // Blocks of 4 output rows: each converted weight row is reused across all T inputs.
     constexpr int64_t kRows = 4;
     const int64_t blocks = (outF + kRows - 1) / kRows;
-    ThreadPool::global().parallelFor(blocks, [&](int64_t b0, int64_t b1) {
+    ThreadPool::global().parallelForCost(blocks, kRows * in * (T + 1), [&](int64_t b0, int64_t b1) {
         std::vector<float> wf(static_cast<size_t>(kRows * in));
         for (int64_t b = b0; b < b1; ++b) {
             const int64_t r0 = b * kRows, nr = std::min(kRows, outF - r0);
@@ -129,7 +129,7 @@ void CpuBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const B
             for (int64_t t = 0; t < T; ++t)
                 for (int64_t r = 0; r < nr; ++r) Y[t * outF + r0 + r] = cpu::dot(X + t * in, wf.data() + r * in, in);
         }
-    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in * T)));
+    });
 }
 
 void CpuBackend::rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, float eps, const Buffer& y) {

@@ -17,7 +17,7 @@ void CpuBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hyper
     for (int64_t r = 0; r < mix; ++r) cpu::rowToF32(p.fn, r, fn.data() + r * width);
     const float* base = p.base.f32();
     const float* scale = p.scale.f32();
-    ThreadPool::global().parallelFor(T, [&](int64_t t0, int64_t t1) {
+    ThreadPool::global().parallelForCost(T, mix * width, [&](int64_t t0, int64_t t1) {
         std::vector<float> f(static_cast<size_t>(width)), m(static_cast<size_t>(mix)), c(static_cast<size_t>(n * n));
         for (int64_t t = t0; t < t1; ++t) {
             const float* s = streams.f32() + t * width;
@@ -74,7 +74,7 @@ void CpuBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hyper
 
 void CpuBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post,
                          const Buffer& comb) {
-    ThreadPool::global().parallelFor(T, [&](int64_t t0, int64_t t1) {
+    ThreadPool::global().parallelForCost(T, n * n * D, [&](int64_t t0, int64_t t1) {
         std::vector<float> old(static_cast<size_t>(n * D));
         for (int64_t t = t0; t < t1; ++t) {
             float* s = streams.f32() + t * n * D;
@@ -107,7 +107,7 @@ void CpuBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, co
     const float* X = x.f32();
     float* S = convState.f32();  // [K−1, C], oldest first
     const float* W = w.f32();
-    ThreadPool::global().parallelFor(C, [&](int64_t c0, int64_t c1) {
+    ThreadPool::global().parallelForCost(C, T * K, [&](int64_t c0, int64_t c1) {
         std::vector<float> window(static_cast<size_t>(K - 1 + T));
         for (int64_t c = c0; c < c1; ++c) {
             for (int i = 0; i < K - 1; ++i) window[size_t(i)] = S[i * C + c];
@@ -145,7 +145,7 @@ void CpuBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t D
                               const Buffer& betaLogits, const Buffer& state, const Buffer& out) {
     const int64_t Dv = Dk, C = 3 * H * Dk;
     const float qScale = 1.0f / std::sqrt(float(Dk));
-    ThreadPool::global().parallelFor(H, [&](int64_t h0, int64_t h1) {
+    ThreadPool::global().parallelForCost(H, T * Dk * Dv * 4, [&](int64_t h0, int64_t h1) {
         std::vector<float> q(static_cast<size_t>(Dk)), k(static_cast<size_t>(Dk)), mem(static_cast<size_t>(Dv));
         for (int64_t h = h0; h < h1; ++h) {
             float* S = state.f32() + h * Dk * Dv;  // [Dk, Dv]

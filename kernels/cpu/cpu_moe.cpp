@@ -18,7 +18,7 @@ void CpuBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, co
     std::vector<float> wg(static_cast<size_t>(E * D));
     for (int64_t e = 0; e < E; ++e) cpu::rowToF32(gate, e, wg.data() + e * D);
     const int64_t perGroup = E / nGroup;
-    ThreadPool::global().parallelFor(T, [&](int64_t t0, int64_t t1) {
+    ThreadPool::global().parallelForCost(T, E * D, [&](int64_t t0, int64_t t1) {
         std::vector<float> s(static_cast<size_t>(E)), choice(static_cast<size_t>(E)), gscore(static_cast<size_t>(nGroup));
         std::vector<int64_t> order(static_cast<size_t>(E)), gorder(static_cast<size_t>(nGroup));
         for (int64_t t = t0; t < t1; ++t) {
