@@ -318,18 +318,18 @@ void validateText(const Fields& f, const TextConfig& t) {
             f.bad("eos_token_id", std::to_string(id) + " is outside the vocabulary (vocab_size " +
                                       std::to_string(t.vocab_size) + ")");
 
-    // IndexShare: a shared layer reuses the selection of the last DSA layer that ran its indexer.
+    // IndexShare: a shared DSA layer reuses the selection of the last DSA layer that ran its indexer.
+    // On linear_attention layers the entry means nothing (HF's freq/offset rule marks some of them
+    // "shared" and HF ignores it there), so it is accepted and ignored.
     bool sawFull = false;
     for (int32_t i = 0; i < t.num_hidden_layers; ++i) {
         const std::string at = "indexer_types[" + std::to_string(i) + "]";
+        if (!t.isDsa(i)) continue;
         if (t.indexer_types[size_t(i)] == IndexerType::Shared) {
-            if (!t.isDsa(i))
-                f.bad(at, "is \"shared\" but layer " + std::to_string(i) +
-                              " is a linear_attention layer (only DSA layers have an indexer)");
             if (!sawFull)
                 f.bad(at, "is \"shared\" but no earlier DSA layer has a full indexer to share "
                           "(the first DSA layer must be \"full\")");
-        } else if (t.isDsa(i)) {
+        } else {
             sawFull = true;
         }
     }

@@ -196,6 +196,15 @@ private slots:
         QVERIFY(mc.text.hasFullIndexer(3) && mc.text.hasFullIndexer(7));
         QCOMPARE(mc.text.eos_token_ids, std::vector<int32_t>{3});
         QCOMPARE(mc.text.num_key_value_heads, 64);
+
+        // freq 3 / offset 4 marks linear layers "shared" too (HF ignores indexer_types there): accepted;
+        // the DSA layers 3 (full) and 7 (shared, reusing layer 3's selection) are what counts.
+        j = tinyConfig();
+        j["text_config"]["index_topk_freq"] = 3;
+        j["text_config"]["index_skip_topk_offset"] = 4;
+        mc = parseModelConfig(j);
+        QVERIFY(mc.text.indexer_types[5] == IndexerType::Shared && !mc.isDsa(5));
+        QVERIFY(mc.text.hasFullIndexer(3) && !mc.text.hasFullIndexer(7));
     }
 
     void flatForm() {
@@ -260,9 +269,6 @@ private slots:
             "text_config.indexer_types[7]");
         row("pattern length", R"({"text_config":{"index_topk_pattern":"FFF"}})", "text_config.index_topk_pattern");
         row("pattern char", R"({"text_config":{"index_topk_pattern":"FFFFFFFX"}})", "text_config.index_topk_pattern");
-        row("shared on a KDA layer",
-            R"({"text_config":{"indexer_types":["full","shared","full","full","full","full","full","full"]}})",
-            "text_config.indexer_types[1]");
         row("first DSA layer shared",
             R"({"text_config":{"indexer_types":["full","full","full","shared","full","full","full","full"]}})",
             "text_config.indexer_types[3]");
