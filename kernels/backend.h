@@ -69,6 +69,16 @@ struct HyperConnParams {
     float normEps = 1e-5f;
 };
 
+// Where one sequence's tokens live in a paged cache: token at logical position p is in physical slot
+// blocks[p / blockSize] · blockSize + p % blockSize. Host memory (the block table is tiny).
+struct PageTable {
+    const int32_t* blocks = nullptr;
+    int64_t numBlocks = 0;
+    int64_t blockSize = 64;
+    int64_t slot(int64_t pos) const { return int64_t(blocks[pos / blockSize]) * blockSize + pos % blockSize; }
+    int64_t capacity() const { return numBlocks * blockSize; }
+};
+
 // Top-k pool selection of one query, produced by indexerSelect.
 struct IndexerStats {
     int64_t tiedQueries = 0;  // queries where the K-th and (K+1)-th best candidate scores are equal
@@ -140,35 +150,38 @@ public:
                               const Buffer& gate) = 0;
 
     // DSA-MLA -----------------------------------------------------------------------------------------
-    // Append T latent rows c[T, R] to a per-sequence cache at token positions [pos0, pos0 + T).
+    // Write T latent rows c[T, R] of one sequence at logical positions [pos0, pos0 + T) of its pages.
+    // cache: [slots, mlaCacheEntryBytes] for the whole pool.
     virtual void mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
-                               int64_t pos0) = 0;
+                               const PageTable& pages, int64_t pos0) = 0;
     // q_lat[T, H, R] = W_UKᵀ q_nope ; kvb = kv_b_proj [H·(dn+dv), R], q rows [T, H·dn].
     virtual void mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
                             const Buffer& qLat) = 0;
-    // Sparse attention in the absorbed form over the cached latents of the token indices of each query:
-    // idx [T, width] int32 (−1 = unused), oLat[T, H, R] = Σ softmax(scale · q_lat·c) c.
+    // Sparse attention in the absorbed form over the cached latents of the selected logical positions of
+    // each query: idx [T, width] int32 (−1 = unused), oLat[T, H, R] = Σ softmax(scale · q_lat·c) c.
     virtual void mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, int64_t R, const Buffer& cache,
-                                    KvCacheDtype dt, const Buffer& idx, int64_t width, float scale,
-                                    const Buffer& oLat) = 0;
+                                    KvCacheDtype dt, const PageTable& pages, const Buffer& idx, int64_t width,
+                                    float scale, const Buffer& oLat) = 0;
     // o[T, H·dv] = W_UV o_lat
     virtual void mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
                         const Buffer& o) = 0;
 
     // k-pool lightning indexer -------------------------------------------------------------------------
-    // Store the per-token indexer key k[T, D] and gate logits gate[T, D] at positions [pos0, pos0+T) of
-    // the raw token store (fp32, or rounded through bf16 in fp8 mode), and build the pooled key of every
-    // pool of kp tokens that completes: key[c] = Σ_m softmax_m(gate[m,c] + ape[m,c]) · k[m,c].
+    // Append the per-token indexer key k[T, D] and gate logits gate[T, D] of one sequence at positions
+    // [pos0, pos0+T) to its tail ring (tail [kp, 2, D] fp32: the incomplete pool's raw k and gate, rounded
+    // through bf16 in fp8 mode), and build the pooled key of every pool that completes,
+    // key[c] = Σ_m softmax_m(gate[m,c] + ape[m,c]) · k[m,c], into its paged slot: pool j of the sequence
+    // lives at pool slot pages.slot(j·kp) / kp of poolStore [slots / kp, indexerKeyBytes].
     virtual void indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp,
-                                   const Buffer& ape, KvCacheDtype dt, const Buffer& tokenStore,
-                                   const Buffer& poolStore, int64_t pos0) = 0;
+                                   const Buffer& ape, KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore,
+                                   const PageTable& pages, int64_t pos0) = 0;
     // For each query t (absolute position pos0 + t): score every complete pool j with last token ≤ the
     // query, score = Σ_h w[t,h] · relu(D^-1/2 · q[t,h]·key_j) (w already scaled by H^-1/2), pick the top
     // min(topk/kp, #candidates) (ties: earliest pool first), expand to tokens, then append the query's own
     // incomplete-pool tail. idx [T, width] int32, −1 padded; width = topk + kp − 1.
     virtual void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp,
-                               int64_t topk, KvCacheDtype dt, const Buffer& poolStore, int64_t pos0,
-                               const Buffer& idx, IndexerStats* stats) = 0;
+                               int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages,
+                               int64_t pos0, const Buffer& idx, IndexerStats* stats) = 0;
 
     // MoE ---------------------------------------------------------------------------------------------
     // Router: logits = x·Wᵀ (fp32), s = sigmoid, choice = s + bias, group-limited top-k of choice

@@ -3,18 +3,9 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/step_batch.h"
 
 namespace ts {
-
-struct Glm5NextModel::Step {
-    int64_t T = 0;
-    Buffer streams;  // [T, n, D]
-    Buffer x;        // [T, D] collapsed streams
-    Buffer xn;       // [T, D] normalised sub-layer input
-    Buffer post;     // [T, n]
-    Buffer comb;     // [T, n, n]
-    KvCacheDtype dt = KvCacheDtype::Fp8;
-};
 
 Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend)
     : m_backend(backend), m_cfg(loadModelConfig(dir)) {
@@ -38,44 +29,6 @@ std::unique_ptr<SequenceState> Glm5NextModel::newMtpSequence(KvCacheDtype cacheD
     return std::make_unique<SequenceState>(m_backend, m_cfg.text, cacheDtype, m_cfg.text.num_hidden_layers + 1, true);
 }
 
-ForwardResult Glm5NextModel::forwardMtp(const float* hidden, const int32_t* nextIds, int64_t T,
-                                        SequenceState& mtpState) const {
-    const TextConfig& c = m_cfg.text;
-    const MtpWeights& w = m_w.mtp;
-    if (!w.present) fail(ErrorKind::Unsupported, "this checkpoint has no MTP block");
-    TS_CHECK(T > 0, "forwardMtp of zero tokens");
-    checkIds(nextIds, T);
-    Backend& b = m_backend;
-    const int64_t D = c.hidden_size, pos0 = mtpState.length();
-    mtpState.reserve(pos0 + T);
-
-    Buffer e = b.alloc(size_t(T * D) * 4), h = b.upload(hidden, size_t(T * D) * 4);
-    b.embedding(nextIds, T, m_w.embed, e);
-    if (pos0 == 0) b.zero(e.viewF32(0, size_t(D)));
-    b.rmsnorm(e, T, D, w.enorm, c.rms_norm_eps, e);
-    b.rmsnorm(h, T, D, w.hnorm, c.rms_norm_eps, h);
-    Buffer eh = b.alloc(size_t(T * 2 * D) * 4);
-    const Buffer parts[2] = {e, h};
-    const int64_t widths[2] = {D, D};
-    b.concatColumns(parts, widths, 2, T, eh);
-    Buffer z = b.alloc(size_t(T * D) * 4), xn = b.alloc(size_t(T * D) * 4);
-    b.linear(eh, T, w.ehProj, z);
-
-    ForwardResult r;
-    Buffer idx;
-    b.rmsnorm(z, T, D, w.layer.inputNorm, c.rms_norm_eps, xn);
-    Buffer a = mlaForward(w.layer.mla, xn, T, mtpState.layer(c.num_hidden_layers), pos0, mtpState.cacheDtype(), idx,
-                          r.indexer);
-    b.add(a, z, T * D);  // z is now the residual r
-    b.rmsnorm(z, T, D, w.layer.postAttnNorm, c.rms_norm_eps, xn);
-    Buffer m = w.layer.denseMlp ? mlpForward(w.layer.mlp, xn, T, c.intermediate_size) : moeForward(w.layer.moe, xn, T, &r.indexer);
-    b.add(m, z, T * D);
-    b.rmsnorm(z, T, D, w.headNorm, c.rms_norm_eps, xn);
-    r.logits = logitsOf(xn, T, w.head, false);
-    mtpState.advance(T);
-    return r;
-}
-
 void Glm5NextModel::checkIds(const int32_t* ids, int64_t T) const {
     for (int64_t t = 0; t < T; ++t)
         if (ids[t] < 0 || ids[t] >= m_cfg.text.vocab_size)
@@ -84,78 +37,167 @@ void Glm5NextModel::checkIds(const int32_t* ids, int64_t T) const {
                                                  std::to_string(m_cfg.text.vocab_size) + ")");
 }
 
-void Glm5NextModel::runLayer(const LayerWeights& lw, int layerIndex, bool linear, Step& s, LayerState& ls,
-                             int64_t pos0, Buffer& prevIdx, IndexerStats& stats) const {
-    (void)layerIndex;
+void Glm5NextModel::runLayer(int L, Batch& b) const {
     const TextConfig& c = m_cfg.text;
-    const int64_t T = s.T, D = c.hidden_size;
+    const LayerWeights& lw = m_w.layers[size_t(L)];
+    const int64_t T = b.T, D = c.hidden_size;
     const int n = c.hc_mult;
-    Backend& b = m_backend;
+    Backend& be = m_backend;
 
-    b.mhcPre(s.streams, T, D, lw.attnHc, s.x, s.post, s.comb);
-    b.rmsnorm(s.x, T, D, lw.inputNorm, c.rms_norm_eps, s.xn);
-    Buffer y = linear ? kdaForward(lw.kda, s.xn, T, ls)
-                      : mlaForward(lw.mla, s.xn, T, ls, pos0, s.dt, prevIdx, stats);
-    b.mhcPost(s.streams, T, D, n, y, s.post, s.comb);
+    be.mhcPre(b.streams, T, D, lw.attnHc, b.x, b.post, b.comb);
+    be.rmsnorm(b.x, T, D, lw.inputNorm, c.rms_norm_eps, b.xn);
+    Buffer y = lw.linear ? kdaForward(lw.kda, L, b) : mlaForward(lw.mla, L, b.xn, b);
+    be.mhcPost(b.streams, T, D, n, y, b.post, b.comb);
 
-    b.mhcPre(s.streams, T, D, lw.ffnHc, s.x, s.post, s.comb);
-    b.rmsnorm(s.x, T, D, lw.postAttnNorm, c.rms_norm_eps, s.xn);
-    y = lw.denseMlp ? mlpForward(lw.mlp, s.xn, T, c.intermediate_size) : moeForward(lw.moe, s.xn, T, &stats);
-    b.mhcPost(s.streams, T, D, n, y, s.post, s.comb);
+    be.mhcPre(b.streams, T, D, lw.ffnHc, b.x, b.post, b.comb);
+    be.rmsnorm(b.x, T, D, lw.postAttnNorm, c.rms_norm_eps, b.xn);
+    y = lw.denseMlp ? mlpForward(lw.mlp, b.xn, T, c.intermediate_size)
+                    : moeForward(lw.moe, b.xn, T, b.rowHash.empty() ? nullptr : &b.rowHash);
+    be.mhcPost(b.streams, T, D, n, y, b.post, b.comb);
+}
+
+std::vector<ForwardResult> Glm5NextModel::forwardBatch(const std::vector<SeqStep>& steps) const {
+    const TextConfig& c = m_cfg.text;
+    const int64_t D = c.hidden_size, V = c.vocab_size;
+    const int n = c.hc_mult;
+    Backend& be = m_backend;
+
+    Batch b;
+    b.steps = &steps;
+    b.rowStart.push_back(0);
+    std::vector<int32_t> ids;
+    bool record = false;
+    for (const SeqStep& s : steps) {
+        TS_CHECK(s.n > 0, "forward of zero tokens");
+        TS_CHECK(s.caches.numLayers >= c.num_hidden_layers, "sequence caches miss layers");
+        TS_CHECK(s.pos0 + s.n <= s.caches.pages.capacity(), "sequence pages too short for the step");
+        checkIds(s.ids, s.n);
+        ids.insert(ids.end(), s.ids, s.ids + s.n);
+        b.rowStart.push_back(b.rowStart.back() + s.n);
+        record = record || s.recordSelection;
+    }
+    const int64_t T = b.T = b.rowStart.back();
+    b.stats.resize(steps.size());
+    if (record) b.rowHash.assign(size_t(T), 0);
+    b.streams = be.alloc(size_t(T * n * D) * 4);
+    b.x = be.alloc(size_t(T * D) * 4);
+    b.xn = be.alloc(size_t(T * D) * 4);
+    b.post = be.alloc(size_t(T * n) * 4);
+    b.comb = be.alloc(size_t(T * n * n) * 4);
+
+    // Embedding, broadcast to the n residual streams.
+    Buffer e = be.alloc(size_t(T * D) * 4);
+    be.embedding(ids.data(), T, m_w.embed, e);
+    for (int64_t t = 0; t < T; ++t)
+        for (int i = 0; i < n; ++i) be.copy(e, size_t(t * D) * 4, b.streams, size_t((t * n + i) * D) * 4, size_t(D) * 4);
+
+    for (int L = 0; L < c.num_hidden_layers; ++L) runLayer(L, b);
+
+    be.mhcHead(b.streams, T, D, n, b.x);
+    be.rmsnorm(b.x, T, D, m_w.finalNorm, c.rms_norm_eps, b.xn);
+
+    // Logits: the rows each sequence asked for, in one lm_head call.
+    std::vector<int64_t> outRows;
+    for (size_t s = 0; s < steps.size(); ++s) {
+        if (steps[s].lastOnly) outRows.push_back(b.rowStart[s + 1] - 1);
+        else for (int64_t r = b.rowStart[s]; r < b.rowStart[s + 1]; ++r) outRows.push_back(r);
+    }
+    Buffer sel = be.alloc(outRows.size() * size_t(D) * 4);
+    for (size_t i = 0; i < outRows.size(); ++i) be.copy(b.xn, size_t(outRows[i] * D) * 4, sel, i * size_t(D) * 4, size_t(D) * 4);
+    const std::vector<float> logits = logitsOf(sel, int64_t(outRows.size()), m_w.lmHead);
+
+    std::vector<ForwardResult> out(steps.size());
+    size_t o = 0;
+    for (size_t s = 0; s < steps.size(); ++s) {
+        const int64_t rows = steps[s].lastOnly ? 1 : b.rows(s);
+        out[s].logits.assign(logits.begin() + int64_t(o) * V, logits.begin() + int64_t(o + size_t(rows)) * V);
+        if (steps[s].wantHidden) {
+            out[s].hidden.resize(size_t(rows * D));
+            be.download(sel, out[s].hidden.data(), out[s].hidden.size() * 4, o * size_t(D) * 4);
+        }
+        o += size_t(rows);
+        out[s].indexer = b.stats[s];
+        if (steps[s].recordSelection)
+            out[s].indexer.selectionHash.assign(b.rowHash.begin() + b.rowStart[s], b.rowHash.begin() + b.rowStart[s + 1]);
+        else
+            out[s].indexer.selectionHash.clear();
+    }
+    return out;
 }
 
 ForwardResult Glm5NextModel::forward(const int32_t* ids, int64_t T, SequenceState& state, bool lastOnly,
                                      bool wantHidden, bool recordSelection) const {
-    const TextConfig& c = m_cfg.text;
     TS_CHECK(T > 0, "forward of zero tokens");
-    checkIds(ids, T);
-    const int64_t D = c.hidden_size, pos0 = state.length();
-    const int n = c.hc_mult;
-    Backend& b = m_backend;
-    state.reserve(pos0 + T);
-
-    Step s;
-    s.T = T;
-    s.dt = state.cacheDtype();
-    s.streams = b.alloc(size_t(T * n * D) * 4);
-    s.x = b.alloc(size_t(T * D) * 4);
-    s.xn = b.alloc(size_t(T * D) * 4);
-    s.post = b.alloc(size_t(T * n) * 4);
-    s.comb = b.alloc(size_t(T * n * n) * 4);
-
-    // Embedding, broadcast to the n residual streams.
-    Buffer e = b.alloc(size_t(T * D) * 4);
-    b.embedding(ids, T, m_w.embed, e);
-    for (int64_t t = 0; t < T; ++t)
-        for (int i = 0; i < n; ++i) b.copy(e, size_t(t * D) * 4, s.streams, size_t((t * n + i) * D) * 4, size_t(D) * 4);
-
-    ForwardResult r;
-    if (recordSelection) r.indexer.selectionHash.assign(size_t(T), 0);
-    Buffer prevIdx;  // the selection of the last full indexer layer, for `shared` DSA layers
-    for (int L = 0; L < c.num_hidden_layers; ++L)
-        runLayer(m_w.layers[size_t(L)], L, c.isLinear(L), s, state.layer(L), pos0, prevIdx, r.indexer);
-
-    b.mhcHead(s.streams, T, D, n, s.x);
-    b.rmsnorm(s.x, T, D, m_w.finalNorm, c.rms_norm_eps, s.xn);
-    r.logits = logitsOf(s.xn, T, m_w.lmHead, lastOnly);
-    if (wantHidden) {
-        r.hidden.resize(size_t(T * D));
-        b.download(s.xn, r.hidden.data(), r.hidden.size() * 4);
-    }
+    state.reserve(state.length() + T);
+    SeqStep s;
+    s.ids = ids;
+    s.n = T;
+    s.pos0 = state.length();
+    s.caches = state.caches();
+    s.lastOnly = lastOnly;
+    s.wantHidden = wantHidden;
+    s.recordSelection = recordSelection;
+    ForwardResult r = std::move(forwardBatch({s})[0]);
     state.advance(T);
     return r;
 }
 
-std::vector<float> Glm5NextModel::logitsOf(const Buffer& normed, int64_t T, const WeightView& head,
-                                           bool lastOnly) const {
-    const int64_t D = m_cfg.text.hidden_size, V = head.rows;
-    const int64_t rows = lastOnly ? 1 : T;
-    const Buffer in = lastOnly ? normed.viewF32(size_t((T - 1) * D), size_t(D)) : normed;
+std::vector<float> Glm5NextModel::logitsOf(const Buffer& normed, int64_t rows, const WeightView& head) const {
+    const int64_t V = head.rows;
     Buffer out = m_backend.alloc(size_t(rows * V) * 4);
-    m_backend.linear(in, rows, head, out);
-    std::vector<float> logits(static_cast<size_t>(rows * V));
+    m_backend.linear(normed, rows, head, out);
+    std::vector<float> logits(size_t(rows * V));
     m_backend.download(out, logits.data(), logits.size() * 4);
     return logits;
+}
+
+ForwardResult Glm5NextModel::forwardMtp(const float* hidden, const int32_t* nextIds, int64_t T,
+                                        SequenceState& mtpState) const {
+    const TextConfig& c = m_cfg.text;
+    const MtpWeights& w = m_w.mtp;
+    if (!w.present) fail(ErrorKind::Unsupported, "this checkpoint has no MTP block");
+    TS_CHECK(T > 0, "forwardMtp of zero tokens");
+    checkIds(nextIds, T);
+    Backend& be = m_backend;
+    const int64_t D = c.hidden_size, pos0 = mtpState.length();
+    mtpState.reserve(pos0 + T);
+
+    std::vector<SeqStep> steps(1);
+    steps[0].ids = nextIds;
+    steps[0].n = T;
+    steps[0].pos0 = pos0;
+    steps[0].caches = mtpState.caches();
+    Batch b;
+    b.steps = &steps;
+    b.rowStart = {0, T};
+    b.T = T;
+    b.stats.resize(1);
+
+    Buffer e = be.alloc(size_t(T * D) * 4), h = be.upload(hidden, size_t(T * D) * 4);
+    be.embedding(nextIds, T, m_w.embed, e);
+    if (pos0 == 0) be.zero(e.viewF32(0, size_t(D)));
+    be.rmsnorm(e, T, D, w.enorm, c.rms_norm_eps, e);
+    be.rmsnorm(h, T, D, w.hnorm, c.rms_norm_eps, h);
+    Buffer eh = be.alloc(size_t(T * 2 * D) * 4);
+    const Buffer parts[2] = {e, h};
+    const int64_t widths[2] = {D, D};
+    be.concatColumns(parts, widths, 2, T, eh);
+    Buffer z = be.alloc(size_t(T * D) * 4), xn = be.alloc(size_t(T * D) * 4);
+    be.linear(eh, T, w.ehProj, z);
+
+    // One DSA-MLA decoder layer with a plain residual (no mHC), then shared_head.
+    be.rmsnorm(z, T, D, w.layer.inputNorm, c.rms_norm_eps, xn);
+    Buffer a = mlaForward(w.layer.mla, c.num_hidden_layers, xn, b);
+    be.add(a, z, T * D);
+    be.rmsnorm(z, T, D, w.layer.postAttnNorm, c.rms_norm_eps, xn);
+    Buffer m = w.layer.denseMlp ? mlpForward(w.layer.mlp, xn, T, c.intermediate_size) : moeForward(w.layer.moe, xn, T, nullptr);
+    be.add(m, z, T * D);
+    be.rmsnorm(z, T, D, w.headNorm, c.rms_norm_eps, xn);
+    ForwardResult r;
+    r.logits = logitsOf(xn, T, w.head);
+    r.indexer = b.stats[0];
+    mtpState.advance(T);
+    return r;
 }
 
 }  // namespace ts

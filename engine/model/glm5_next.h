@@ -1,9 +1,11 @@
 // The glm5_next (GLM-5.3-Flash) text model: mHC residual streams, KDA and DSA-MLA layers, dense MLP /
 // MoE, HyperHead mean, final norm, lm_head; plus the MTP block. glm_dsa.md §8 and §11 are the math.
 //
-// forward() appends T tokens of one sequence to its SequenceState and returns their logits. Every op
-// treats rows independently, so one prefill, a chunked prefill and token-by-token decode of the same
-// tokens produce bit-identical logits (tested in tests/unit/test_forward_consistency).
+// forwardBatch() runs one step over several sequences at once: their new tokens are concatenated into
+// T rows; row-wise work (projections, mHC, norms, MoE) runs over all rows together, and the per-sequence
+// work (KDA recurrence, cache writes, indexer, sparse attention) over each sequence's rows with its own
+// caches. Every op treats rows independently, so a sequence gets bit-identical logits whether it is
+// prefilled at once, in chunks, token by token, or batched with others (tests/golden/test_forward_consistency).
 #pragma once
 
 #include <memory>
@@ -19,9 +21,20 @@
 namespace ts {
 
 struct ForwardResult {
-    std::vector<float> logits;  // [rows, vocab]: all T rows, or only the last when lastOnly
-    std::vector<float> hidden;  // [T, D] after the final norm (input of lm_head and of the MTP block)
-    IndexerStats indexer;       // top-k ties at the selection boundary, over all full indexer layers
+    std::vector<float> logits;  // [rows, vocab]: all rows of the step, or only the last when lastOnly
+    std::vector<float> hidden;  // [rows, D] after the final norm (lm_head / MTP input), when asked
+    IndexerStats indexer;       // top-k ties at the selection boundary; selectionHash when recorded
+};
+
+// One sequence's part of a step: tokens ids[0..n) at positions pos0 … pos0+n−1 of its caches.
+struct SeqStep {
+    const int32_t* ids = nullptr;
+    int64_t n = 0;
+    int64_t pos0 = 0;
+    SeqCaches caches;
+    bool lastOnly = false;         // logits (and hidden) of the last row only
+    bool wantHidden = false;
+    bool recordSelection = false;  // fill indexer.selectionHash (diagnostics, tests)
 };
 
 class Glm5NextModel {
@@ -39,8 +52,11 @@ public:
     // The caches of the MTP block's own position stream (requires hasMtp()).
     std::unique_ptr<SequenceState> newMtpSequence(KvCacheDtype cacheDtype) const;
 
-    // Appends ids[0..T) at positions state.length() … and advances the state.
-    // recordSelection: fill result.indexer.selectionHash (one value per token) for diagnostics.
+    // One step over several sequences (see above). The caller has made room in each sequence's pages
+    // for positions < pos0 + n.
+    std::vector<ForwardResult> forwardBatch(const std::vector<SeqStep>& steps) const;
+
+    // Convenience for one self-contained sequence: appends ids[0..T) at state.length() and advances it.
     ForwardResult forward(const int32_t* ids, int64_t T, SequenceState& state, bool lastOnly = false,
                           bool wantHidden = false, bool recordSelection = false) const;
 
@@ -53,15 +69,13 @@ public:
     void checkIds(const int32_t* ids, int64_t T) const;
 
 private:
-    struct Step;  // per-call workspace
-    void runLayer(const LayerWeights& lw, int layerIndex, bool linear, Step& s, LayerState& ls, int64_t pos0,
-                  Buffer& prevIdx, IndexerStats& stats) const;
-    Buffer kdaForward(const KdaWeights& w, const Buffer& x, int64_t T, LayerState& ls) const;
-    Buffer mlaForward(const MlaWeights& w, const Buffer& x, int64_t T, LayerState& ls, int64_t pos0, KvCacheDtype dt,
-                      Buffer& prevIdx, IndexerStats& stats) const;
+    struct Batch;  // per-step workspace and row bookkeeping
+    void runLayer(int L, Batch& b) const;
+    Buffer kdaForward(const KdaWeights& w, int L, Batch& b) const;
+    Buffer mlaForward(const MlaWeights& w, int L, const Buffer& x, Batch& b) const;
     Buffer mlpForward(const MlpWeights& w, const Buffer& x, int64_t T, int64_t I) const;
-    Buffer moeForward(const MoeWeights& w, const Buffer& x, int64_t T, IndexerStats* stats = nullptr) const;
-    std::vector<float> logitsOf(const Buffer& normed, int64_t T, const WeightView& head, bool lastOnly) const;
+    Buffer moeForward(const MoeWeights& w, const Buffer& x, int64_t T, std::vector<uint64_t>* rowHash) const;
+    std::vector<float> logitsOf(const Buffer& normed, int64_t rows, const WeightView& head) const;
 
     Backend& m_backend;
     ModelConfig m_cfg;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "model/glm5_next.h"
+#include "model/step_batch.h"
 
 namespace ts {
 
@@ -13,10 +14,12 @@ namespace {
 Buffer allocF(Backend& b, int64_t n) { return b.alloc(size_t(n) * 4); }
 }  // namespace
 
-Buffer Glm5NextModel::kdaForward(const KdaWeights& w, const Buffer& x, int64_t T, LayerState& ls) const {
+Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     const TextConfig& c = m_cfg.text;
     Backend& b = m_backend;
-    const int64_t H = c.linear_num_heads, Dk = c.linear_head_dim, C = H * Dk, D = c.hidden_size;
+    const Buffer& x = bt.xn;
+    const int64_t T = bt.T, H = c.linear_num_heads, Dk = c.linear_head_dim, C = H * Dk, D = c.hidden_size;
+    const int K = c.linear_conv_kernel_dim;
     Buffer q = allocF(b, T * C), k = allocF(b, T * C), v = allocF(b, T * C);
     b.linear(x, T, w.qProj, q);
     b.linear(x, T, w.kProj, k);
@@ -25,7 +28,6 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, const Buffer& x, int64_t T
     const Buffer parts[3] = {q, k, v};
     const int64_t widths[3] = {C, C, C};
     b.concatColumns(parts, widths, 3, T, qkvRaw);
-    b.causalConvSilu(qkvRaw, T, 3 * C, c.linear_conv_kernel_dim, w.convW, ls.conv, qkv);
 
     Buffer low = allocF(b, T * Dk), g = allocF(b, T * C);  // forget gate [T, H·Dk]
     b.linear(x, T, w.fA, low);
@@ -34,8 +36,17 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, const Buffer& x, int64_t T
     Buffer beta = allocF(b, T * H);
     b.linear(x, T, w.bProj, beta);
 
+    // The recurrent part runs per sequence, on its rows, with its own conv tail and state.
     Buffer o = allocF(b, T * C);  // [T, H, Dv]
-    b.kdaRecurrent(qkv, T, H, Dk, g, beta, ls.recurrent, o);
+    for (size_t s = 0; s < bt.steps->size(); ++s) {
+        const int64_t r0 = bt.rowStart[s], n = bt.rows(s);
+        LayerState& ls = bt.step(s).caches.layers[L];
+        const Buffer qkvS = qkv.viewF32(size_t(r0 * 3 * C), size_t(n * 3 * C));
+        b.causalConvSilu(qkvRaw.viewF32(size_t(r0 * 3 * C), size_t(n * 3 * C)), n, 3 * C, K, w.convW, ls.conv, qkvS);
+        b.kdaRecurrent(qkvS, n, H, Dk, g.viewF32(size_t(r0 * C), size_t(n * C)),
+                       beta.viewF32(size_t(r0 * H), size_t(n * H)), ls.recurrent,
+                       o.viewF32(size_t(r0 * C), size_t(n * C)));
+    }
 
     Buffer gate = allocF(b, T * C);
     b.linear(x, T, w.gA, low);
@@ -46,12 +57,12 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, const Buffer& x, int64_t T
     return y;
 }
 
-Buffer Glm5NextModel::mlaForward(const MlaWeights& w, const Buffer& x, int64_t T, LayerState& ls, int64_t pos0,
-                                 KvCacheDtype dt, Buffer& prevIdx, IndexerStats& stats) const {
+Buffer Glm5NextModel::mlaForward(const MlaWeights& w, int L, const Buffer& x, Batch& bt) const {
     const TextConfig& c = m_cfg.text;
     Backend& b = m_backend;
-    const int64_t D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, ql = c.q_lora_rank;
-    const int64_t dn = c.qk_nope_head_dim, dv = c.v_head_dim;
+    const int64_t T = bt.T, D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, ql = c.q_lora_rank;
+    const int64_t dn = c.qk_nope_head_dim, dv = c.v_head_dim, kp = c.index_kpool;
+    const int64_t width = c.index_topk + kp - 1;
 
     Buffer qr = allocF(b, T * ql);  // q_a_layernorm output, shared with the indexer
     b.linear(x, T, w.qA, qr);
@@ -61,11 +72,15 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, const Buffer& x, int64_t T
     Buffer lat = allocF(b, T * R);  // the latent c, cached (fp8_ds_mla or fp32) before it is attended
     b.linear(x, T, w.kvA, lat);
     b.rmsnorm(lat, T, R, w.kvANorm, c.rms_norm_eps, lat);
-    b.mlaCacheWrite(lat, T, R, dt, ls.latent, pos0);
+    for (size_t s = 0; s < bt.steps->size(); ++s) {
+        const SeqStep& st = bt.step(s);
+        b.mlaCacheWrite(lat.viewF32(size_t(bt.rowStart[s] * R), size_t(bt.rows(s) * R)), bt.rows(s), R,
+                        st.caches.dtype, st.caches.layers[L].latent, st.caches.pages, st.pos0);
+    }
 
     if (w.hasIndexer) {
         const IndexerWeights& iw = w.indexer;
-        const int64_t Hi = c.index_n_heads, Di = c.index_head_dim, kp = c.index_kpool;
+        const int64_t Hi = c.index_n_heads, Di = c.index_head_dim;
         Buffer iq = allocF(b, T * Hi * Di), ik = allocF(b, T * Di), ig = allocF(b, T * Di), wts = allocF(b, T * Hi);
         b.linear(qr, T, iw.wqB, iq);
         b.linear(x, T, iw.wk, ik);
@@ -73,16 +88,38 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, const Buffer& x, int64_t T
         b.linear(x, T, iw.compressGate, ig);
         b.linear(x, T, iw.weightsProj, wts);
         b.scale(wts, T * Hi, 1.0f / std::sqrt(float(Hi)));
-        b.indexerCacheWrite(ik, ig, T, Di, kp, iw.compressApe, dt, ls.idxTokens, ls.idxPools, pos0);
-        prevIdx = b.alloc(size_t(T * (c.index_topk + kp - 1)) * 4);
-        b.indexerSelect(iq, wts, T, Hi, Di, kp, c.index_topk, dt, ls.idxPools, pos0, prevIdx, &stats);
+        bt.idx = b.alloc(size_t(T * width) * 4);
+        for (size_t s = 0; s < bt.steps->size(); ++s) {
+            const SeqStep& st = bt.step(s);
+            const LayerState& ls = st.caches.layers[L];
+            const int64_t r0 = bt.rowStart[s], n = bt.rows(s);
+            b.indexerCacheWrite(ik.viewF32(size_t(r0 * Di), size_t(n * Di)), ig.viewF32(size_t(r0 * Di), size_t(n * Di)),
+                                n, Di, kp, iw.compressApe, st.caches.dtype, ls.idxTail, ls.idxPools, st.caches.pages,
+                                st.pos0);
+            IndexerStats one;
+            if (!bt.rowHash.empty()) one.selectionHash.assign(bt.rowHash.begin() + r0, bt.rowHash.begin() + r0 + n);
+            b.indexerSelect(iq.viewF32(size_t(r0 * Hi * Di), size_t(n * Hi * Di)), wts.viewF32(size_t(r0 * Hi), size_t(n * Hi)),
+                            n, Hi, Di, kp, c.index_topk, st.caches.dtype, ls.idxPools, st.caches.pages, st.pos0,
+                            bt.idx.view(size_t(r0 * width) * 4, size_t(n * width) * 4), &one);
+            if (!bt.rowHash.empty()) std::copy(one.selectionHash.begin(), one.selectionHash.end(), bt.rowHash.begin() + r0);
+            IndexerStats& acc = bt.stats[s];
+            if (one.firstTiedQuery >= 0 && acc.firstTiedQuery < 0) acc.firstTiedQuery = one.firstTiedQuery;
+            if (one.firstTiedQuery >= 0 && acc.firstTiedQuery >= 0) acc.firstTiedQuery = std::min(acc.firstTiedQuery, one.firstTiedQuery);
+            acc.tiedQueries += one.tiedQueries;
+        }
     }
-    TS_CHECK(!prevIdx.empty(), "shared DSA layer without a preceding full indexer layer");
-    const int64_t width = c.index_topk + c.index_kpool - 1;
+    TS_CHECK(!bt.idx.empty(), "shared DSA layer without a preceding full indexer layer");
 
     Buffer qLat = allocF(b, T * H * R), oLat = allocF(b, T * H * R), o = allocF(b, T * H * dv);
     b.mlaAbsorbQ(q, T, H, dn, dv, w.kvB, qLat);
-    b.mlaSparseAttention(qLat, T, H, R, ls.latent, dt, prevIdx, width, 1.0f / std::sqrt(float(c.qkHeadDim())), oLat);
+    const float scale = 1.0f / std::sqrt(float(c.qkHeadDim()));
+    for (size_t s = 0; s < bt.steps->size(); ++s) {
+        const SeqStep& st = bt.step(s);
+        const int64_t r0 = bt.rowStart[s], n = bt.rows(s);
+        b.mlaSparseAttention(qLat.viewF32(size_t(r0 * H * R), size_t(n * H * R)), n, H, R, st.caches.layers[L].latent,
+                             st.caches.dtype, st.caches.pages, bt.idx.view(size_t(r0 * width) * 4, size_t(n * width) * 4),
+                             width, scale, oLat.viewF32(size_t(r0 * H * R), size_t(n * H * R)));
+    }
     b.mlaUpV(oLat, T, H, dn, dv, w.kvB, o);
     Buffer y = allocF(b, T * D);
     b.linear(o, T, w.oProj, y);
@@ -101,7 +138,7 @@ Buffer Glm5NextModel::mlpForward(const MlpWeights& w, const Buffer& x, int64_t T
     return y;
 }
 
-Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T, IndexerStats* stats) const {
+Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T, std::vector<uint64_t>* rowHash) const {
     Backend& b = m_backend;
     const TextConfig& c = m_cfg.text;
     const int64_t D = c.hidden_size, E = c.n_routed_experts, K = c.num_experts_per_tok;
@@ -109,11 +146,11 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     std::vector<float> wt(static_cast<size_t>(T * K));
     b.moeRoute(x, T, w.router, w.correctionBias, E, K, c.n_group, c.topk_group, c.norm_topk_prob,
                c.routed_scaling_factor, idx.data(), wt.data());
-    if (stats && stats->selectionHash.size() == size_t(T))  // fold the routing into the decision record
+    if (rowHash)  // fold the routing into the per-row decision record
         for (int64_t t = 0; t < T; ++t) {
             std::vector<int32_t> chosen(idx.begin() + t * K, idx.begin() + (t + 1) * K);
             std::sort(chosen.begin(), chosen.end());
-            uint64_t& hsh = stats->selectionHash[size_t(t)];
+            uint64_t& hsh = (*rowHash)[size_t(t)];
             for (int32_t e : chosen) hsh = (hsh ^ uint64_t(e + 1)) * 0x100000001b3ull;
         }
 

@@ -1,6 +1,6 @@
-// Everything one sequence carries between forward steps: the KDA recurrent and conv states, the MLA
-// latent cache and the indexer stores of each DSA layer. This is the per-sequence form used by the
-// reference forward; the paged block pool of the runtime holds the same bytes in 64-token blocks.
+// The caches one sequence reads and writes in a forward step, and a self-contained owner of them for a
+// single request (SequenceState). The runtime's paged pool (engine/cache) hands out the same LayerState
+// views into its shared pool buffers; the model code cannot tell the two apart.
 #pragma once
 
 #include <cstdint>
@@ -11,31 +11,42 @@
 
 namespace ts {
 
+// Views of one layer's caches for one sequence. Unused members stay empty.
 struct LayerState {
-    // KDA layers
+    // KDA layers: owned by the sequence (its state slot)
     Buffer recurrent;  // fp32 [H, Dk, Dv]
     Buffer conv;       // fp32 [K−1, 3·H·Dk], oldest first
-    // DSA layers
-    Buffer latent;      // [capacity, mlaCacheEntryBytes]
-    Buffer idxTokens;   // fp32 [capacity, 2, Di]: raw indexer key and gate of each token
-    Buffer idxPools;    // [capacity / kp, indexerKeyBytes]: pooled keys of complete pools
+    // DSA layers: the pool-wide paged buffers, addressed through the sequence's PageTable
+    Buffer latent;     // [slots, mlaCacheEntryBytes]
+    Buffer idxPools;   // [slots / kp, indexerKeyBytes] pooled indexer keys (full indexer layers)
+    Buffer idxTail;    // fp32 [kp, 2, Di]: the sequence's incomplete pool (its state slot)
 };
 
+// Everything a step needs to address one sequence's caches.
+struct SeqCaches {
+    LayerState* layers = nullptr;  // indexed by layer; num_hidden_layers (+1: the MTP block) entries
+    int numLayers = 0;
+    PageTable pages;
+    KvCacheDtype dtype = KvCacheDtype::Fp8;
+};
+
+// One request's caches in contiguous memory, with an identity page table; grows on demand. Used by the
+// reference path (CLI logits/generate, tests) and for the MTP block's own position stream.
 class SequenceState {
 public:
     // `layers` = num_hidden_layers (+1 when an MTP block is used). With mtpOnly, only the last layer
-    // (the MTP block's DSA layer) gets storage: the state of the MTP draft position stream.
+    // (the MTP block's DSA layer) gets storage.
     SequenceState(Backend& backend, const TextConfig& cfg, KvCacheDtype cacheDtype, int layers, bool mtpOnly = false);
 
     int64_t length() const { return m_length; }  // tokens already in the caches
-    int64_t capacity() const { return m_capacity; }
+    int64_t capacity() const { return int64_t(m_blocks.size()) * m_blockSize; }
     KvCacheDtype cacheDtype() const { return m_dtype; }
     // Grows the DSA caches (copying their contents) so that `tokens` fit.
     void reserve(int64_t tokens);
     void advance(int64_t tokens) { m_length += tokens; }
     LayerState& layer(int i) { return m_layers[size_t(i)]; }
-    // Bytes held by this sequence's states and caches.
-    size_t bytes() const;
+    SeqCaches caches();
+    size_t bytes() const;  // bytes held by this sequence's states and caches
 
 private:
     Backend& m_backend;
@@ -43,8 +54,9 @@ private:
     KvCacheDtype m_dtype;
     std::vector<LayerState> m_layers;
     std::vector<bool> m_isDsa;
+    std::vector<int32_t> m_blocks;  // identity: block i is physical block i
+    int64_t m_blockSize = 64;
     int64_t m_length = 0;
-    int64_t m_capacity = 0;
 };
 
 }  // namespace ts

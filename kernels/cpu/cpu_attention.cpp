@@ -45,11 +45,13 @@ bool isPow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 }  // namespace
 
 void CpuBackend::mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
-                               int64_t pos0) {
+                               const PageTable& pages, int64_t pos0) {
     const size_t eb = mlaCacheEntryBytes(dt, R);
-    TS_CHECK(size_t(pos0 + T) * eb <= cache.size(), "mlaCacheWrite: cache too small");
+    TS_CHECK(pos0 + T <= pages.capacity(), "mlaCacheWrite: positions beyond the sequence's pages");
     for (int64_t t = 0; t < T; ++t) {
-        uint8_t* e = cache.bytes() + size_t(pos0 + t) * eb;
+        const int64_t slot = pages.slot(pos0 + t);
+        TS_CHECK(size_t(slot + 1) * eb <= cache.size(), "mlaCacheWrite: slot outside the cache");
+        uint8_t* e = cache.bytes() + size_t(slot) * eb;
         const float* x = c.f32() + t * R;
         if (dt == KvCacheDtype::Fp32) {
             std::memcpy(e, x, size_t(R) * 4);
@@ -86,8 +88,8 @@ void CpuBackend::mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, i
 }
 
 void CpuBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, int64_t R, const Buffer& cache,
-                                    KvCacheDtype dt, const Buffer& idx, int64_t width, float scale,
-                                    const Buffer& oLat) {
+                                    KvCacheDtype dt, const PageTable& pages, const Buffer& idx, int64_t width,
+                                    float scale, const Buffer& oLat) {
     const size_t eb = mlaCacheEntryBytes(dt, R);
     ThreadPool::global().parallelForCost(T, width * R * (H + 1), [&](int64_t t0, int64_t t1) {
         std::vector<int32_t> sel;
@@ -100,8 +102,10 @@ void CpuBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, in
             sel.erase(std::unique(sel.begin(), sel.end()), sel.end());
             const int64_t n = int64_t(sel.size());
             lat.resize(size_t(n * R));
-            for (int64_t i = 0; i < n; ++i)
-                loadLatent(cache.bytes() + size_t(sel[size_t(i)]) * eb, R, dt, lat.data() + i * R);
+            for (int64_t i = 0; i < n; ++i) {
+                TS_CHECK(sel[size_t(i)] < pages.capacity(), "sparse attention index beyond the sequence's pages");
+                loadLatent(cache.bytes() + size_t(pages.slot(sel[size_t(i)])) * eb, R, dt, lat.data() + i * R);
+            }
             p.resize(size_t(n));
             for (int64_t h = 0; h < H; ++h) {
                 const float* qh = qLat.f32() + (t * H + h) * R;
@@ -137,15 +141,16 @@ void CpuBackend::mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, in
 }
 
 void CpuBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp,
-                                   const Buffer& ape, KvCacheDtype dt, const Buffer& tokenStore,
-                                   const Buffer& poolStore, int64_t pos0) {
+                                   const Buffer& ape, KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore,
+                                   const PageTable& pages, int64_t pos0) {
     const size_t kb = indexerKeyBytes(dt, D);
-    TS_CHECK(size_t(pos0 + T) * size_t(2 * D) * 4 <= tokenStore.size(), "indexerCacheWrite: token store too small");
-    float* store = tokenStore.f32();  // [tokens, 2, D]: k then gate
+    TS_CHECK(pages.blockSize % kp == 0, "indexerCacheWrite: block size must be a multiple of index_kpool");
+    TS_CHECK(tail.size() >= size_t(kp * 2 * D) * 4, "indexerCacheWrite: tail ring too small");
+    float* ring = tail.f32();  // [kp, 2, D]: member m of the current pool: k then gate
     std::vector<float> key(static_cast<size_t>(D));
     for (int64_t t = 0; t < T; ++t) {
-        const int64_t p = pos0 + t;
-        float* dst = store + p * 2 * D;
+        const int64_t p = pos0 + t, m0 = p % kp;
+        float* dst = ring + m0 * 2 * D;
         for (int64_t c = 0; c < D; ++c) {
             float kv = k.f32()[t * D + c], gv = gate.f32()[t * D + c];
             if (dt == KvCacheDtype::Fp8) {  // the tail ring is bf16 in the recipe's layout
@@ -155,22 +160,24 @@ void CpuBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t 
             dst[c] = kv;
             dst[D + c] = gv;
         }
-        if ((p + 1) % kp != 0) continue;
+        if (m0 != kp - 1) continue;
         // Pool j = p / kp completed: per-channel softmax over its kp members.
-        const int64_t j = p / kp, first = j * kp;
-        TS_CHECK(size_t(j + 1) * kb <= poolStore.size(), "indexerCacheWrite: pool store too small");
+        const int64_t j = p / kp;
+        TS_CHECK(j * kp < pages.capacity(), "indexerCacheWrite: pool beyond the sequence's pages");
+        const int64_t poolSlot = pages.slot(j * kp) / kp;
+        TS_CHECK(size_t(poolSlot + 1) * kb <= poolStore.size(), "indexerCacheWrite: pool slot outside the store");
         for (int64_t c = 0; c < D; ++c) {
             float mx = -INFINITY;
-            for (int64_t m = 0; m < kp; ++m) mx = std::max(mx, store[(first + m) * 2 * D + D + c] + ape.f32()[m * D + c]);
+            for (int64_t m = 0; m < kp; ++m) mx = std::max(mx, ring[m * 2 * D + D + c] + ape.f32()[m * D + c]);
             float sum = 0, acc = 0;
-            for (int64_t m = 0; m < kp; ++m) sum += std::exp(store[(first + m) * 2 * D + D + c] + ape.f32()[m * D + c] - mx);
+            for (int64_t m = 0; m < kp; ++m) sum += std::exp(ring[m * 2 * D + D + c] + ape.f32()[m * D + c] - mx);
             for (int64_t m = 0; m < kp; ++m) {
-                const float prob = std::exp(store[(first + m) * 2 * D + D + c] + ape.f32()[m * D + c] - mx) / sum;
-                acc += prob * store[(first + m) * 2 * D + c];
+                const float prob = std::exp(ring[m * 2 * D + D + c] + ape.f32()[m * D + c] - mx) / sum;
+                acc += prob * ring[m * 2 * D + c];
             }
             key[size_t(c)] = acc;
         }
-        uint8_t* out = poolStore.bytes() + size_t(j) * kb;
+        uint8_t* out = poolStore.bytes() + size_t(poolSlot) * kb;
         if (dt == KvCacheDtype::Fp32) {
             std::memcpy(out, key.data(), size_t(D) * 4);
         } else {
@@ -182,8 +189,8 @@ void CpuBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t 
 }
 
 void CpuBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp,
-                               int64_t topk, KvCacheDtype dt, const Buffer& poolStore, int64_t pos0,
-                               const Buffer& idx, IndexerStats* stats) {
+                               int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages,
+                               int64_t pos0, const Buffer& idx, IndexerStats* stats) {
     const size_t kb = indexerKeyBytes(dt, D);
     const int64_t K = topk / kp, width = topk + kp - 1;
     const float softmaxScale = 1.0f / std::sqrt(float(D));
@@ -211,7 +218,7 @@ void CpuBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int6
                     }
                 }
                 for (int64_t j = 0; j < nc; ++j) {
-                    const uint8_t* e = poolStore.bytes() + size_t(j) * kb;
+                    const uint8_t* e = poolStore.bytes() + size_t(pages.slot(j * kp) / kp) * kb;
                     float ks = 1.0f;
                     if (dt == KvCacheDtype::Fp32) {
                         std::memcpy(kf.data(), e, size_t(D) * 4);

@@ -43,19 +43,21 @@ public:
                       const Buffer& gate) override;
 
     void mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
-                       int64_t pos0) override;
+                       const PageTable& pages, int64_t pos0) override;
     void mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
                     const Buffer& qLat) override;
     void mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, int64_t R, const Buffer& cache, KvCacheDtype dt,
-                            const Buffer& idx, int64_t width, float scale, const Buffer& oLat) override;
+                            const PageTable& pages, const Buffer& idx, int64_t width, float scale,
+                            const Buffer& oLat) override;
     void mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
                 const Buffer& o) override;
 
     void indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp, const Buffer& ape,
-                           KvCacheDtype dt, const Buffer& tokenStore, const Buffer& poolStore, int64_t pos0) override;
+                           KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore, const PageTable& pages,
+                           int64_t pos0) override;
     void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk,
-                       KvCacheDtype dt, const Buffer& poolStore, int64_t pos0, const Buffer& idx,
-                       IndexerStats* stats) override;
+                       KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages, int64_t pos0,
+                       const Buffer& idx, IndexerStats* stats) override;
 
     void moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,
                   int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, int32_t* hostIdx,

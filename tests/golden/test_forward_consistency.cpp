@@ -73,6 +73,68 @@ private slots:
         QCOMPARE(firstMismatch(run(model, ids, dt, 5, 64), full, V), int64_t(-1));     // uneven chunks
         QCOMPARE(firstMismatch(run(model, ids, dt, T - 40, 1), full, V), int64_t(-1)); // 40 decode steps
     }
+
+    // Several sequences in one step (continuous batching): each gets exactly its logits alone. The
+    // prompts prefill together (different lengths), then decode together for 12 steps, with one
+    // sequence joining late with a prefill chunk mixed into the decode steps.
+    void batched_data() { consistency_data(); }
+
+    void batched() {
+        QFETCH(QString, dir);
+        QFETCH(bool, fp8);
+        const KvCacheDtype dt = fp8 ? KvCacheDtype::Fp8 : KvCacheDtype::Fp32;
+        auto backend = makeCpuBackend();
+        Glm5NextModel model(dir.toStdString(), *backend);
+        SafetensorsFile golden((dir + "/golden.safetensors").toStdString());
+        std::vector<std::vector<int32_t>> prompts;
+        for (int i = 0; golden.find("prompt_" + std::to_string(i)); ++i)
+            prompts.push_back(test::readIds(golden, "prompt_" + std::to_string(i)));
+        QVERIFY(prompts.size() >= 3);
+        const int64_t V = model.text().vocab_size;
+        const size_t S = prompts.size();
+
+        // Alone: the full logits of each prompt.
+        std::vector<std::vector<float>> alone(S);
+        for (size_t i = 0; i < S; ++i) alone[i] = run(model, prompts[i], dt, int64_t(prompts[i].size()), 1);
+
+        // Batched: all but the last prefill in step 0 (the first prompt's first 40 tokens only), then
+        // steps of 1 token for running sequences; the first prompt's rest and the last prompt arrive
+        // as chunks of 50 tokens mixed with the decode rows.
+        std::vector<std::unique_ptr<SequenceState>> st;
+        for (size_t i = 0; i < S; ++i) st.push_back(model.newSequence(dt));
+        std::vector<std::vector<float>> got(S);
+        std::vector<int64_t> done(S, 0);
+        const int64_t firstChunk = 40, chunk = 50;
+        bool any = true;
+        for (int step = 0; any; ++step) {
+            std::vector<SeqStep> steps;
+            std::vector<size_t> who;
+            for (size_t i = 0; i < S; ++i) {
+                const int64_t T = int64_t(prompts[i].size());
+                if (done[i] >= T || (i + 1 == S && step < 2)) continue;  // the last prompt joins at step 2
+                int64_t n = 1;
+                if (done[i] == 0) n = std::min<int64_t>(i == 0 ? firstChunk : chunk, T);
+                else if (i == 0 || i + 1 == S) n = std::min<int64_t>(chunk, T - done[i]);
+                st[i]->reserve(done[i] + n);
+                SeqStep s;
+                s.ids = prompts[i].data() + done[i];
+                s.n = n;
+                s.pos0 = done[i];
+                s.caches = st[i]->caches();
+                steps.push_back(s);
+                who.push_back(i);
+            }
+            any = !steps.empty();
+            if (!any) break;
+            auto res = model.forwardBatch(steps);
+            for (size_t k = 0; k < who.size(); ++k) {
+                got[who[k]].insert(got[who[k]].end(), res[k].logits.begin(), res[k].logits.end());
+                done[who[k]] += steps[k].n;
+                st[who[k]]->advance(steps[k].n);
+            }
+        }
+        for (size_t i = 0; i < S; ++i) QCOMPARE(firstMismatch(got[i], alone[i], V), int64_t(-1));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestForwardConsistency)

@@ -39,13 +39,17 @@ private slots:
         QCOMPARE(mlaCacheEntryBytes(KvCacheDtype::Fp8, R), size_t(656));  // the recipe's fp8_ds_mla entry
         auto x = randn(size_t(T * R), 1, 3.0f);
         x[7] = 0.0f;
-        Buffer in = b->upload(x.data(), x.size() * 4), cache = b->alloc(656 * 5);
-        b->mlaCacheWrite(in, T, R, KvCacheDtype::Fp8, cache, 2);  // tokens 2..4
-        std::vector<uint8_t> bytes(656 * 5);
+        // Pages of 2 slots; the sequence owns physical blocks {1, 2, 0}: positions 2..4 land in slots 4, 5, 0.
+        const int32_t blocks[] = {1, 2, 0};
+        const PageTable pages{blocks, 3, 2};
+        Buffer in = b->upload(x.data(), x.size() * 4), cache = b->alloc(656 * 6);
+        b->mlaCacheWrite(in, T, R, KvCacheDtype::Fp8, cache, pages, 2);
+        std::vector<uint8_t> bytes(656 * 6);
         b->download(cache, bytes.data(), bytes.size());
-        for (int i = 0; i < 2 * 656; ++i) QCOMPARE(bytes[size_t(i)], uint8_t(0));  // untouched before pos0
+        for (int i = 1 * 656; i < 4 * 656; ++i) QCOMPARE(bytes[size_t(i)], uint8_t(0));  // slots 1..3 untouched
+        const int64_t slotOf[] = {4, 5, 0};
         for (int64_t t = 0; t < T; ++t) {
-            const uint8_t* e = bytes.data() + (2 + t) * 656;
+            const uint8_t* e = bytes.data() + slotOf[t] * 656;
             for (int i = 528; i < 656; ++i) QCOMPARE(e[i], uint8_t(0));  // k_pe ≡ 0 (NoPE)
             for (int64_t i = 0; i < R; ++i) {
                 float s;
@@ -70,11 +74,13 @@ private slots:
         auto lat = randn(size_t(N * R), 2);
         auto q = randn(size_t(H * R), 3, 0.3f);
         Buffer cache = b->alloc(size_t(N * R) * 4);
-        b->mlaCacheWrite(b->upload(lat.data(), lat.size() * 4), N, R, KvCacheDtype::Fp32, cache, 0);
+        const int32_t blocks[] = {1, 0};  // 3-slot pages in reverse order: attention must follow the table
+        const PageTable pages{blocks, 2, 3};
+        b->mlaCacheWrite(b->upload(lat.data(), lat.size() * 4), N, R, KvCacheDtype::Fp32, cache, pages, 0);
         // Selected {4, 1, 1(dup), -1}: a set; duplicates and -1 are ignored.
         std::vector<int32_t> idx = {4, 1, 1, -1};
         Buffer out = b->alloc(size_t(H * R) * 4);
-        b->mlaSparseAttention(b->upload(q.data(), q.size() * 4), 1, H, R, cache, KvCacheDtype::Fp32,
+        b->mlaSparseAttention(b->upload(q.data(), q.size() * 4), 1, H, R, cache, KvCacheDtype::Fp32, pages,
                               b->upload(idx.data(), 16), 4, 0.125f, out);
         const auto o = read(*b, out, size_t(H * R));
         for (int64_t h = 0; h < H; ++h) {
@@ -100,16 +106,21 @@ private slots:
         // Pool scores: pool 3 best; pools 0, 2 and 4 tie exactly (key = e0); pool 1 scores 0 (key = -e0).
         auto setPool = [&](int64_t j, float v) { for (int64_t m = 0; m < kp; ++m) k[size_t((j * kp + m) * D)] = v; };
         setPool(0, 1.0f); setPool(1, -1.0f); setPool(2, 1.0f); setPool(3, 2.0f); setPool(4, 1.0f);
-        Buffer tok = b->alloc(size_t(T * 2 * D) * 4), pools = b->alloc(size_t(T) * indexerKeyBytes(KvCacheDtype::Fp32, D));
-        b->indexerCacheWrite(b->upload(k.data(), k.size() * 4), b->upload(gate.data(), gate.size() * 4), T, D, kp,
-                             b->upload(ape.data(), ape.size() * 4), KvCacheDtype::Fp32, tok, pools, 0);
+        const int32_t blocks[] = {0, 1, 2};  // 4-token pages (2 pools each)
+        const PageTable pages{blocks, 3, 4};
+        Buffer tail = b->alloc(size_t(kp * 2 * D) * 4), pools = b->alloc(size_t(6) * indexerKeyBytes(KvCacheDtype::Fp32, D));
+        // Written in two chunks (7 + 4 tokens): the tail ring carries the incomplete pool across calls.
+        b->indexerCacheWrite(b->upload(k.data(), 7 * D * 4), b->upload(gate.data(), 7 * D * 4), 7, D, kp,
+                             b->upload(ape.data(), ape.size() * 4), KvCacheDtype::Fp32, tail, pools, pages, 0);
+        b->indexerCacheWrite(b->upload(k.data() + 7 * D, 4 * D * 4), b->upload(gate.data() + 7 * D, 4 * D * 4), 4, D, kp,
+                             b->upload(ape.data(), ape.size() * 4), KvCacheDtype::Fp32, tail, pools, pages, 7);
         std::vector<float> q(size_t(T * H * D), 0.0f), w(size_t(T * H), 1.0f);
         for (int64_t t = 0; t < T; ++t) q[size_t(t * D)] = 1.0f;
         const int64_t width = topk + kp - 1;
         Buffer idx = b->alloc(size_t(T * width) * 4);
         IndexerStats stats;
         b->indexerSelect(b->upload(q.data(), q.size() * 4), b->upload(w.data(), w.size() * 4), T, H, D, kp, topk,
-                         KvCacheDtype::Fp32, pools, 0, idx, &stats);
+                         KvCacheDtype::Fp32, pools, pages, 0, idx, &stats);
         std::vector<int32_t> out(size_t(T * width));
         b->download(idx, out.data(), out.size() * 4);
         // Query 10: pools 3 (best) and 0 (earliest of the tied 0, 2, 4), then the tail token 10.

@@ -1,0 +1,27 @@
+// The workspace of one forward step over several sequences (private to engine/model): the T rows of
+// all sequences, the mHC buffers, and the bookkeeping that maps rows back to sequences.
+#pragma once
+
+#include <vector>
+
+#include "model/glm5_next.h"
+
+namespace ts {
+
+struct Glm5NextModel::Batch {
+    const std::vector<SeqStep>* steps = nullptr;
+    std::vector<int64_t> rowStart;  // first row of each sequence; rowStart[s + 1] − rowStart[s] = n
+    int64_t T = 0;
+    Buffer streams;  // [T, n, D]
+    Buffer x;        // [T, D] collapsed streams
+    Buffer xn;       // [T, D] normalised sub-layer input
+    Buffer post;     // [T, n]
+    Buffer comb;     // [T, n, n]
+    Buffer idx;      // [T, width] int32: the last full indexer layer's selection (for shared layers)
+    std::vector<IndexerStats> stats;  // per sequence
+    std::vector<uint64_t> rowHash;    // per row, when any sequence records its decisions
+    const SeqStep& step(size_t s) const { return (*steps)[s]; }
+    int64_t rows(size_t s) const { return rowStart[s + 1] - rowStart[s]; }
+};
+
+}  // namespace ts
