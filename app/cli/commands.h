@@ -32,5 +32,6 @@ private:
 
 int cmdLogits(const Args& args);
 int cmdGenerate(const Args& args);
+int cmdInspect(const Args& args);
 
 }  // namespace ts::cli
