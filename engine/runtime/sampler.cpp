@@ -1,0 +1,234 @@
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace ts {
+
+namespace {
+
+// vLLM's _SAMPLING_EPS: below it a temperature means greedy (dividing by it would overflow to inf).
+constexpr float kGreedyTemperature = 1e-5f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Cand {
+    int32_t id;
+    double logit;  // after penalties and temperature
+};
+
+// Strict total order "more probable first, then lower id": makes nth_element / partial_sort results, and so
+// the sampled token for a given uniform draw, independent of the standard library's tie handling.
+bool moreProbable(const Cand& a, const Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
+
+[[noreturn]] void invalid(const std::string& field, const std::string& why) {
+    fail(ErrorKind::InvalidArgument, "sampling parameter '" + field + "' " + why);
+}
+
+void checkLogits(const float* logits, int64_t vocab) {
+    TS_CHECK(vocab > 0 && vocab <= std::numeric_limits<int32_t>::max(), "sampler: bad vocab size");
+    for (int64_t i = 0; i < vocab; ++i) {
+        if (std::isnan(logits[i]) || logits[i] == std::numeric_limits<float>::infinity())
+            fail(ErrorKind::Internal, "numerical error: logit of token " + std::to_string(i) + " is " +
+                                          (std::isnan(logits[i]) ? "NaN" : "+inf"));
+    }
+}
+
+// Steps 2 and 3 of the header (min_tokens masking, penalties) on a float copy of the row, as vLLM does them
+// on its float32 logits. Token ids outside [0, vocab) in the sequence are ignored (they cannot be penalised).
+std::vector<float> penalised(const float* logits, int64_t vocab, const Sequence& seq, bool suppressStop,
+                             const std::vector<int32_t>& eosIds) {
+    const SamplingParams& p = seq.params();
+    std::vector<float> x(logits, logits + vocab);
+    auto inVocab = [vocab](int32_t t) { return t >= 0 && t < vocab; };
+    if (suppressStop) {
+        for (int32_t t : p.stopTokenIds)
+            if (inVocab(t)) x[size_t(t)] = kNegInf;
+        if (!p.ignoreEos)  // with ignore_eos, eos does not stop, so there is nothing to hold back
+            for (int32_t t : eosIds)
+                if (inVocab(t)) x[size_t(t)] = kNegInf;
+    }
+    if (p.repetitionPenalty != 1.0f) {
+        std::vector<uint8_t> seen(size_t(vocab), 0);
+        for (int32_t t : seq.tokens())
+            if (inVocab(t)) seen[size_t(t)] = 1;
+        const float r = p.repetitionPenalty;
+        for (size_t i = 0; i < x.size(); ++i)
+            if (seen[i]) x[i] = x[i] > 0.0f ? x[i] / r : x[i] * r;
+    }
+    if (p.presencePenalty != 0.0f || p.frequencyPenalty != 0.0f) {
+        std::vector<int32_t> counts(size_t(vocab), 0);
+        const std::vector<int32_t>& toks = seq.tokens();
+        for (size_t i = size_t(seq.numPromptTokens()); i < toks.size(); ++i)
+            if (inVocab(toks[i])) ++counts[size_t(toks[i])];
+        for (size_t i = 0; i < x.size(); ++i)
+            if (counts[i] > 0) x[i] -= p.frequencyPenalty * float(counts[i]) + p.presencePenalty;
+    }
+    return x;
+}
+
+int32_t argmaxLowestId(const std::vector<float>& x) {
+    size_t best = 0;
+    for (size_t i = 1; i < x.size(); ++i)
+        if (x[i] > x[best]) best = i;  // strict: the first (lowest) id wins ties, as torch.argmax
+    if (x[best] == kNegInf) fail(ErrorKind::Internal, "numerical error: every token is masked");
+    return int32_t(best);
+}
+
+// Step 5 up to the draw: the surviving candidates with their temperature-scaled logits, in an order that
+// depends only on the input. Returns the largest logit through `maxLogit`.
+std::vector<Cand> filtered(const std::vector<float>& x, const SamplingParams& p, double& maxLogit) {
+    const double invT = 1.0 / double(p.temperature);
+    std::vector<Cand> c;
+    c.reserve(x.size());
+    maxLogit = -std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < x.size(); ++i) {
+        if (x[i] == kNegInf) continue;
+        const double l = double(x[i]) * invT;
+        c.push_back({int32_t(i), l});
+        maxLogit = std::max(maxLogit, l);
+    }
+    if (c.empty()) fail(ErrorKind::Internal, "numerical error: every token is masked");
+
+    // min_p: p_i < min_p * p_max  <=>  l_i - l_max < log(min_p). The best token always survives.
+    if (p.minP > 0.0f) {
+        const double cut = maxLogit + std::log(double(p.minP));
+        std::erase_if(c, [cut](const Cand& a) { return a.logit < cut; });
+    }
+    // top_k: keep every candidate at least as likely as the k-th one.
+    if (p.topK > 0 && size_t(p.topK) < c.size()) {
+        auto kth = c.begin() + (p.topK - 1);
+        std::nth_element(c.begin(), kth, c.end(), moreProbable);
+        const double cut = kth->logit;
+        std::erase_if(c, [cut](const Cand& a) { return a.logit < cut; });
+    }
+    // top_p: token i survives when the mass of the tokens ranked above it is < top_p. Only the head of the
+    // ranking is needed, so sort the best m candidates and double m until the mass is reached.
+    if (p.topP < 1.0f && c.size() > 1) {
+        double z = 0.0;
+        for (const Cand& a : c) z += std::exp(a.logit - maxLogit);
+        const double target = double(p.topP) * z;
+        size_t m = std::min<size_t>(c.size(), 256);
+        for (;;) {
+            std::partial_sort(c.begin(), c.begin() + std::ptrdiff_t(m), c.end(), moreProbable);
+            double above = 0.0;
+            size_t keep = 0;
+            while (keep < m && above < target) above += std::exp(c[keep++].logit - maxLogit);
+            if (above >= target || m == c.size()) {
+                c.resize(keep);
+                break;
+            }
+            m = std::min(c.size(), m * 2);
+        }
+    }
+    return c;
+}
+
+}  // namespace
+
+SamplerRng::SamplerRng(std::optional<uint64_t> seed) {
+    if (seed) {
+        m_gen.seed(*seed);
+    } else {
+        std::random_device rd;
+        m_gen.seed((uint64_t(rd()) << 32) ^ uint64_t(rd()));
+    }
+}
+
+void validateSamplingParams(const SamplingParams& p, int64_t vocab) {
+    auto finite = [](const std::string& name, float v) {
+        if (!std::isfinite(v)) invalid(name, "must be a finite number");
+    };
+    finite("temperature", p.temperature);
+    finite("top_p", p.topP);
+    finite("min_p", p.minP);
+    finite("presence_penalty", p.presencePenalty);
+    finite("frequency_penalty", p.frequencyPenalty);
+    finite("repetition_penalty", p.repetitionPenalty);
+    if (p.temperature < 0.0f) invalid("temperature", "must be >= 0, got " + std::to_string(p.temperature));
+    if (!(p.topP > 0.0f && p.topP <= 1.0f)) invalid("top_p", "must be in (0, 1], got " + std::to_string(p.topP));
+    if (p.topK < -1) invalid("top_k", "must be -1, 0 (off) or a positive count, got " + std::to_string(p.topK));
+    if (p.minP < 0.0f || p.minP > 1.0f) invalid("min_p", "must be in [0, 1], got " + std::to_string(p.minP));
+    if (p.presencePenalty < -2.0f || p.presencePenalty > 2.0f)
+        invalid("presence_penalty", "must be in [-2, 2], got " + std::to_string(p.presencePenalty));
+    if (p.frequencyPenalty < -2.0f || p.frequencyPenalty > 2.0f)
+        invalid("frequency_penalty", "must be in [-2, 2], got " + std::to_string(p.frequencyPenalty));
+    if (p.repetitionPenalty <= 0.0f)
+        invalid("repetition_penalty", "must be > 0, got " + std::to_string(p.repetitionPenalty));
+    if (p.maxTokens < 1) invalid("max_tokens", "must be >= 1, got " + std::to_string(p.maxTokens));
+    if (p.minTokens < 0 || p.minTokens > p.maxTokens)
+        invalid("min_tokens", "must be in [0, max_tokens=" + std::to_string(p.maxTokens) + "], got " +
+                                  std::to_string(p.minTokens));
+    if (p.logprobs < -1 || p.logprobs > kMaxLogprobs)
+        invalid("logprobs", "must be in [0, " + std::to_string(kMaxLogprobs) + "], got " + std::to_string(p.logprobs));
+    for (int32_t t : p.stopTokenIds)
+        if (t < 0 || (vocab > 0 && t >= vocab))
+            invalid("stop_token_ids", "contains " + std::to_string(t) + ", outside the vocabulary");
+}
+
+std::vector<std::pair<int32_t, double>> samplingDistribution(const float* logits, int64_t vocab, const Sequence& seq,
+                                                            bool suppressStop, const std::vector<int32_t>& eosIds) {
+    checkLogits(logits, vocab);
+    const std::vector<float> x = penalised(logits, vocab, seq, suppressStop, eosIds);
+    if (seq.params().temperature < kGreedyTemperature) return {{argmaxLowestId(x), 1.0}};
+    double maxLogit = 0.0;
+    std::vector<Cand> c = filtered(x, seq.params(), maxLogit);
+    std::sort(c.begin(), c.end(), [](const Cand& a, const Cand& b) { return a.id < b.id; });
+    double z = 0.0;
+    for (const Cand& a : c) z += std::exp(a.logit - maxLogit);
+    std::vector<std::pair<int32_t, double>> out;
+    out.reserve(c.size());
+    for (const Cand& a : c) out.emplace_back(a.id, std::exp(a.logit - maxLogit) / z);
+    return out;
+}
+
+SampleResult sample(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng& rng, bool suppressStop,
+                    const std::vector<int32_t>& eosIds) {
+    checkLogits(logits, vocab);
+    const SamplingParams& p = seq.params();
+    const std::vector<float> x = penalised(logits, vocab, seq, suppressStop, eosIds);
+
+    SampleResult r;
+    if (p.temperature < kGreedyTemperature) {
+        r.token = argmaxLowestId(x);
+    } else {
+        double maxLogit = 0.0;
+        const std::vector<Cand> c = filtered(x, p, maxLogit);
+        double z = 0.0;
+        for (const Cand& a : c) z += std::exp(a.logit - maxLogit);
+        const double u = rng.uniform() * z;
+        double acc = 0.0;
+        r.token = c.back().id;  // if rounding leaves u past the last partial sum
+        for (const Cand& a : c) {
+            acc += std::exp(a.logit - maxLogit);
+            if (u < acc) {
+                r.token = a.id;
+                break;
+            }
+        }
+    }
+
+    if (p.logprobs >= 0) {
+        // Raw log_softmax in double: logprob = l - (max + log sum exp(l - max)).
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t i = 0; i < vocab; ++i) mx = std::max(mx, double(logits[i]));
+        double s = 0.0;
+        for (int64_t i = 0; i < vocab; ++i) s += std::exp(double(logits[i]) - mx);
+        const double lse = mx + std::log(s);
+        r.logprob = float(double(logits[r.token]) - lse);
+        const size_t n = std::min<size_t>(size_t(p.logprobs), size_t(vocab));
+        if (n > 0) {
+            std::vector<Cand> all(static_cast<size_t>(vocab));
+            for (size_t i = 0; i < all.size(); ++i) all[i] = {int32_t(i), double(logits[i])};
+            std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(n), all.end(), moreProbable);
+            r.top.reserve(n);
+            for (size_t i = 0; i < n; ++i) r.top.emplace_back(all[i].id, float(all[i].logit - lse));
+        }
+    }
+    return r;
+}
+
+}  // namespace ts
