@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
 #include <vector>
 
 #include "core/error.h"
@@ -82,6 +83,13 @@ void hadamard(float* x, int64_t n) {
 }  // namespace cpu
 
 Buffer CpuBackend::alloc(size_t bytes) {
+    // Large buffers (KV pools) come straight from mmap: zero pages the OS fills lazily, so a 2 GiB
+    // pool costs nothing until used.
+    if (bytes >= (size_t(1) << 20)) {
+        void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        return Buffer(std::shared_ptr<void>(p, [bytes](void* q) { ::munmap(q, bytes); }), bytes);
+    }
     const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
     void* p = std::aligned_alloc(64, rounded);
     if (!p) throw std::bad_alloc();

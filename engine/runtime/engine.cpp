@@ -1,0 +1,251 @@
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include "core/error.h"
+
+namespace ts {
+
+namespace {
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+// Token throughput over a sliding window of recent steps.
+struct RateWindow {
+    std::deque<std::tuple<double, int64_t, int64_t>> samples;  // time, prompt, generated
+    void add(double t, int64_t p, int64_t g) {
+        samples.emplace_back(t, p, g);
+        while (!samples.empty() && t - std::get<0>(samples.front()) > 2.0) samples.pop_front();
+    }
+};
+thread_local RateWindow t_rates;
+}  // namespace
+
+KvPlan KvPlan::make(const TextConfig& cfg, const EngineConfig& ec, bool withMtp) {
+    KvPlan p;
+    p.memory = KvMemory::of(cfg, ec.kvDtype, withMtp);
+    p.budgetBytes = ec.kvBudgetBytes;
+    p.stateBytes = int64_t(ec.maxNumSeqs) * p.memory.bytesPerStateSlot;
+    p.snapshotBytes = int64_t(ec.snapshotSlots) * p.memory.bytesPerSnapshot;
+    const int64_t left = p.budgetBytes - p.stateBytes - p.snapshotBytes;
+    const int64_t perBlock = int64_t(ec.blockSize) * std::max<int64_t>(1, p.memory.bytesPerToken);
+    p.numBlocks = left > 0 ? left / perBlock : 0;
+    p.tokens = p.numBlocks * ec.blockSize;
+    p.fullLengthRequests = ec.maxModelLen > 0 ? double(p.tokens) / double(ec.maxModelLen) : 0.0;
+    return p;
+}
+
+static KvPlan checkedPlan(const Glm5NextModel& model, const EngineConfig& c) {
+    if (c.maxNumSeqs < 1 || c.maxNumBatchedTokens < 1 || c.maxModelLen < 2 || c.snapshotSlots < 0 || c.blockSize < 1)
+        fail(ErrorKind::InvalidArgument, "engine config: max_num_seqs, max_num_batched_tokens and max_model_len "
+                                         "must be positive");
+    KvPlan p = KvPlan::make(model.text(), c);
+    if (p.numBlocks < 2)
+        fail(ErrorKind::InvalidArgument,
+             "KV budget of " + std::to_string(c.kvBudgetBytes >> 20) + " MiB leaves no room for the KV pool after " +
+                 std::to_string((p.stateBytes + p.snapshotBytes) >> 20) + " MiB of state and snapshot slots");
+    return p;
+}
+
+static std::vector<int32_t> eosOf(const Glm5NextModel& m) {
+    std::vector<int32_t> eos = m.text().eos_token_ids;
+    for (int32_t e : m.config().generation.eos_token_ids)
+        if (std::find(eos.begin(), eos.end(), e) == eos.end()) eos.push_back(e);
+    return eos;
+}
+
+Engine::Engine(const Glm5NextModel& model, EngineConfig config)
+    : m_model(model), m_config(config), m_plan(checkedPlan(model, config)), m_eos(eosOf(model)),
+      m_blocks(int32_t(m_plan.numBlocks), config.blockSize, config.snapshotSlots, model.text().numLinearLayers() > 0),
+      m_scheduler(SchedulerConfig{config.maxNumSeqs, config.maxNumBatchedTokens, config.maxModelLen, config.blockSize,
+                                  m_eos},
+                  m_blocks),
+      m_runner(model, KvPoolConfig{m_plan.numBlocks, config.blockSize, config.maxNumSeqs, config.snapshotSlots,
+                                   config.kvDtype, false}) {
+    m_metrics.kvBlocks = m_plan.numBlocks;
+    m_metrics.kvFreeBlocks = m_plan.numBlocks;
+    m_metrics.kvTokenCapacity = m_plan.tokens;
+    m_thread = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_stop = true;
+    }
+    m_wake.notify_all();
+    m_thread.join();
+}
+
+int64_t Engine::submit(std::vector<int32_t> prompt, SamplingParams params, Callback onEvent) {
+    if (prompt.empty()) fail(ErrorKind::InvalidArgument, "the prompt is empty");
+    m_model.checkIds(prompt.data(), int64_t(prompt.size()));
+    validateSamplingParams(params, m_model.text().vocab_size);
+    const int64_t maxLen = m_scheduler.effectiveMaxLen();
+    if (int64_t(prompt.size()) >= maxLen)
+        fail(ErrorKind::InvalidArgument, "the prompt has " + std::to_string(prompt.size()) +
+                                             " tokens; this engine holds at most " + std::to_string(maxLen) +
+                                             " tokens per request (max_model_len " +
+                                             std::to_string(m_config.maxModelLen) + ", KV pool " +
+                                             std::to_string(m_plan.tokens) + " tokens), prompt and completion together");
+    auto r = std::make_unique<Request>(Request{nullptr, std::move(onEvent), SamplerRng(params.seed), now(), 0, true, -1});
+    std::lock_guard<std::mutex> lock(m_mutex);
+    const int64_t id = m_nextId++;
+    r->seq = std::make_unique<Sequence>(id, std::move(prompt), std::move(params));
+    m_requests.emplace(id, std::move(r));
+    m_incoming.push_back(id);
+    m_wake.notify_all();
+    return id;
+}
+
+bool Engine::finish(int64_t id, FinishReason reason) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    auto it = m_requests.find(id);
+    if (it == m_requests.end() || it->second->seq->status == SeqStatus::Finished) return false;
+    m_finishes.emplace_back(id, reason);
+    m_wake.notify_all();
+    return true;
+}
+
+EngineMetrics Engine::metrics() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_metrics;
+}
+
+void Engine::waitIdle() {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_idle.wait(lock, [this] { return !m_busy && m_incoming.empty() && m_finishes.empty() && m_requests.empty(); });
+}
+
+void Engine::verifyIdle() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    TS_CHECK(m_requests.empty() && !m_scheduler.hasWork(), "engine not idle");
+    m_blocks.verifyInvariants();
+    TS_CHECK(m_blocks.numFreeBlocks() == m_blocks.numBlocks(), "blocks still held after every request ended");
+}
+
+void Engine::emitFinished(Request& r, std::vector<std::pair<Callback, EngineEvent>>& out) {
+    EngineEvent e;
+    e.type = EngineEvent::Type::Finished;
+    e.requestId = r.seq->id();
+    e.reason = r.seq->finish;
+    e.promptTokens = r.seq->numPromptTokens();
+    e.completionTokens = r.seq->numCompletionTokens();
+    e.cachedPromptTokens = std::max<int64_t>(0, r.cachedPrompt);
+    if (e.reason == FinishReason::Abort) ++m_metrics.requestsAborted;
+    else ++m_metrics.requestsFinished;
+    out.emplace_back(r.cb, std::move(e));
+}
+
+void Engine::loop() {
+    for (;;) {
+        std::vector<std::pair<Callback, EngineEvent>> events;
+        {
+            std::unique_lock<std::mutex> lock(m_mutex);
+            m_busy = false;
+            if (m_requests.empty() && m_incoming.empty() && m_finishes.empty()) m_idle.notify_all();
+            m_wake.wait(lock, [this] {
+                return m_stop || !m_incoming.empty() || !m_finishes.empty() || m_scheduler.hasWork();
+            });
+            if (m_stop) return;
+            m_busy = true;
+            for (int64_t id : m_incoming) {
+                Request& r = *m_requests.at(id);
+                try {
+                    m_scheduler.add(r.seq.get());
+                } catch (const Error&) {  // validated in submit; a late refusal still ends the request cleanly
+                    r.seq->status = SeqStatus::Finished;
+                    r.seq->finish = FinishReason::Abort;
+                    emitFinished(r, events);
+                    m_requests.erase(id);
+                }
+            }
+            m_incoming.clear();
+            for (auto [id, reason] : m_finishes) {
+                auto it = m_requests.find(id);
+                if (it == m_requests.end()) continue;
+                if (m_scheduler.finish(id, reason)) {
+                    emitFinished(*it->second, events);
+                    m_requests.erase(it);
+                }
+            }
+            m_finishes.clear();
+        }
+        for (auto& [cb, e] : events) if (cb) cb(e);
+        events.clear();
+        if (!m_scheduler.hasWork()) continue;
+
+        SchedulerOutput out = m_scheduler.schedule();
+        if (out.empty()) {  // nothing fits this instant (e.g. every slot waiting on blocks): yield briefly
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+        }
+        for (const ScheduledSeq& s : out.seqs) {
+            Request& r = *m_requests.at(s.seq->id());
+            if (r.cachedPrompt < 0) r.cachedPrompt = s.seq->numCachedPrompt;
+        }
+        std::vector<SampleResult> sampled = m_runner.step(out, [this](const Sequence& s) -> SamplerRng& {
+            return m_requests.at(s.id())->rng;  // engine thread: the map only changes under this thread's control
+        });
+        std::vector<int32_t> tokens;
+        for (const auto& s : sampled) tokens.push_back(s.token);
+        int64_t promptDone = 0;
+        for (const ScheduledSeq& s : out.seqs)
+            if (s.isPrefill) promptDone += s.numTokens;
+        const std::vector<Sequence*> finished = m_scheduler.postprocess(out.seqs, tokens);
+
+        const double t = now();
+        std::lock_guard<std::mutex> lock(m_mutex);
+        size_t k = 0;
+        for (const ScheduledSeq& s : out.seqs) {
+            if (!s.samples) continue;
+            Request& r = *m_requests.at(s.seq->id());
+            EngineEvent e;
+            e.requestId = s.seq->id();
+            e.token = sampled[k].token;
+            e.logprob = sampled[k].logprob;
+            e.top = std::move(sampled[k].top);
+            ++k;
+            if (r.first) m_metrics.ttft.observe(t - r.submitted);
+            else m_metrics.itl.observe(t - r.lastToken);
+            r.first = false;
+            r.lastToken = t;
+            events.emplace_back(r.cb, std::move(e));
+        }
+        for (Sequence* s : finished) {
+            auto it = m_requests.find(s->id());
+            emitFinished(*it->second, events);
+            m_requests.erase(it);
+        }
+        m_metrics.promptTokens += promptDone;
+        m_metrics.generationTokens += int64_t(tokens.size());
+        m_metrics.running = m_scheduler.numRunning();
+        m_metrics.waiting = m_scheduler.numWaiting();
+        m_metrics.kvUsage = m_blocks.usage();
+        m_metrics.kvFreeBlocks = m_blocks.numFreeBlocks();
+        m_metrics.prefixQueries = m_blocks.prefixQueries();
+        m_metrics.prefixHits = m_blocks.prefixHits();
+        m_metrics.preemptions = m_scheduler.numPreemptions();
+        t_rates.add(t, promptDone, int64_t(tokens.size()));
+        if (t_rates.samples.size() > 1) {
+            const double span = std::max(1e-3, t - std::get<0>(t_rates.samples.front()));
+            int64_t p = 0, g = 0;
+            for (size_t i = 1; i < t_rates.samples.size(); ++i) {
+                p += std::get<1>(t_rates.samples[i]);
+                g += std::get<2>(t_rates.samples[i]);
+            }
+            m_metrics.promptTokensPerSecond = double(p) / span;
+            m_metrics.generationTokensPerSecond = double(g) / span;
+        }
+        // Callbacks run without the lock (they may call submit/abort).
+        std::vector<std::pair<Callback, EngineEvent>> toSend;
+        toSend.swap(events);
+        m_mutex.unlock();
+        for (auto& [cb, e] : toSend) if (cb) cb(e);
+        m_mutex.lock();
+    }
+}
+
+}  // namespace ts
