@@ -56,8 +56,8 @@ static std::vector<int32_t> eosOf(const Glm5NextModel& m) {
     return eos;
 }
 
-Engine::Engine(const Glm5NextModel& model, EngineConfig config)
-    : m_model(model), m_config(config), m_plan(checkedPlan(model, config)), m_eos(eosOf(model)),
+Engine::Engine(const Glm5NextModel& model, EngineConfig config, const Tokenizer* tokenizer)
+    : m_model(model), m_tokenizer(tokenizer), m_config(config), m_plan(checkedPlan(model, config)), m_eos(eosOf(model)),
       m_blocks(int32_t(m_plan.numBlocks), config.blockSize, config.snapshotSlots, model.text().numLinearLayers() > 0),
       m_scheduler(SchedulerConfig{config.maxNumSeqs, config.maxNumBatchedTokens, config.maxModelLen, config.blockSize,
                                   m_eos},
@@ -83,6 +83,10 @@ int64_t Engine::submit(std::vector<int32_t> prompt, SamplingParams params, Callb
     if (prompt.empty()) fail(ErrorKind::InvalidArgument, "the prompt is empty");
     m_model.checkIds(prompt.data(), int64_t(prompt.size()));
     validateSamplingParams(params, m_model.text().vocab_size);
+    if (!params.stop.empty() && !m_tokenizer)
+        fail(ErrorKind::InvalidArgument, "stop strings need a tokenizer (this engine runs on token ids only)");
+    for (const auto& st : params.stop)
+        if (st.empty()) fail(ErrorKind::InvalidArgument, "stop: empty stop strings are not allowed");
     const int64_t maxLen = m_scheduler.effectiveMaxLen();
     if (int64_t(prompt.size()) >= maxLen)
         fail(ErrorKind::InvalidArgument, "the prompt has " + std::to_string(prompt.size()) +
@@ -90,9 +94,12 @@ int64_t Engine::submit(std::vector<int32_t> prompt, SamplingParams params, Callb
                                              " tokens per request (max_model_len " +
                                              std::to_string(m_config.maxModelLen) + ", KV pool " +
                                              std::to_string(m_plan.tokens) + " tokens), prompt and completion together");
-    auto r = std::make_unique<Request>(Request{nullptr, std::move(onEvent), SamplerRng(params.seed), now(), 0, true, -1});
+    auto r = std::make_unique<Request>(SamplerRng(params.seed));
+    r->cb = std::move(onEvent);
+    r->submitted = now();
     std::lock_guard<std::mutex> lock(m_mutex);
     const int64_t id = m_nextId++;
+    if (m_tokenizer) r->detok = std::make_unique<StreamingDetokenizer>(*m_tokenizer, params.skipSpecialTokens);
     r->seq = std::make_unique<Sequence>(id, std::move(prompt), std::move(params));
     m_requests.emplace(id, std::move(r));
     m_incoming.push_back(id);
@@ -126,11 +133,59 @@ void Engine::verifyIdle() const {
     TS_CHECK(m_blocks.numFreeBlocks() == m_blocks.numBlocks(), "blocks still held after every request ended");
 }
 
+std::string Engine::takeText(Request& r, int32_t token, bool* stopped) {
+    *stopped = false;
+    if (!r.detok) return {};
+    const size_t before = r.text.size();
+    r.text += r.detok->push(token);
+    const auto& stops = r.seq->params().stop;
+    if (stops.empty()) {
+        std::string out = r.text.substr(r.sent);
+        r.sent = r.text.size();
+        return out;
+    }
+    // A stop string can only end in the new text: search from where it could start.
+    size_t longest = 0;
+    for (const auto& st : stops) longest = std::max(longest, st.size());
+    const size_t from = before >= longest ? before - longest + 1 : 0;
+    size_t best = std::string::npos, bestLen = 0;
+    for (const auto& st : stops) {
+        const size_t at = r.text.find(st, from);
+        if (at != std::string::npos && at < best) { best = at; bestLen = st.size(); r.stopString = st; }
+    }
+    if (best != std::string::npos) {
+        *stopped = true;
+        r.text.resize(r.seq->params().includeStopStrInOutput ? best + bestLen : best);
+        std::string out = r.sent < r.text.size() ? r.text.substr(r.sent) : std::string();
+        r.sent = r.text.size();
+        return out;
+    }
+    // Hold back what could still become a stop string, on a UTF-8 character boundary.
+    size_t safe = r.text.size() >= longest - 1 ? r.text.size() - (longest - 1) : 0;
+    while (safe > r.sent && safe < r.text.size() && (uint8_t(r.text[safe]) & 0xc0) == 0x80) --safe;
+    if (safe <= r.sent) return {};
+    std::string out = r.text.substr(r.sent, safe - r.sent);
+    r.sent = safe;
+    return out;
+}
+
+std::string Engine::flushText(Request& r) {
+    if (!r.detok) return {};
+    if (r.stopString.empty()) r.text += r.detok->finish();
+    std::string out = r.sent < r.text.size() ? r.text.substr(r.sent) : std::string();
+    r.sent = r.text.size();
+    return out;
+}
+
 void Engine::emitFinished(Request& r, std::vector<std::pair<Callback, EngineEvent>>& out) {
     EngineEvent e;
     e.type = EngineEvent::Type::Finished;
     e.requestId = r.seq->id();
     e.reason = r.seq->finish;
+    e.text = flushText(r);
+    e.stopString = r.stopString;
+    if (e.reason == FinishReason::Stop && e.stopString.empty() && r.seq->numCompletionTokens() > 0)
+        e.stopToken = r.seq->lastToken();
     e.promptTokens = r.seq->numPromptTokens();
     e.completionTokens = r.seq->numCompletionTokens();
     e.cachedPromptTokens = std::max<int64_t>(0, r.cachedPrompt);
@@ -197,6 +252,8 @@ void Engine::loop() {
         const std::vector<Sequence*> finished = m_scheduler.postprocess(out.seqs, tokens);
 
         const double t = now();
+        std::vector<int64_t> finishedIds;  // ids now: a stop string below may free a Sequence
+        for (Sequence* s : finished) finishedIds.push_back(s->id());
         std::lock_guard<std::mutex> lock(m_mutex);
         size_t k = 0;
         for (const ScheduledSeq& s : out.seqs) {
@@ -212,10 +269,21 @@ void Engine::loop() {
             else m_metrics.itl.observe(t - r.lastToken);
             r.first = false;
             r.lastToken = t;
+            bool stopped = false;
+            e.text = takeText(r, e.token, &stopped);
             events.emplace_back(r.cb, std::move(e));
+            if (!stopped) continue;
+            const int64_t id = s.seq->id();
+            if (s.seq->status == SeqStatus::Finished) {
+                s.seq->finish = FinishReason::Stop;  // ended by length/eos at the same token: the stop string wins
+            } else if (m_scheduler.finish(id, FinishReason::Stop)) {
+                emitFinished(r, events);
+                m_requests.erase(id);
+            }
         }
-        for (Sequence* s : finished) {
-            auto it = m_requests.find(s->id());
+        for (int64_t fid : finishedIds) {
+            auto it = m_requests.find(fid);
+            if (it == m_requests.end()) continue;  // already ended by a stop string
             emitFinished(*it->second, events);
             m_requests.erase(it);
         }

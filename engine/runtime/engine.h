@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cache/block_manager.h"
+#include "text/tokenizer.h"
 #include "runtime/metrics.h"
 #include "runtime/model_runner.h"
 #include "runtime/scheduler.h"
@@ -50,8 +51,13 @@ struct EngineEvent {
     int32_t token = -1;
     float logprob = 0;
     std::vector<std::pair<int32_t, float>> top;
+    // Text (with a tokenizer): the new UTF-8-complete output text. Text that could be the start of a
+    // stop string is held back until it is known not to be one; a Finished event carries the rest.
+    std::string text;
     // Finished
     FinishReason reason = FinishReason::None;
+    std::string stopString;   // the stop string that ended the request (FinishReason::Stop)
+    int32_t stopToken = -1;   // or the eos / stop token id that did
     int64_t promptTokens = 0, completionTokens = 0, cachedPromptTokens = 0;
 };
 
@@ -59,7 +65,9 @@ class Engine {
 public:
     using Callback = std::function<void(const EngineEvent&)>;
 
-    Engine(const Glm5NextModel& model, EngineConfig config);
+    // With a tokenizer, events carry detokenized text and SamplingParams::stop strings are honoured
+    // (without one, requests with stop strings are refused).
+    Engine(const Glm5NextModel& model, EngineConfig config, const Tokenizer* tokenizer = nullptr);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -80,17 +88,27 @@ public:
 
 private:
     struct Request {
+        explicit Request(SamplerRng r) : rng(std::move(r)) {}
         std::unique_ptr<Sequence> seq;
         Callback cb;
         SamplerRng rng;
         double submitted = 0, lastToken = 0;
         bool first = true;
         int64_t cachedPrompt = -1;  // prefix-cache hit of the first admission (the block manager resets it)
+        std::unique_ptr<StreamingDetokenizer> detok;
+        std::string text;   // output text so far (stop strings are searched here)
+        size_t sent = 0;    // bytes of `text` already emitted
+        std::string stopString;
     };
+    // Appends a token's text, checks stop strings; returns the text to emit now. Sets r.stopString and
+    // returns true in *stopped when a stop string matched.
+    std::string takeText(Request& r, int32_t token, bool* stopped);
+    std::string flushText(Request& r);
     void loop();
     void emitFinished(Request& r, std::vector<std::pair<Callback, EngineEvent>>& out);
 
     const Glm5NextModel& m_model;
+    const Tokenizer* m_tokenizer;
     EngineConfig m_config;
     KvPlan m_plan;
     std::vector<int32_t> m_eos;

@@ -29,6 +29,8 @@ struct SamplingParams {
     int32_t maxTokens = 16;
     int32_t minTokens = 0;           // eos / stop tokens are masked until this many were generated
     int32_t logprobs = -1;           // -1 = none; N >= 0 = logprob of the sampled token + top N
+    bool skipSpecialTokens = true;   // detokenization of the output (vLLM's default)
+    bool includeStopStrInOutput = false;
 };
 
 class Sequence {

@@ -19,6 +19,8 @@ namespace {
 const QString kModel = QStringLiteral(TS_SOURCE_DIR "/tests/golden/data/tiny_b");
 
 struct Result {
+    std::string text;
+    std::string stopString;
     std::vector<int32_t> tokens;
     std::vector<float> logprobs;
     std::vector<std::vector<std::pair<int32_t, float>>> tops;
@@ -35,12 +37,14 @@ struct Collector {
         return [this](const EngineEvent& e) {
             std::lock_guard<std::mutex> lock(mutex);
             Result& r = results[e.requestId];
+            r.text += e.text;
             if (e.type == EngineEvent::Type::Token) {
                 r.tokens.push_back(e.token);
                 r.logprobs.push_back(e.logprob);
                 r.tops.push_back(e.top);
             } else {
                 r.reason = e.reason;
+                r.stopString = e.stopString;
                 r.cached = e.cachedPromptTokens;
                 r.done = true;
             }
@@ -194,6 +198,39 @@ private slots:
         } catch (const Error& err) {
             QVERIFY2(QString(err.what()).contains("max_model_len"), err.what());
         }
+    }
+
+    // With a tokenizer the events carry text; stop strings end a request and cut the text before them.
+    void textAndStopStrings() {
+        const Tokenizer tok = Tokenizer::fromDirectory(TS_SOURCE_DIR "/tests/golden/tokenizer");
+        const int V = m_model->text().vocab_size;  // the tokenizer covers these ids (byte pieces, merges)
+        const auto p = prompt(41, 30, V);
+        auto run = [&](SamplingParams sp) {
+            Engine e(*m_model, smallConfig(), &tok);
+            Collector col;
+            const int64_t id = e.submit(p, sp, col.cb());
+            e.waitIdle();
+            e.verifyIdle();
+            return col.results[id];
+        };
+        const Result plain = run(greedy(40));
+        QCOMPARE(plain.text, tok.decode(plain.tokens, true));
+        QVERIFY(plain.text.size() > 20);
+        // A stop string taken from the middle of the greedy text.
+        const std::string stop = plain.text.substr(plain.text.size() / 2, 3);
+        const size_t at = plain.text.find(stop);
+        SamplingParams sp = greedy(40);
+        sp.stop = {stop, "\x01never"};
+        const Result cut = run(sp);
+        QVERIFY(cut.reason == FinishReason::Stop);
+        QCOMPARE(cut.stopString, stop);
+        QCOMPARE(cut.text, plain.text.substr(0, at));
+        QVERIFY(cut.tokens.size() < plain.tokens.size());
+        sp.includeStopStrInOutput = true;
+        QCOMPARE(run(sp).text, plain.text.substr(0, at + stop.size()));
+        // Without a tokenizer, stop strings are refused.
+        Engine bare(*m_model, smallConfig());
+        QVERIFY_THROWS_EXCEPTION(Error, bare.submit(p, sp, nullptr));
     }
 
     void noLeaksAfterRandomLoad() {
