@@ -32,6 +32,7 @@ private:
 
 int cmdLogits(const Args& args);
 int cmdGenerate(const Args& args);
+int cmdPlan(const Args& args);
 int cmdInspect(const Args& args);
 
 }  // namespace ts::cli

@@ -20,6 +20,7 @@ struct Command {
 const Command kCommands[] = {
     {"logits", "full-forward logits of a prompt, written as safetensors", ts::cli::cmdLogits},
     {"generate", "greedy continuation of a prompt, with the decode speed", ts::cli::cmdGenerate},
+    {"plan", "the KV-pool memory plan of a config (no weights loaded)", ts::cli::cmdPlan},
     {"inspect", "tensors and EXL3 linears of a safetensors file; --dequantize one linear", ts::cli::cmdInspect},
 };
 
