@@ -12,35 +12,11 @@
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
 #include "model/glm5_next.h"
+#include "cli/model_loading.h"
 
 namespace ts::cli {
 
 namespace {
-
-const std::set<std::string> kModelOptions = {"model", "kv-cache-dtype", "threads", "backend"};
-
-struct Loaded {
-    std::unique_ptr<Backend> backend;
-    std::unique_ptr<Glm5NextModel> model;
-    KvCacheDtype dt = KvCacheDtype::Fp8;
-};
-
-Loaded load(const Args& args) {
-    Loaded l;
-    const std::string backend = args.get("backend").value_or("auto");
-    if (backend != "auto" && backend != "cpu")
-        fail(ErrorKind::InvalidArgument, "--backend must be auto or cpu in this build (the CUDA backend is not built), got '" +
-                                             backend + "'");
-    const int64_t threads = args.getInt("threads", 0, 0, 1024);
-    if (threads > 0) ThreadPool::setGlobalThreads(int(threads));
-    const std::string dt = args.get("kv-cache-dtype").value_or("fp8");
-    if (dt == "fp8") l.dt = KvCacheDtype::Fp8;
-    else if (dt == "fp32") l.dt = KvCacheDtype::Fp32;
-    else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
-    l.backend = makeCpuBackend();
-    l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend);
-    return l;
-}
 
 double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
@@ -62,7 +38,7 @@ int cmdLogits(const Args& args) {
     const auto ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));
     const std::string out = args.require("out");
     const int64_t chunk = args.getInt("chunk", 0, 0, INT32_MAX);
-    Loaded l = load(args);
+    LoadedModel l = loadModel(args);
     l.model->checkIds(ids.data(), int64_t(ids.size()));
     auto state = l.model->newSequence(l.dt);
     const int64_t T = int64_t(ids.size()), V = l.model->text().vocab_size;
@@ -91,18 +67,25 @@ int cmdLogits(const Args& args) {
 
 int cmdGenerate(const Args& args) {
     if (args.help()) {
-        std::printf("twinspark-cli generate --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--ignore-eos]\n"
+        std::printf("twinspark-cli generate --model DIR (--prompt-ids 1,2,3 | --prompt \"text\" [--system S] [--no-thinking])\n"
+                    "    [--max-tokens N] [--ignore-eos] [--concurrency N] [--temperature T --seed S]\n"
                     "    [--kv-cache-dtype fp8|fp32] [--threads N] [--json FILE]\n"
-                    "Prints the greedy continuation (token ids) and the prefill and decode speed.\n");
+                    "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed.\n"
+                    "--prompt: the text is chat-formatted with the model's template and tokenizer, and generated\n"
+                    "through the engine (continuous batching); --concurrency N runs N copies at once and reports\n"
+                    "the aggregate speed.\n");
         return 0;
     }
     auto opts = kModelOptions;
-    opts.insert({"prompt-ids", "max-tokens", "json"});
-    args.accept(opts, {"ignore-eos"});
+    opts.insert({"prompt-ids", "prompt", "system", "max-tokens", "json", "concurrency", "temperature", "seed"});
+    args.accept(opts, {"ignore-eos", "no-thinking"});
+    if (args.get("prompt") || args.get("concurrency") || args.get("temperature")) return generateWithEngine(args);
+    if (args.flag("no-thinking") || args.get("system") || args.get("seed"))
+        fail(ErrorKind::InvalidArgument, "--system, --no-thinking and --seed go with --prompt");
     const auto ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));
     const int64_t maxTokens = args.getInt("max-tokens", 32, 1, 1 << 20);
     const bool ignoreEos = args.flag("ignore-eos");
-    Loaded l = load(args);
+    LoadedModel l = loadModel(args);
     l.model->checkIds(ids.data(), int64_t(ids.size()));
     auto state = l.model->newSequence(l.dt);
     const auto& eos = l.model->text().eos_token_ids;

@@ -8,6 +8,8 @@
 
 #include "io/safetensors.h"
 
+#include <nlohmann/json.hpp>
+
 using namespace ts;
 
 namespace {
@@ -81,6 +83,28 @@ private slots:
         Run r2 = cli({"generate", "--model", kTinyA, "--prompt-ids", "5,6,7,8,9", "--max-tokens", "12", "--ignore-eos",
                       "--threads", "2"});
         QCOMPARE(r2.out, r.out);
+    }
+
+    // --concurrency runs copies through the engine (continuous batching): each copy must produce the
+    // reference path's greedy tokens.
+    void concurrencyMatchesReference() {
+        QTemporaryDir tmp;
+        const QString json = tmp.filePath("c.json");
+        const QStringList common = {"--model", kTinyA, "--prompt-ids", "5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45", "--max-tokens", "20", "--ignore-eos"};
+        Run ref = cli(QStringList{"generate"} + common);
+        QVERIFY2(ref.code == 0, qPrintable(ref.err));
+        Run r = cli(QStringList{"generate"} + common + QStringList{"--concurrency", "3", "--json", json});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("tok/s aggregate"), qPrintable(r.err));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(f.readAll().toStdString());
+        QCOMPARE(j["tokens"].size(), size_t(3));
+        for (const auto& toks : j["tokens"]) {
+            QStringList s;
+            for (const auto& t : toks) s << QString::number(t.get<int>());
+            QCOMPARE(s.join(','), ref.out.trimmed());
+        }
     }
 
     void badInput_data() {

@@ -1,0 +1,29 @@
+// Loading a model for a CLI command from the common options (--model, --kv-cache-dtype, --threads,
+// --backend), with the errors a user can act on.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "backend.h"
+#include "cli/commands.h"
+#include "model/glm5_next.h"
+
+namespace ts::cli {
+
+extern const std::set<std::string> kModelOptions;
+
+struct LoadedModel {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Glm5NextModel> model;
+    KvCacheDtype dt = KvCacheDtype::Fp8;
+};
+
+LoadedModel loadModel(const Args& args);
+KvCacheDtype parseKvCacheDtype(const std::string& value);
+
+// `generate` through the engine (text prompts, concurrency): cmd_generate_engine.cpp.
+int generateWithEngine(const Args& args);
+
+}  // namespace ts::cli
