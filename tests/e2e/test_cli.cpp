@@ -107,6 +107,43 @@ private slots:
         }
     }
 
+    // tokenize / detokenize / render on the golden GLM-style tokenizer, with a chat template of our own.
+    void textCommands() {
+        const QString tokDir = QStringLiteral(TS_SOURCE_DIR "/tests/golden/tokenizer");
+        Run r = cli({"tokenize", "--model", tokDir, "--text", "Salom dunyo [gMASK]<sop>"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        const auto ids = nlohmann::json::parse(r.out.toStdString());
+        QVERIFY(ids.is_array() && ids.size() > 2);
+        QStringList idList;
+        for (const auto& v : ids) idList << QString::number(v.get<int>());
+        r = cli({"detokenize", "--model", tokDir, "--ids", idList.join(',')});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out, QStringLiteral("Salom dunyo [gMASK]<sop>\n"));
+        r = cli({"detokenize", "--model", tokDir, "--ids", "1,99999999"});
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.err.contains("outside the tokenizer's vocabulary"));
+
+        QTemporaryDir tmp;
+        QVERIFY(QFile::copy(tokDir + "/tokenizer.json", tmp.filePath("tokenizer.json")));
+        QFile tpl(tmp.filePath("chat_template.jinja"));
+        QVERIFY(tpl.open(QIODevice::WriteOnly));
+        tpl.write("[gMASK]<sop>{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}"
+                  "{% if add_generation_prompt %}<|assistant|>{% if enable_thinking is defined and not enable_thinking %}"
+                  "<think></think>{% else %}<think>{% endif %}{% endif %}");
+        tpl.close();
+        QFile msgs(tmp.filePath("m.json"));
+        QVERIFY(msgs.open(QIODevice::WriteOnly));
+        msgs.write(R"([{"role":"system","content":"Be brief."},{"role":"user","content":"2+2?"}])");
+        msgs.close();
+        r = cli({"render", "--model", tmp.path(), "--messages", msgs.fileName()});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QCOMPARE(r.out, QStringLiteral("[gMASK]<sop><|system|>Be brief.<|user|>2+2?<|assistant|><think>\n"));
+        r = cli({"render", "--model", tmp.path(), "--messages", msgs.fileName(), "--no-thinking"});
+        QCOMPARE(r.out, QStringLiteral("[gMASK]<sop><|system|>Be brief.<|user|>2+2?<|assistant|><think></think>\n"));
+        r = cli({"render", "--model", tmp.path(), "--messages", tmp.filePath("missing.json")});
+        QCOMPARE(r.code, 2);
+    }
+
     void badInput_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");
