@@ -19,12 +19,27 @@
 
 namespace ts {
 
-// A weight matrix [rows, cols] inside (mapped) checkpoint memory. The pointer may be unaligned.
+// A linear layer whose weights stay packed in a quantized format (EXL3): the backend asks it to compute
+// y[T, out] = x[T, in] · Wᵀ from the packed form; the weights are never expanded. Implementations live
+// with their format (engine/quant); a GPU backend will add its own entry point.
+class PackedLinear {
+public:
+    virtual ~PackedLinear() = default;
+    virtual int64_t inFeatures() const = 0;
+    virtual int64_t outFeatures() const = 0;
+    virtual size_t packedBytes() const = 0;
+    // Host memory: x [T, inFeatures], y [T, outFeatures].
+    virtual void forwardHost(const float* x, int64_t T, float* y) const = 0;
+};
+
+// A weight matrix [rows, cols] inside (mapped) checkpoint memory (the pointer may be unaligned), or a
+// packed linear of the same logical shape (only `Backend::linear` accepts those).
 struct WeightView {
     DType dtype = DType::F32;
     const void* data = nullptr;
     int64_t rows = 0;
     int64_t cols = 0;
+    const PackedLinear* packed = nullptr;
     // Rows [first, first + count) of this matrix, as a view.
     WeightView rowSlice(int64_t first, int64_t count) const;
 };

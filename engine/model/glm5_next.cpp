@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "model/step_batch.h"
+#include "quant/exl3_format.h"
 
 namespace ts {
 
@@ -13,9 +14,12 @@ Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend)
     if (!c.index_kpool_always_select_tail)
         fail(ErrorKind::Unsupported, dir + "/config.json: text_config.index_kpool_always_select_tail = false is not "
                                            "supported (GLM-5.3-Flash always attends to the incomplete pool)");
-    if (!m_cfg.quantization_config.is_null())
-        fail(ErrorKind::Unsupported, dir + "/config.json: quantized checkpoints (quantization_config) are not "
-                                           "supported by this loader yet; use a BF16/F32 checkpoint");
+    // EXL3 (exllamav3's format) is the one quantization read here: its linears bind packed, by tensor
+    // names (`.trellis`), whatever the config lists; anything else is refused up front.
+    if (!m_cfg.quantization_config.is_null() && !loadExl3QuantConfig(dir))
+        fail(ErrorKind::Unsupported, dir + "/config.json: quantization_config.quant_method '" +
+                                         m_cfg.quantization_config.value("quant_method", std::string("?")) +
+                                         "' is not supported (EXL3 checkpoints and BF16/F16/F32 ones are)");
     m_ckpt = std::make_unique<SafetensorsCheckpoint>(dir);
     m_w = bindWeights(m_cfg, *m_ckpt, backend);
 }

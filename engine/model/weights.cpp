@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "quant/exl3_linear.h"
 
 namespace ts {
 
@@ -19,7 +20,8 @@ std::string shapeStr(const std::vector<int64_t>& s) {
 
 class Binder {
 public:
-    Binder(const SafetensorsCheckpoint& ckpt, Backend& backend) : m_ckpt(ckpt), m_backend(backend) {}
+    Binder(const SafetensorsCheckpoint& ckpt, Backend& backend, ModelWeights& owner)
+        : m_ckpt(ckpt), m_backend(backend), m_owner(owner) {}
 
     const TensorInfo* find(const std::string& name) const { return m_ckpt.find(name); }
 
@@ -46,6 +48,20 @@ public:
         return WeightView{t.dtype, t.data, rows, cols};
     }
 
+    // A linear layer `prefix` with out_features rows and in_features cols: a dense `prefix.weight`, or an
+    // EXL3-packed one (`prefix.trellis` + `.suh`/`.svh` …) that stays packed.
+    WeightView linear(const std::string& prefix, int64_t rows, int64_t cols) const {
+        if (m_ckpt.find(prefix + ".weight") || !m_ckpt.find(prefix + ".trellis")) return matrix(prefix + ".weight", rows, cols);
+        auto pl = std::make_unique<Exl3PackedLinear>(bindExl3Linear(tensorLookup(m_ckpt), prefix), cols, rows);
+        WeightView v;
+        v.packed = pl.get();
+        v.rows = rows;
+        v.cols = cols;
+        m_owner.packedBytes += pl->packedBytes();
+        m_owner.packed.push_back(std::move(pl));
+        return v;
+    }
+
     // Any float tensor of the given shape, converted to fp32 and uploaded.
     Buffer vec(const std::string& name, const std::vector<int64_t>& shape) const {
         const TensorInfo& t = require(name, shape);
@@ -65,6 +81,7 @@ public:
 private:
     const SafetensorsCheckpoint& m_ckpt;
     Backend& m_backend;
+    ModelWeights& m_owner;
 };
 
 // site = "attn" | "ffn". Checkpoints name them `hc_attn_fn` (as saved by transformers and shipped);
@@ -84,17 +101,16 @@ HyperConnParams bindHc(const Binder& b, const std::string& layer, const std::str
 }
 
 MlpWeights bindMlp(const Binder& b, const std::string& p, int64_t D, int64_t I) {
-    return MlpWeights{b.matrix(p + ".gate_proj.weight", I, D), b.matrix(p + ".up_proj.weight", I, D),
-                      b.matrix(p + ".down_proj.weight", D, I)};
+    return MlpWeights{b.linear(p + ".gate_proj", I, D), b.linear(p + ".up_proj", I, D), b.linear(p + ".down_proj", D, I)};
 }
 
 KdaWeights bindKda(const Binder& b, const std::string& p, const TextConfig& c) {
     const int64_t D = c.hidden_size, H = c.linear_num_heads, Dk = c.linear_head_dim, C = H * Dk;
     const int64_t K = c.linear_conv_kernel_dim;
     KdaWeights w;
-    w.qProj = b.matrix(p + ".q_proj.weight", C, D);
-    w.kProj = b.matrix(p + ".k_proj.weight", C, D);
-    w.vProj = b.matrix(p + ".v_proj.weight", C, D);
+    w.qProj = b.linear(p + ".q_proj", C, D);
+    w.kProj = b.linear(p + ".k_proj", C, D);
+    w.vProj = b.linear(p + ".v_proj", C, D);
     // transformers 5.17 stores one depthwise conv over [q | k | v]; other exports keep three.
     if (b.find(p + ".conv1d.weight")) {
         w.convW = b.vec(p + ".conv1d.weight", {3 * C, 1, K});
@@ -109,15 +125,15 @@ KdaWeights bindKda(const Binder& b, const std::string& p, const TextConfig& c) {
         w.convW = b.backend().upload(all.data(), all.size() * 4);
     }
     const std::string fg = b.find(p + ".forget_gate.A_log") ? p + ".forget_gate" : p;
-    w.fA = b.matrix(fg + ".f_a_proj.weight", Dk, D);
-    w.fB = b.matrix(fg + ".f_b_proj.weight", C, Dk);
+    w.fA = b.linear(fg + ".f_a_proj", Dk, D);
+    w.fB = b.linear(fg + ".f_b_proj", C, Dk);
     w.dtBias = b.vec(fg + ".dt_bias", {C});
     w.aLog = b.vec(fg + ".A_log", {H});
-    w.bProj = b.matrix(p + ".b_proj.weight", H, D);
-    w.gA = b.matrix(p + ".g_a_proj.weight", Dk, D);
-    w.gB = b.matrix(p + ".g_b_proj.weight", C, Dk);
+    w.bProj = b.linear(p + ".b_proj", H, D);
+    w.gA = b.linear(p + ".g_a_proj", Dk, D);
+    w.gB = b.linear(p + ".g_b_proj", C, Dk);
     w.oNorm = b.vec(p + ".o_norm.weight", {Dk});
-    w.oProj = b.matrix(p + ".o_proj.weight", D, C);
+    w.oProj = b.linear(p + ".o_proj", D, C);
     return w;
 }
 
@@ -125,22 +141,22 @@ MlaWeights bindMla(const Binder& b, const std::string& p, const TextConfig& c, b
     const int64_t D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, ql = c.q_lora_rank;
     const int64_t dn = c.qk_nope_head_dim, dv = c.v_head_dim;
     MlaWeights w;
-    w.qA = b.matrix(p + ".q_a_proj.weight", ql, D);
+    w.qA = b.linear(p + ".q_a_proj", ql, D);
     w.qANorm = b.vec(p + ".q_a_layernorm.weight", {ql});
-    w.qB = b.matrix(p + ".q_b_proj.weight", H * dn, ql);
-    w.kvA = b.matrix(p + ".kv_a_proj_with_mqa.weight", R, D);
+    w.qB = b.linear(p + ".q_b_proj", H * dn, ql);
+    w.kvA = b.linear(p + ".kv_a_proj_with_mqa", R, D);
     w.kvANorm = b.vec(p + ".kv_a_layernorm.weight", {R});
     w.kvB = b.matrix(p + ".kv_b_proj.weight", H * (dn + dv), R);
-    w.oProj = b.matrix(p + ".o_proj.weight", D, H * dv);
+    w.oProj = b.linear(p + ".o_proj", D, H * dv);
     w.hasIndexer = fullIndexer;
     if (fullIndexer) {
         const int64_t Hi = c.index_n_heads, Di = c.index_head_dim, kp = c.index_kpool;
         const std::string i = p + ".indexer";
-        w.indexer.wqB = b.matrix(i + ".wq_b.weight", Hi * Di, ql);
-        w.indexer.wk = b.matrix(i + ".wk.weight", Di, D);
+        w.indexer.wqB = b.linear(i + ".wq_b", Hi * Di, ql);
+        w.indexer.wk = b.linear(i + ".wk", Di, D);
         w.indexer.kNormW = b.vec(i + ".k_norm.weight", {Di});
         w.indexer.kNormB = b.vec(i + ".k_norm.bias", {Di});
-        w.indexer.weightsProj = b.matrix(i + ".weights_proj.weight", Hi, D);
+        w.indexer.weightsProj = b.linear(i + ".weights_proj", Hi, D);
         w.indexer.compressGate = b.matrix(i + ".index_kpool_compress_gate", Di, D);
         w.indexer.compressApe = b.vec(i + ".index_kpool_compress_ape", {kp, Di});
     }
@@ -194,8 +210,8 @@ LayerWeights bindLayer(const Binder& b, const std::string& p, const TextConfig& 
 
 ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend) {
     const TextConfig& c = cfg.text;
-    Binder b(ckpt, backend);
     ModelWeights w;
+    Binder b(ckpt, backend, w);
     w.prefix = ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     const int64_t V = c.vocab_size, D = c.hidden_size;
     w.embed = b.matrix(w.prefix + "embed_tokens.weight", V, D);
@@ -203,7 +219,7 @@ ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ck
         w.layers.push_back(bindLayer(b, w.prefix + "layers." + std::to_string(L), c, c.isLinear(L),
                                      c.isDenseMlp(L), c.hasFullIndexer(L)));
     w.finalNorm = b.vec(w.prefix + "norm.weight", {D});
-    if (ckpt.find("lm_head.weight")) w.lmHead = b.matrix("lm_head.weight", V, D);
+    if (ckpt.find("lm_head.weight") || ckpt.find("lm_head.trellis")) w.lmHead = b.linear("lm_head", V, D);
     else if (c.tie_word_embeddings) w.lmHead = w.embed;
     else fail(ErrorKind::InvalidFile, "checkpoint " + ckpt.path() + ": missing tensor 'lm_head.weight'");
 
@@ -213,13 +229,14 @@ ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ck
         w.mtp.present = true;
         w.mtp.enorm = b.vec(m + ".enorm.weight", {D});
         w.mtp.hnorm = b.vec(m + ".hnorm.weight", {D});
-        w.mtp.ehProj = b.matrix(m + ".eh_proj.weight", D, 2 * D);
+        w.mtp.ehProj = b.linear(m + ".eh_proj", D, 2 * D);
         // A DSA-MLA decoder layer with a full indexer and a plain residual (no mHC), as vLLM's
         // GLM-5.3-Flash MTP layer; its MLP follows the last main layer's kind.
         w.mtp.layer = bindLayer(b, m, c, false, c.isDenseMlp(c.num_hidden_layers - 1), true, false);
         w.mtp.headNorm = b.vec(m + ".shared_head.norm.weight", {D});
-        w.mtp.head = ckpt.find(m + ".shared_head.head.weight") ? b.matrix(m + ".shared_head.head.weight", V, D)
-                                                               : w.lmHead;
+            w.mtp.head = ckpt.find(m + ".shared_head.head.weight") || ckpt.find(m + ".shared_head.head.trellis")
+                         ? b.linear(m + ".shared_head.head", V, D)
+                         : w.lmHead;
     }
     return w;
 }

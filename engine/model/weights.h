@@ -88,6 +88,9 @@ struct ModelWeights {
     Buffer finalNorm;      // fp32 [D]
     WeightView lmHead;     // [V, D]
     MtpWeights mtp;
+    // Owners of the packed (EXL3) linears that views above point to; never expanded to dense.
+    std::vector<std::unique_ptr<PackedLinear>> packed;
+    size_t packedBytes = 0;
 };
 
 // Binds and validates every tensor; `ckpt` must outlive the returned views.

@@ -14,6 +14,7 @@
 namespace ts {
 
 WeightView WeightView::rowSlice(int64_t first, int64_t count) const {
+    TS_CHECK(!packed, "rowSlice of a packed linear");
     TS_CHECK(first >= 0 && count >= 0 && first + count <= rows, "WeightView::rowSlice out of range");
     WeightView v = *this;
     v.data = static_cast<const uint8_t*>(data) + size_t(first) * size_t(cols) * dtypeSize(dtype);
@@ -38,6 +39,7 @@ size_t indexerKeyBytes(KvCacheDtype dtype, int64_t dim) {
 namespace cpu {
 
 void rowToF32(const WeightView& w, int64_t row, float* out) {
+    TS_CHECK(!w.packed, "this op needs a dense weight, not a packed (EXL3) linear");
     const uint8_t* p = static_cast<const uint8_t*>(w.data) + size_t(row) * size_t(w.cols) * dtypeSize(w.dtype);
     switch (w.dtype) {
     case DType::F32: std::memcpy(out, p, size_t(w.cols) * 4); break;
@@ -124,6 +126,10 @@ void CpuBackend::embedding(const int32_t* ids, int64_t T, const WeightView& tabl
 void CpuBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const Buffer& y) {
     const int64_t in = w.cols, outF = w.rows;
     TS_CHECK(x.size() >= size_t(T * in) * 4 && y.size() >= size_t(T * outF) * 4, "linear: buffer too small");
+    if (w.packed) {
+        w.packed->forwardHost(x.f32(), T, y.f32());
+        return;
+    }
     const float* X = x.f32();
     float* Y = y.f32();
     // Blocks of 4 output rows: each converted weight row is reused across all T inputs.
