@@ -2,6 +2,8 @@
 #pragma once
 
 #include <QDir>
+#include <QFileInfo>
+#include <QTest>
 #include <QStringList>
 
 #include <string>
@@ -18,6 +20,17 @@ inline QStringList goldenModelDirs() {
     for (const QString& d : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
         if (QFile::exists(root.filePath(d + "/golden.safetensors"))) out << root.filePath(d);
     return out;
+}
+
+// Data rows (dir, fp8) for every golden checkpoint × cache dtype: "tiny_a/fp32", "tiny_a/fp8", ...
+inline void addModelAndCacheRows() {
+    QTest::addColumn<QString>("dir");
+    QTest::addColumn<bool>("fp8");
+    for (const QString& d : goldenModelDirs()) {
+        const QByteArray name = QFileInfo(d).fileName().toUtf8();
+        QTest::newRow((name + "/fp32").constData()) << d << false;
+        QTest::newRow((name + "/fp8").constData()) << d << true;
+    }
 }
 
 inline std::vector<int32_t> readIds(const SafetensorsFile& f, const std::string& name) {

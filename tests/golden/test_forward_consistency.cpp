@@ -42,13 +42,7 @@ class TestForwardConsistency : public QObject {
 
 private slots:
     void consistency_data() {
-        QTest::addColumn<QString>("dir");
-        QTest::addColumn<bool>("fp8");
-        for (const QString& d : test::goldenModelDirs()) {
-            const QByteArray name = QFileInfo(d).fileName().toUtf8();
-            QTest::newRow((name + "/fp32").constData()) << d << false;
-            QTest::newRow((name + "/fp8").constData()) << d << true;
-        }
+        test::addModelAndCacheRows();
     }
 
     void consistency() {

@@ -66,13 +66,7 @@ private slots:
     }
 
     void logits_data() {
-        QTest::addColumn<QString>("dir");
-        QTest::addColumn<bool>("fp8");
-        for (const QString& d : test::goldenModelDirs()) {
-            const QByteArray name = QFileInfo(d).fileName().toUtf8();
-            QTest::newRow((name + "/fp32").constData()) << d << false;
-            QTest::newRow((name + "/fp8").constData()) << d << true;
-        }
+        test::addModelAndCacheRows();
     }
 
     void logits() {

@@ -4,6 +4,7 @@
 // the Hadamard, GEMV/GEMM == reconstruct-then-matmul on random shapes for K = 1..8 and all codebooks,
 // padding, thread-count invariance), and one case per malformed-binding rule.
 // Set TS_EXL3_BENCH=1 to run the GEMV benchmark (4096×2048, K = 4, 1 and 2 threads).
+#include "../common/expect_error.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
@@ -29,28 +30,6 @@ namespace {
 
 // ---- helpers ------------------------------------------------------------------------------------------
 
-template <typename F>
-QString errorCheck(F&& fn, std::initializer_list<std::string> needles, std::optional<ErrorKind> kind = {}) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        const std::string msg = e.what();
-        for (const auto& n : needles)
-            if (msg.find(n) == std::string::npos)
-                return QString::fromStdString("message \"" + msg + "\" does not mention \"" + n + "\"");
-        if (kind && e.kind() != *kind) return QString::fromStdString("wrong error kind for \"" + msg + "\"");
-        return {};
-    } catch (const std::exception& e) {
-        return QString("threw a non-ts exception: ") + e.what();
-    }
-    return "no error thrown";
-}
-
-#define EXPECT_TS_ERROR(expr, ...)                                           \
-    do {                                                                     \
-        const QString err_ = errorCheck([&] { (void)(expr); }, __VA_ARGS__); \
-        QVERIFY2(err_.isEmpty(), qPrintable(err_));                          \
-    } while (0)
 
 uint32_t crc32(const uint8_t* p, size_t n) {
     uint32_t table[256];

@@ -1,6 +1,7 @@
 // ModelConfig / GenerationConfig: the published GLM-5.3-Flash config (a copy lives in tests/data so CI
 // does not depend on /work/shared), HF's derivation rules for absent schedules, the flat form, and one
 // case per validation rule asserting that the message names the offending field.
+#include "../common/expect_error.h"
 #include "core/error.h"
 #include "io/model_config.h"
 
@@ -45,19 +46,7 @@ json tinyConfig() {
 
 // Empty when parsing `j` throws a ts::Error mentioning every needle; else what happened.
 QString errorCheck(const json& j, std::initializer_list<std::string> needles, std::optional<ErrorKind> kind = {}) {
-    try {
-        parseModelConfig(j, "cfg.json");
-    } catch (const Error& e) {
-        const std::string msg = e.what();
-        for (const auto& n : needles)
-            if (msg.find(n) == std::string::npos)
-                return QString::fromStdString("message \"" + msg + "\" does not mention \"" + n + "\"");
-        if (kind && e.kind() != *kind) return QString::fromStdString("wrong error kind for \"" + msg + "\"");
-        return {};
-    } catch (const std::exception& e) {
-        return QString("threw a non-ts exception: ") + e.what();
-    }
-    return "no error thrown";
+    return test::errorCheck([&] { parseModelConfig(j, "cfg.json"); }, needles, kind);
 }
 
 template <typename F>

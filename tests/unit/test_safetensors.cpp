@@ -1,6 +1,7 @@
 // SafetensorsFile / SafetensorsCheckpoint / writeSafetensors: round trips for every dtype, sharded
 // checkpoints, one case per malformed-input rule (each must be a ts::Error naming the file and the
 // tensor, never a crash), and a fixed-seed mutation fuzz loop that CI runs under AddressSanitizer.
+#include "../common/expect_error.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 
@@ -17,29 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Empty when `fn` throws a ts::Error whose message contains every needle; otherwise what went wrong.
-template <typename F>
-QString errorCheck(F&& fn, std::initializer_list<std::string> needles, std::optional<ErrorKind> kind = {}) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        const std::string msg = e.what();
-        for (const auto& n : needles)
-            if (msg.find(n) == std::string::npos)
-                return QString::fromStdString("message \"" + msg + "\" does not mention \"" + n + "\"");
-        if (kind && e.kind() != *kind) return QString::fromStdString("wrong error kind for \"" + msg + "\"");
-        return {};
-    } catch (const std::exception& e) {
-        return QString("threw a non-ts exception: ") + e.what();
-    }
-    return "no error thrown";
-}
-
-#define EXPECT_TS_ERROR(expr, ...)                                                \
-    do {                                                                          \
-        const QString err_ = errorCheck([&] { (void)(expr); }, __VA_ARGS__);      \
-        QVERIFY2(err_.isEmpty(), qPrintable(err_));                               \
-    } while (0)
 
 std::string le64(uint64_t v) {
     std::string s(8, '\0');
