@@ -194,6 +194,13 @@ void Engine::emitFinished(Request& r, std::vector<std::pair<Callback, EngineEven
     out.emplace_back(r.cb, std::move(e));
 }
 
+void Engine::refreshGauges() {
+    m_metrics.running = m_scheduler.numRunning();
+    m_metrics.waiting = m_scheduler.numWaiting();
+    m_metrics.kvUsage = m_blocks.usage();
+    m_metrics.kvFreeBlocks = m_blocks.numFreeBlocks();
+}
+
 void Engine::loop() {
     for (;;) {
         std::vector<std::pair<Callback, EngineEvent>> events;
@@ -227,6 +234,7 @@ void Engine::loop() {
                 }
             }
             m_finishes.clear();
+            refreshGauges();  // an abort that leaves the engine idle must show at once, not after the next step
         }
         for (auto& [cb, e] : events) if (cb) cb(e);
         events.clear();
@@ -289,10 +297,7 @@ void Engine::loop() {
         }
         m_metrics.promptTokens += promptDone;
         m_metrics.generationTokens += int64_t(tokens.size());
-        m_metrics.running = m_scheduler.numRunning();
-        m_metrics.waiting = m_scheduler.numWaiting();
-        m_metrics.kvUsage = m_blocks.usage();
-        m_metrics.kvFreeBlocks = m_blocks.numFreeBlocks();
+        refreshGauges();
         m_metrics.prefixQueries = m_blocks.prefixQueries();
         m_metrics.prefixHits = m_blocks.prefixHits();
         m_metrics.preemptions = m_scheduler.numPreemptions();

@@ -105,6 +105,7 @@ private:
     std::string takeText(Request& r, int32_t token, bool* stopped);
     std::string flushText(Request& r);
     void loop();
+    void refreshGauges();  // under m_mutex
     void emitFinished(Request& r, std::vector<std::pair<Callback, EngineEvent>>& out);
 
     const Glm5NextModel& m_model;

@@ -173,6 +173,23 @@ private slots:
         QVERIFY(runAlone(*m_model, p, sp).tokens != a.tokens);
     }
 
+    // Gauges follow an abort at once, even when the engine goes idle without another step.
+    void abortUpdatesGauges() {
+        const int V = m_model->text().vocab_size;
+        Engine e(*m_model, smallConfig());
+        Collector col;
+        const int64_t id = e.submit(prompt(50, 100, V), greedy(100000), col.cb());
+        for (int i = 0; i < 200 && e.metrics().running == 0; ++i) QTest::qWait(5);
+        QCOMPARE(e.metrics().running, 1);
+        QVERIFY(e.abort(id));
+        e.waitIdle();
+        const EngineMetrics m = e.metrics();
+        QCOMPARE(m.running, 0);
+        QCOMPARE(m.kvFreeBlocks, m.kvBlocks);
+        QCOMPARE(m.requestsAborted, int64_t(1));
+        QVERIFY(col.results[id].reason == FinishReason::Abort);
+    }
+
     void refusesBadRequests() {
         Engine e(*m_model, smallConfig());
         const int V = m_model->text().vocab_size;
