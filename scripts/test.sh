@@ -9,6 +9,13 @@ GUI=${TWINSPARK_GUI:-OFF}
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI="$GUI" >/dev/null
 cmake --build build -j "$JOBS"
+# The server tests drive twinspark-cli with the official `openai` npm client (tests/server; the version is pinned
+# in its package-lock.json). They need Node 20+ and npm; without them those tests fail (never skip) and say so.
+if command -v npm >/dev/null 2>&1; then
+  npm ci --prefix tests/server --no-audit --no-fund >/dev/null
+else
+  echo "test.sh: npm not found: install Node 20+ and npm (tests/server needs them)" >&2
+fi
 (cd build && ctest --output-on-failure -j "$JOBS")
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTWINSPARK_ASAN=ON -DTWINSPARK_GUI=OFF \

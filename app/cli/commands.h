@@ -37,5 +37,6 @@ int cmdTokenize(const Args& args);
 int cmdDetokenize(const Args& args);
 int cmdRender(const Args& args);
 int cmdInspect(const Args& args);
+int cmdServe(const Args& args);
 
 }  // namespace ts::cli

@@ -1,0 +1,228 @@
+// `serve`: the headless OpenAI-compatible server. It listens first (health answers 503 "Loading model"),
+// loads the checkpoint, tokenizer and chat template on a loader thread while printing progress and the
+// KV plan, then serves until SIGINT/SIGTERM. Shutdown is graceful: new requests get 503, in-flight ones
+// are aborted (streams end with an error event and [DONE]), the listener stops, exit 0.
+//
+// Defaults are the recipe's (REQUIREMENTS.md), also read from its environment variables; a command-line
+// value wins over the environment: PORT 8888, MAX_NUM_SEQS 4, MAX_NUM_BATCHED_TOKENS 1024,
+// MAX_MODEL_LEN 900000, KV_CACHE_DTYPE fp8, GPU_MEM_UTIL 0.87, VLLM_API_KEY (none).
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include <pthread.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "model/glm5_next.h"
+#include "runtime/engine.h"
+#include "serve/handlers.h"
+#include "serve/server.h"
+#include "serve/validation.h"
+
+namespace ts::cli {
+
+namespace {
+
+std::optional<std::string> envOr(const Args& args, const char* option, const char* env) {
+    if (auto v = args.get(option)) return v;
+    if (const char* e = std::getenv(env); e && *e) return std::string(e);
+    return std::nullopt;
+}
+
+int64_t intSetting(const Args& args, const char* option, const char* env, int64_t def, int64_t lo, int64_t hi) {
+    auto v = envOr(args, option, env);
+    if (!v) return def;
+    char* end = nullptr;
+    errno = 0;
+    const long long x = std::strtoll(v->c_str(), &end, 10);
+    if (errno || !end || *end || end == v->c_str() || x < lo || x > hi)
+        fail(ErrorKind::InvalidArgument, std::string("--") + option + " (or " + env + ") must be an integer in [" +
+                                             std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + *v + "'");
+    return x;
+}
+
+std::vector<std::string> splitList(const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= s.size()) {
+        const size_t comma = s.find(',', start);
+        std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!item.empty()) out.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+// Everything the loader thread builds; destroyed after the server has stopped.
+struct Loaded {
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<Glm5NextModel> model;
+    std::unique_ptr<Tokenizer> tokenizer;
+    std::unique_ptr<ChatTemplate> chatTemplate;
+    std::unique_ptr<Engine> engine;
+    std::unique_ptr<serve::EngineSource> source;
+    std::shared_ptr<serve::ServeContext> ctx;
+};
+
+void printUsage() {
+    std::printf(
+        "twinspark-cli serve --model DIR [--host 127.0.0.1] [--port 8888] [--served-model-name GLM-5.3-Flash-EXL3]\n"
+        "    [--api-key KEY] [--max-num-seqs 4] [--max-num-batched-tokens 1024] [--max-model-len 900000]\n"
+        "    [--kv-cache-dtype fp8|fp32] [--kv-budget-mib 2048] [--gpu-mem-util 0.87] [--cors-origins A,B]\n"
+        "    [--max-concurrent-requests 64] [--threads N] [--insecure-no-api-key] [--quiet]\n"
+        "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics,\n"
+        "/tokenize, /detokenize) until SIGINT/SIGTERM. Environment defaults: PORT, MAX_NUM_SEQS,\n"
+        "MAX_NUM_BATCHED_TOKENS, MAX_MODEL_LEN, KV_CACHE_DTYPE, GPU_MEM_UTIL, VLLM_API_KEY.\n"
+        "A non-loopback --host needs an API key unless --insecure-no-api-key is given.\n"
+        "--gpu-mem-util sizes the KV pool on a GPU backend; the CPU backend uses --kv-budget-mib.\n");
+}
+
+}  // namespace
+
+int cmdServe(const Args& args) {
+    if (args.help()) {
+        printUsage();
+        return 0;
+    }
+    args.accept({"model", "host", "port", "served-model-name", "api-key", "max-num-seqs", "max-num-batched-tokens",
+                 "max-model-len", "kv-cache-dtype", "kv-budget-mib", "gpu-mem-util", "cors-origins",
+                 "max-concurrent-requests", "threads"},
+                {"insecure-no-api-key", "quiet"});
+    const std::string modelDir = args.require("model");
+    serve::ServerOptions opts;
+    opts.host = args.get("host").value_or("127.0.0.1");
+    opts.port = int(intSetting(args, "port", "PORT", 8888, 0, 65535));
+    opts.servedModelName = args.get("served-model-name").value_or("GLM-5.3-Flash-EXL3");
+    if (opts.servedModelName.empty()) fail(ErrorKind::InvalidArgument, "--served-model-name must not be empty");
+    opts.apiKey = envOr(args, "api-key", "VLLM_API_KEY").value_or("");
+    if (auto c = args.get("cors-origins")) opts.corsOrigins = splitList(*c);
+    opts.logRequests = !args.flag("quiet");
+    opts.limits.maxConcurrentRequests = int32_t(intSetting(args, "max-concurrent-requests", "TS_MAX_CONCURRENT_REQUESTS",
+                                                           64, 1, 4096));
+    EngineConfig ec;
+    ec.maxNumSeqs = int32_t(intSetting(args, "max-num-seqs", "MAX_NUM_SEQS", 4, 1, 4096));
+    ec.maxNumBatchedTokens = intSetting(args, "max-num-batched-tokens", "MAX_NUM_BATCHED_TOKENS", 1024, 1, 1 << 24);
+    ec.maxModelLen = intSetting(args, "max-model-len", "MAX_MODEL_LEN", 900000, 2, int64_t(1) << 31);
+    ec.kvBudgetBytes = intSetting(args, "kv-budget-mib", "TS_KV_BUDGET_MIB", 2048, 1, int64_t(1) << 22) << 20;
+    const std::string dt = envOr(args, "kv-cache-dtype", "KV_CACHE_DTYPE").value_or("fp8");
+    if (dt == "fp8" || dt == "fp8_ds_mla") ec.kvDtype = KvCacheDtype::Fp8;
+    else if (dt == "fp32") ec.kvDtype = KvCacheDtype::Fp32;
+    else if (dt == "bf16" || dt == "auto" || dt == "nvfp4")
+        fail(ErrorKind::InvalidArgument, "--kv-cache-dtype " + dt + " is refused: GLM-5.3-Flash's sparse MLA kernels "
+                                         "read fp8_ds_mla (the recipe's fp8); fp32 is the exact reference mode");
+    else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
+    const std::string memUtil = envOr(args, "gpu-mem-util", "GPU_MEM_UTIL").value_or("0.87");
+    {
+        char* end = nullptr;
+        const double u = std::strtod(memUtil.c_str(), &end);
+        if (!end || *end || !(u > 0.0 && u <= 1.0))
+            fail(ErrorKind::InvalidArgument, "--gpu-mem-util (or GPU_MEM_UTIL) must be in (0, 1], got '" + memUtil + "'");
+    }
+    const int64_t threads = args.getInt("threads", 0, 0, 1024);
+    if (threads > 0) ThreadPool::setGlobalThreads(int(threads));
+
+    // Signals are taken synchronously by this thread (sigtimedwait); every thread started from here on
+    // inherits the blocked mask, so no handler runs on an HTTP or engine thread. A vanished client must
+    // not kill the process: SIGPIPE is ignored (writes fail with EPIPE instead).
+    std::signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+    serve::HttpServer server(opts);
+    server.allowUnauthenticatedLan(args.flag("insecure-no-api-key"));
+    server.start();
+    std::fprintf(stderr, "serve: listening on http://%s:%d/v1 (health answers 503 until the model is loaded)%s\n",
+                 opts.host.c_str(), server.port(), opts.apiKey.empty() ? "; no API key set" : "; API key required");
+    std::fflush(stderr);
+
+    auto loaded = std::make_shared<Loaded>();
+    std::atomic<int> loadState{0};  // 0 loading, 1 ready, 2 failed
+    std::string loadError;
+    std::thread loader([&, loaded] {
+        try {
+            const auto t0 = std::chrono::steady_clock::now();
+            std::fprintf(stderr, "serve: loading %s\n", modelDir.c_str());
+            loaded->backend = makeCpuBackend();
+            loaded->model = std::make_unique<Glm5NextModel>(modelDir, *loaded->backend);
+            std::fprintf(stderr, "serve: weights bound (%d layers, vocab %lld)\n", int(loaded->model->text().num_hidden_layers),
+                         (long long)loaded->model->text().vocab_size);
+            loaded->tokenizer = std::make_unique<Tokenizer>(Tokenizer::fromDirectory(modelDir));
+            loaded->chatTemplate = std::make_unique<ChatTemplate>(ChatTemplate::fromModelDir(modelDir));
+            std::fprintf(stderr, "serve: tokenizer %zu ids, chat template loaded\n", loaded->tokenizer->vocabSize());
+            loaded->engine = std::make_unique<Engine>(*loaded->model, ec, loaded->tokenizer.get());
+            const KvPlan& p = loaded->engine->plan();
+            std::fprintf(stderr,
+                         "serve: KV plan: budget %lld MiB, %lld blocks of %d tokens = %lld tokens (%.2fx one "
+                         "max_model_len %lld request), state slots %lld MiB, snapshots %lld MiB, kv dtype %s\n",
+                         (long long)(p.budgetBytes >> 20), (long long)p.numBlocks, ec.blockSize, (long long)p.tokens,
+                         p.fullLengthRequests, (long long)ec.maxModelLen, (long long)(p.stateBytes >> 20),
+                         (long long)(p.snapshotBytes >> 20), ec.kvDtype == KvCacheDtype::Fp8 ? "fp8" : "fp32");
+            loaded->source = std::make_unique<serve::EngineSource>(*loaded->engine);
+            auto ctx = std::make_shared<serve::ServeContext>();
+            ctx->tokenizer = loaded->tokenizer.get();
+            ctx->chatTemplate = loaded->chatTemplate.get();
+            ctx->source = loaded->source.get();
+            ctx->root = modelDir;
+            ctx->maxModelLen = std::min<int64_t>(ec.maxModelLen, p.tokens);
+            ctx->vocabSize = loaded->model->text().vocab_size;
+            ctx->defaults = serve::SamplingDefaults::fromGenerationConfig(loaded->model->config().generation.raw);
+            ctx->created = serve::unixTime();
+            loaded->ctx = ctx;
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            std::fprintf(stderr, "serve: ready in %.1f s: model '%s', max_model_len %lld, max_num_seqs %d\n", s,
+                         opts.servedModelName.c_str(), (long long)ctx->maxModelLen, ec.maxNumSeqs);
+            loadState = 1;
+        } catch (const std::exception& e) {
+            loadError = e.what();
+            loadState = 2;
+        }
+    });
+
+    int sig = 0;
+    bool readySet = false;
+    for (;;) {
+        timespec ts{0, 200 * 1000 * 1000};
+        const int got = sigtimedwait(&sigs, nullptr, &ts);
+        if (got == SIGINT || got == SIGTERM) {
+            sig = got;
+            break;
+        }
+        if (loadState == 1 && !readySet) {
+            server.setReady(loaded->ctx);
+            readySet = true;
+            std::fflush(stderr);
+        }
+        if (loadState == 2) {
+            server.setFailed(loadError);
+            std::fprintf(stderr, "twinspark-cli serve: error: %s\n", loadError.c_str());
+            server.shutdown();
+            loader.join();
+            return 2;
+        }
+    }
+    std::fprintf(stderr, "serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server.shutdown();
+    if (loadState == 0) {
+        // The weights are still loading and loading cannot be interrupted; nothing is written anywhere,
+        // so leaving now loses nothing.
+        std::fprintf(stderr, "serve: stopped during load\n");
+        std::fflush(stderr);
+        std::_Exit(0);
+    }
+    loader.join();
+    loaded->engine.reset();  // after the server: no handler can reach the engine any more
+    std::fprintf(stderr, "serve: stopped\n");
+    return 0;
+}
+
+}  // namespace ts::cli

@@ -1,0 +1,96 @@
+// Where generated tokens come from, and how one HTTP request waits for them.
+//
+// GenerationSource is the server's only view of the engine (submit / abort / metrics). EngineSource
+// adapts ts::Engine; tests inject a scripted source to drive the response assembly (reasoning, tool
+// calls) deterministically. Events arrive on the source's thread and are queued into the request's
+// EventChannel; the HTTP thread drains it. The engine never waits on a socket: a client that reads too
+// slowly overflows its channel and its request is aborted.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/engine.h"
+
+namespace ts::serve {
+
+class GenerationSource {
+public:
+    using Callback = std::function<void(const EngineEvent&)>;
+    virtual ~GenerationSource() = default;
+    // Queues a request; throws ts::Error(InvalidArgument) for what the engine refuses.
+    virtual int64_t submit(std::vector<int32_t> prompt, SamplingParams params, Callback cb) = 0;
+    virtual bool abort(int64_t id) = 0;
+    virtual EngineMetrics metrics() const = 0;
+};
+
+class EngineSource final : public GenerationSource {
+public:
+    explicit EngineSource(Engine& engine) : m_engine(engine) {}
+    int64_t submit(std::vector<int32_t> prompt, SamplingParams params, Callback cb) override {
+        return m_engine.submit(std::move(prompt), std::move(params), std::move(cb));
+    }
+    bool abort(int64_t id) override { return m_engine.abort(id); }
+    EngineMetrics metrics() const override { return m_engine.metrics(); }
+
+private:
+    Engine& m_engine;
+};
+
+struct ChoiceEvent {
+    int choice = 0;
+    EngineEvent event;
+};
+
+// Bounded hand-over from the source's thread to one HTTP thread. Shared by the request and the
+// callbacks it registered, so a callback that fires after the request is gone lands harmlessly.
+class EventChannel {
+public:
+    explicit EventChannel(size_t cap) : m_cap(cap) {}
+    void push(ChoiceEvent e);
+    // Waits up to `timeout`. False on timeout.
+    bool pop(ChoiceEvent& out, std::chrono::milliseconds timeout);
+    bool overflowed() const;
+
+private:
+    mutable std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::deque<ChoiceEvent> m_queue;
+    size_t m_cap;
+    bool m_overflow = false;
+};
+
+// The sequences of one HTTP request (n choices, or n × prompts). Unfinished sequences are aborted when
+// the object goes away (client gone, error, shutdown), so their KV blocks return to the pool.
+class Generation {
+public:
+    enum class Wait { Event, Timeout, Shutdown, Overflow };
+
+    Generation(GenerationSource& source, const std::atomic<bool>& shutdown, size_t maxBufferedEvents);
+    ~Generation();
+    Generation(const Generation&) = delete;
+    Generation& operator=(const Generation&) = delete;
+
+    // Submits choice index = number of choices submitted so far. Throws what the source throws.
+    int submit(std::vector<int32_t> prompt, SamplingParams params);
+    int size() const { return int(m_ids.size()); }
+    bool finished() const { return m_open == 0; }
+    Wait next(ChoiceEvent& out, std::chrono::milliseconds timeout);
+    void abortAll();
+
+private:
+    GenerationSource& m_source;
+    const std::atomic<bool>& m_shutdown;
+    std::shared_ptr<EventChannel> m_channel;
+    std::vector<int64_t> m_ids;
+    std::vector<bool> m_done;
+    int m_open = 0;
+};
+
+}  // namespace ts::serve
