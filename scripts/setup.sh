@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# One command on a fresh Debian 12 machine: install the packages, build, and run the main job.
-# Today the main job is the CPU engine generating from a bundled glm5_next checkpoint; the control
-# center (twinspark) and `twinspark-cli serve` on the embedded default model take its place when they
-# land (see the status table in README.md).
+# One command on a fresh Debian 12 machine: install the packages, build, and run the main job — the
+# OpenAI-compatible server on the embedded default model (resources/models/glm5-next-tiny), in the
+# foreground on http://127.0.0.1:8888/v1 until Ctrl-C. (The control center `twinspark` takes its place on
+# machines with a display once it is built; see the README's status table.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI=OFF >/dev/null
 cmake --build build -j "$(nproc)"
-MODEL=tests/golden/data/tiny_a
-echo "== twinspark-cli generate on $MODEL (a random-weight glm5_next test checkpoint: the ids are not text)"
-./build/app/twinspark-cli generate --model "$MODEL" --prompt-ids 11,12,13,14,15,16,17,18 --max-tokens 32 --ignore-eos
+MODEL=resources/models/glm5-next-tiny
+PORT=${PORT:-8888}
+cat <<EOT
+== TwinSpark: serving $MODEL as GLM-5.3-Flash-EXL3 on http://127.0.0.1:$PORT/v1 (Ctrl-C stops it)
+   try:  curl -s http://127.0.0.1:$PORT/v1/chat/completions -H 'Content-Type: application/json' \\
+           -d '{"model":"GLM-5.3-Flash-EXL3","messages":[{"role":"user","content":"What port does TwinSpark use?"}]}'
+EOT
+exec ./build/app/twinspark-cli serve --model "$MODEL" --port "$PORT"
