@@ -86,7 +86,7 @@ test('models.list', async () => {
 
 test('chat, non-streaming', async () => {
   const r = await client.chat.completions.create({
-    model: MODEL, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5,
+    model: MODEL, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, ignore_eos: true,
     chat_template_kwargs: { enable_thinking: false },
   });
   assert.equal(r.object, 'chat.completion');
@@ -98,7 +98,7 @@ test('chat, non-streaming', async () => {
 
 test('chat, streaming with usage', async () => {
   const stream = await client.chat.completions.create({
-    model: MODEL, messages: [{ role: 'user', content: 'Stream please' }], max_tokens: 6, stream: true,
+    model: MODEL, messages: [{ role: 'user', content: 'Stream please' }], max_tokens: 6, ignore_eos: true, stream: true,
     stream_options: { include_usage: true },
   });
   const chunks = [];
@@ -116,11 +116,11 @@ test('chat, streaming with usage', async () => {
 });
 
 test('completions, plain and streaming', async () => {
-  const r = await client.completions.create({ model: MODEL, prompt: ['Once upon', 'a time'], max_tokens: 3, n: 2 });
+  const r = await client.completions.create({ model: MODEL, prompt: ['Once upon', 'a time'], max_tokens: 3, n: 2, ignore_eos: true });
   assert.equal(r.object, 'text_completion');
   assert.equal(r.choices.length, 4);
   assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2, 3]);
-  const s = await client.completions.create({ model: MODEL, prompt: 'x', max_tokens: 4, stream: true,
+  const s = await client.completions.create({ model: MODEL, prompt: 'x', max_tokens: 4, stream: true, ignore_eos: true,
     stream_options: { include_usage: true } });
   let text = '';
   let usage;
@@ -201,7 +201,7 @@ test('load: 32 concurrent streaming clients x 4 requests, some disconnecting ear
       const controller = new AbortController();
       try {
         const stream = await own.chat.completions.create({
-          model: MODEL, messages: [{ role: 'user', content: `client ${c} request ${i}` }], max_tokens: 12,
+          model: MODEL, messages: [{ role: 'user', content: `client ${c} request ${i}` }], max_tokens: 12, ignore_eos: true,
           stream: true, stream_options: { include_usage: true }, chat_template_kwargs: { enable_thinking: false },
         }, { signal: controller.signal });
         const chunks = [];
