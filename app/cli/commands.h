@@ -37,6 +37,7 @@ int cmdTokenize(const Args& args);
 int cmdDetokenize(const Args& args);
 int cmdRender(const Args& args);
 int cmdInspect(const Args& args);
+int cmdQuantize(const Args& args);
 int cmdServe(const Args& args);
 
 }  // namespace ts::cli

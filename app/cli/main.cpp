@@ -25,6 +25,7 @@ const Command kCommands[] = {
     {"detokenize", "token ids -> text", ts::cli::cmdDetokenize},
     {"render", "the exact prompt for chat messages (the model's chat template)", ts::cli::cmdRender},
     {"inspect", "tensors and EXL3 linears of a safetensors file; --dequantize one linear", ts::cli::cmdInspect},
+    {"quantize", "a BF16 checkpoint -> EXL3 (routed experts; --all-linears for the rest), with calibration", ts::cli::cmdQuantize},
     {"serve", "the OpenAI-compatible HTTP server (health 503 while loading, graceful stop on SIGINT/SIGTERM)", ts::cli::cmdServe},
 };
 

@@ -37,6 +37,18 @@ struct SeqStep {
     bool recordSelection = false;  // fill indexer.selectionHash (diagnostics, tests)
 };
 
+// Calibration hook (the EXL3 quantizer's Hessian capture, quant/exl3_calibration.h). When one is set,
+// every MLP (dense, shared expert, routed expert; main layers and the MTP block) reports what its
+// projections read: in [T, D], the input of gate_proj and up_proj, and act [T, I], the SwiGLU output that
+// down_proj reads. A routed expert reports only the tokens routed to it. The MLP is identified by its
+// address inside weights().
+class MlpObserver {
+public:
+    virtual ~MlpObserver() = default;
+    virtual void observe(const MlpWeights& mlp, const Buffer& in, const Buffer& act, int64_t T, int64_t D,
+                         int64_t I) = 0;
+};
+
 class Glm5NextModel {
 public:
     // Loads config.json (+ generation_config.json) and binds the safetensors weights of `dir`.
@@ -68,6 +80,9 @@ public:
     // Checks ids against the vocabulary; throws InvalidArgument naming the first bad one.
     void checkIds(const int32_t* ids, int64_t T) const;
 
+    // nullptr (the default) = no calibration hook. Set it only while no forward runs.
+    void setMlpObserver(MlpObserver* observer) { m_mlpObserver = observer; }
+
 private:
     struct Batch;  // per-step workspace and row bookkeeping
     void runLayer(int L, Batch& b) const;
@@ -81,6 +96,7 @@ private:
     ModelConfig m_cfg;
     std::unique_ptr<SafetensorsCheckpoint> m_ckpt;
     ModelWeights m_w;
+    MlpObserver* m_mlpObserver = nullptr;
 };
 
 }  // namespace ts

@@ -133,6 +133,7 @@ Buffer Glm5NextModel::mlpForward(const MlpWeights& w, const Buffer& x, int64_t T
     b.linear(x, T, w.gate, g);
     b.linear(x, T, w.up, u);
     b.swiglu(g, u, T, I, c.swiglu_limit ? *c.swiglu_limit : 0.0f, g);
+    if (m_mlpObserver) m_mlpObserver->observe(w, x, g, T, c.hidden_size, I);  // calibration (glm5_next.h)
     Buffer y = allocF(b, T * c.hidden_size);
     b.linear(g, T, w.down, y);
     return y;
