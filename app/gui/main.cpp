@@ -1,0 +1,106 @@
+// twinspark: the Qt control center. Wires the EngineController (engine on its own thread), the HTTP
+// server implementation, the deployment .env, saved conversations and the main window, then runs the
+// event loop. Options:
+//   --model DIR       model folder to load at start (else MODEL_PATH from the environment / .env, else the
+//                     last one used, else the embedded default model when it exists)
+//   --no-load         do not load a model at start
+//   --env FILE        the deployment .env (default: $TWINSPARK_ENV, ./.env, or the config folder)
+//   --set KEY=VALUE   override a .env value for this run (repeatable; wins over the environment)
+//   --serve           start the OpenAI API once the model is loaded
+//   --lang CODE       en, zh_CN or uz
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QMessageBox>
+#include <QSettings>
+
+#include "ui/api_server.h"
+#include "ui/chat_page.h"
+#include "ui/conversation_store.h"
+#include "ui/engine_controller.h"
+#include "ui/env_store.h"
+#include "ui/main_window.h"
+#include "ui/server_page.h"
+#include "ui/setup_page.h"
+#include "ui/translations.h"
+
+using namespace ts::ui;
+
+namespace {
+
+// The embedded default model (issue 8) next to an installed binary or in the source tree.
+QString defaultModel() {
+    const QString app = QCoreApplication::applicationDirPath();
+    for (const QString& c : {app + QStringLiteral("/../share/twinspark/models/glm5-next-tiny"),
+                             app + QStringLiteral("/../../resources/models/glm5-next-tiny"),
+                             app + QStringLiteral("/../resources/models/glm5-next-tiny"),
+                             QDir::current().filePath(QStringLiteral("resources/models/glm5-next-tiny"))})
+        if (QFileInfo::exists(c + QStringLiteral("/config.json"))) return QDir(c).absolutePath();
+    return QString();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QCoreApplication::setOrganizationName(QStringLiteral("TwinSpark"));
+    QCoreApplication::setApplicationName(QStringLiteral("TwinSpark"));
+    QCoreApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+    QCommandLineParser cli;
+    cli.setApplicationDescription(QStringLiteral("TwinSpark control center"));
+    cli.addHelpOption();
+    cli.addVersionOption();
+    const QCommandLineOption modelOpt(QStringLiteral("model"), QStringLiteral("Model folder to load."), QStringLiteral("DIR"));
+    const QCommandLineOption noLoadOpt(QStringLiteral("no-load"), QStringLiteral("Do not load a model at start."));
+    const QCommandLineOption envOpt(QStringLiteral("env"), QStringLiteral("The deployment .env file."), QStringLiteral("FILE"));
+    const QCommandLineOption setOpt(QStringLiteral("set"), QStringLiteral("Override a .env value (KEY=VALUE)."), QStringLiteral("KEY=VALUE"));
+    const QCommandLineOption serveOpt(QStringLiteral("serve"), QStringLiteral("Start the OpenAI API when the model is loaded."));
+    const QCommandLineOption langOpt(QStringLiteral("lang"), QStringLiteral("Language: en, zh_CN, uz."), QStringLiteral("CODE"));
+    cli.addOptions({modelOpt, noLoadOpt, envOpt, setOpt, serveOpt, langOpt});
+    cli.process(app);
+
+    installTranslations(&app, chooseLanguage(cli.value(langOpt)));
+
+    EnvStore env;
+    QMap<QString, QString> overrides;
+    for (const QString& kv : cli.values(setOpt)) {
+        const qsizetype eq = kv.indexOf(QLatin1Char('='));
+        if (eq <= 0) {
+            fprintf(stderr, "twinspark: --set expects KEY=VALUE, got '%s'\n", qPrintable(kv));
+            return 2;
+        }
+        overrides.insert(kv.left(eq), kv.mid(eq + 1));
+    }
+    env.setCommandLineOverrides(overrides);
+    env.readEnvironmentOverrides();
+    QString envError;
+    const bool envOk = env.load(cli.isSet(envOpt) ? cli.value(envOpt) : EnvStore::defaultPath(), &envError);
+
+    EngineController controller;
+    controller.setApiServer(makeApiServer());
+    ConversationStore conversations;
+    MainWindow window(&controller, &env, &conversations);
+
+    QString model = cli.value(modelOpt);
+    if (model.isEmpty()) model = env.value(QStringLiteral("MODEL_PATH"));
+    if (model.isEmpty()) model = QSettings().value(QStringLiteral("server/modelPath")).toString();
+    if (model.isEmpty()) model = defaultModel();
+    window.serverPage()->setModelPath(model);
+    bool portOk = false;
+    const int port = env.value(QStringLiteral("PORT"), QStringLiteral("8888")).toInt(&portOk);
+    window.serverPage()->setHttpDefaults(QSettings().value(QStringLiteral("server/host"), QStringLiteral("127.0.0.1")).toString(),
+                                         portOk ? port : 8888, env.value(QStringLiteral("VLLM_API_KEY")));
+    QObject::connect(&controller, &EngineController::modelLoaded, &window, [&](const ModelInfo& info) {
+        QSettings().setValue(QStringLiteral("server/modelPath"), info.path);
+        if (cli.isSet(serveOpt)) window.serverPage()->setHttpEnabled(true);
+    });
+    QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller, [&] { controller.shutdown(); });
+
+    window.show();
+    if (!envOk) QMessageBox::warning(&window, QObject::tr("Deployment settings"), envError);
+    else if (env.created()) window.setupPage()->openWizard();
+    if (!cli.isSet(noLoadOpt) && !model.isEmpty()) window.serverPage()->loadModel();
+    return app.exec();
+}

@@ -1,0 +1,91 @@
+// The dashboard: series follow the metrics samples, history stays bounded, a sample without a new
+// first token adds no TTFT point; and, end to end, the controller's ~4 Hz metrics reach the charts.
+#include <QtTest>
+
+#include "gui_spy.h"
+
+#include <QLineSeries>
+
+#include "ui/dashboard_page.h"
+#include "ui/engine_controller.h"
+
+using namespace ts::ui;
+
+class TestDashboard final : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void seriesFollowSamples() {
+        DashboardPage page;
+        page.show();
+        MetricsSample s;
+        s.timeSeconds = 1.0;
+        s.running = 2;
+        s.waiting = 1;
+        s.kvUsage = 0.25;
+        s.kvBlocksUsed = 16;
+        s.kvBlocksTotal = 64;
+        s.kvTokensUsed = 1024;
+        s.kvTokenCapacity = 4096;
+        s.promptTokensPerSecond = 300;
+        s.generationTokensPerSecond = 42.5;
+        s.ttftSeconds = 0.120;
+        page.addSample(s);
+        QCOMPARE(page.series(QStringLiteral("kvBlocks"))->count(), 1);
+        QCOMPARE(page.series(QStringLiteral("kvBlocks"))->at(0), QPointF(1.0, 16));
+        QCOMPARE(page.series(QStringLiteral("promptTps"))->at(0).y(), 300.0);
+        QCOMPARE(page.series(QStringLiteral("generationTps"))->at(0).y(), 42.5);
+        QCOMPARE(page.series(QStringLiteral("running"))->at(0).y(), 2.0);
+        QCOMPARE(page.series(QStringLiteral("waiting"))->at(0).y(), 1.0);
+        QCOMPARE(page.series(QStringLiteral("ttftMs"))->at(0).y(), 120.0);
+        s.timeSeconds = 1.25;
+        s.ttftSeconds = -1;  // nobody got a first token in this interval
+        page.addSample(s);
+        QCOMPARE(page.series(QStringLiteral("running"))->count(), 2);
+        QCOMPARE(page.series(QStringLiteral("ttftMs"))->count(), 1);
+    }
+
+    void historyIsBounded() {
+        DashboardPage page;
+        MetricsSample s;
+        const int n = DashboardPage::kHistory + 100;
+        for (int i = 0; i < n; ++i) {
+            s.timeSeconds = i * 0.25;
+            s.generationTokensPerSecond = i;
+            s.ttftSeconds = 0.01;
+            page.addSample(s);
+        }
+        for (const char* name : {"kvBlocks", "promptTps", "generationTps", "running", "waiting", "ttftMs"})
+            QCOMPARE(page.series(QString::fromLatin1(name))->count(), DashboardPage::kHistory);
+        QCOMPARE(page.series(QStringLiteral("generationTps"))->at(0).y(), double(n - DashboardPage::kHistory));
+        QCOMPARE(page.series(QStringLiteral("generationTps"))->at(DashboardPage::kHistory - 1).y(), double(n - 1));
+        page.clear();
+        QCOMPARE(page.series(QStringLiteral("generationTps"))->count(), 0);
+    }
+
+    void controllerMetricsReachTheCharts() {
+        EngineController controller;
+        DashboardPage page;
+        connect(&controller, &EngineController::metricsUpdated, &page, &DashboardPage::addSample);
+        GuiSpy loaded(&controller, &EngineController::modelLoaded);
+        LoadOptions o;
+        o.kvBudgetMiB = 64;
+        controller.requestLoad(QStringLiteral(TS_GUI_CHAT_MODEL), o);
+        QVERIFY(loaded.wait(60000));
+        const auto info = loaded.takeFirst().at(0).value<ModelInfo>();
+        QVERIFY(info.kvTokenCapacity > 0);
+        QElapsedTimer t;
+        t.start();
+        QTRY_VERIFY_WITH_TIMEOUT(page.sampleCount() >= 6, 5000);
+        const double hz = page.sampleCount() * 1000.0 / double(t.elapsed());
+        qInfo("metrics rate: %.1f Hz", hz);
+        QVERIFY(hz > 2.0 && hz < 8.0);  // ~4 Hz
+        QLineSeries* kv = page.series(QStringLiteral("kvBlocks"));
+        QVERIFY(kv->count() >= 6);
+        controller.shutdown();
+    }
+};
+
+QTEST_MAIN(TestDashboard)
+#include "test_dashboard.moc"

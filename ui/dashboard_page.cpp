@@ -1,0 +1,139 @@
+#include "ui/dashboard_page.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QGridLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ts::ui {
+
+namespace {
+
+// A round upper bound for an axis (1, 2, 5 × 10^k) so the scale does not jitter every sample.
+double niceCeil(double v) {
+    if (v <= 0) return 1;
+    const double p = std::pow(10.0, std::floor(std::log10(v)));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (v <= m * p) return m * p;
+    return 10 * p;
+}
+
+}  // namespace
+
+DashboardPage::DashboardPage(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("dashboardPage"));
+    auto* grid = new QGridLayout(this);
+    QWidget* w = nullptr;
+    m_kv = makeChart(tr("KV cache"), tr("blocks in use"), {QStringLiteral("kvBlocks")}, {tr("blocks in use")}, &w);
+    grid->addWidget(w, 0, 0);
+    m_tps = makeChart(tr("Throughput"), tr("tokens/s"), {QStringLiteral("promptTps"), QStringLiteral("generationTps")},
+                      {tr("prompt"), tr("generation")}, &w);
+    grid->addWidget(w, 0, 1);
+    m_requests = makeChart(tr("Requests"), tr("requests"), {QStringLiteral("running"), QStringLiteral("waiting")},
+                           {tr("running"), tr("waiting")}, &w);
+    grid->addWidget(w, 1, 0);
+    m_ttft = makeChart(tr("Time to first token"), tr("ms"), {QStringLiteral("ttftMs")}, {tr("TTFT")}, &w);
+    grid->addWidget(w, 1, 1);
+}
+
+DashboardPage::Chart DashboardPage::makeChart(const QString& title, const QString& yTitle, const QStringList& names,
+                                              const QStringList& labels, QWidget** container) {
+    Chart c;
+    c.chart = new QChart;
+    c.chart->legend()->setVisible(names.size() > 1);
+    c.chart->legend()->setAlignment(Qt::AlignBottom);
+    c.chart->setMargins(QMargins(4, 4, 4, 4));
+    c.x = new QValueAxis;
+    c.x->setTitleText(tr("seconds"));
+    c.x->setLabelFormat(QStringLiteral("%.0f"));
+    c.y = new QValueAxis;
+    c.y->setTitleText(yTitle);
+    c.y->setLabelFormat(QStringLiteral("%.0f"));
+    c.y->setRange(0, 1);
+    c.chart->addAxis(c.x, Qt::AlignBottom);
+    c.chart->addAxis(c.y, Qt::AlignLeft);
+    for (int i = 0; i < names.size(); ++i) {
+        auto* s = new QLineSeries;
+        s->setName(labels.value(i));
+        c.chart->addSeries(s);
+        s->attachAxis(c.x);
+        s->attachAxis(c.y);
+        m_series.insert(names[i], s);
+    }
+    auto* view = new QChartView(c.chart);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->setMinimumSize(280, 200);
+    auto* box = new QWidget;
+    auto* v = new QVBoxLayout(box);
+    v->setContentsMargins(0, 0, 0, 0);
+    c.title = new QLabel(QStringLiteral("<b>%1</b>").arg(title));
+    c.title->setProperty("chartTitle", title);
+    v->addWidget(c.title);
+    v->addWidget(view, 1);
+    *container = box;
+    return c;
+}
+
+void DashboardPage::push(const QString& name, double t, double v) {
+    QList<QPointF>& pts = m_points[name];
+    pts.append(QPointF(t, v));
+    if (pts.size() > kHistory) pts.remove(0, pts.size() - kHistory);
+    m_series.value(name)->replace(pts);
+}
+
+void DashboardPage::rescale(Chart& c, const QStringList& names, double t, double minYMax) {
+    double ymax = minYMax;
+    double tmin = t;
+    for (const QString& n : names)
+        for (const QPointF& p : std::as_const(m_points[n])) {
+            ymax = std::max(ymax, p.y());
+            tmin = std::min(tmin, p.x());
+        }
+    c.y->setRange(0, niceCeil(ymax * 1.1));
+    c.x->setRange(std::max(tmin, t - kHistory / 4.0), std::max(t, tmin + 1.0));
+}
+
+void DashboardPage::addSample(const MetricsSample& s) {
+    ++m_samples;
+    const double t = s.timeSeconds;
+    push(QStringLiteral("kvBlocks"), t, double(s.kvBlocksUsed));
+    push(QStringLiteral("promptTps"), t, s.promptTokensPerSecond);
+    push(QStringLiteral("generationTps"), t, s.generationTokensPerSecond);
+    push(QStringLiteral("running"), t, s.running);
+    push(QStringLiteral("waiting"), t, s.waiting);
+    // No first token since the last sample: no point (a zero would read as an instant answer).
+    if (s.ttftSeconds >= 0) push(QStringLiteral("ttftMs"), t, s.ttftSeconds * 1000.0);
+
+    rescale(m_kv, {QStringLiteral("kvBlocks")}, t, 1);
+    m_kv.y->setRange(0, double(std::max<qint64>(1, s.kvBlocksTotal)));  // the pool's size is the scale
+    rescale(m_tps, {QStringLiteral("promptTps"), QStringLiteral("generationTps")}, t, 1);
+    rescale(m_requests, {QStringLiteral("running"), QStringLiteral("waiting")}, t, 4);
+    rescale(m_ttft, {QStringLiteral("ttftMs")}, t, 10);
+    m_ttft.x->setRange(m_tps.x->min(), m_tps.x->max());
+
+    m_kv.title->setText(tr("<b>KV cache</b> %1 % · %2 / %3 blocks · %4 / %5 tokens")
+                            .arg(s.kvUsage * 100.0, 0, 'f', 1)
+                            .arg(s.kvBlocksUsed).arg(s.kvBlocksTotal).arg(s.kvTokensUsed).arg(s.kvTokenCapacity));
+    m_tps.title->setText(tr("<b>Throughput</b> prompt %1 tok/s · generation %2 tok/s · %3 / %4 tokens in total")
+                             .arg(s.promptTokensPerSecond, 0, 'f', 1).arg(s.generationTokensPerSecond, 0, 'f', 1)
+                             .arg(s.promptTokensTotal).arg(s.generationTokensTotal));
+    m_requests.title->setText(tr("<b>Requests</b> %1 running · %2 waiting · %3 finished")
+                                  .arg(s.running).arg(s.waiting).arg(s.requestsFinished));
+    m_ttft.title->setText(tr("<b>Time to first token</b> mean %1 ms").arg(s.ttftMeanSeconds * 1000.0, 0, 'f', 0));
+}
+
+void DashboardPage::clear() {
+    for (auto it = m_points.begin(); it != m_points.end(); ++it) {
+        it.value().clear();
+        m_series.value(it.key())->clear();
+    }
+    m_samples = 0;
+}
+
+}  // namespace ts::ui

@@ -1,0 +1,52 @@
+// The deployment `.env` as the control center uses it: found (or created from the bundled
+// .env.example), read through ts::DotEnv so comments and unknown keys survive, and overlaid with the
+// values given in the environment or on the command line, which win over the file as in the recipe.
+// An overridden field still shows where its value comes from, and saving writes the file's own value.
+#pragma once
+
+#include <QCoreApplication>
+#include <QMap>
+#include <QString>
+
+#include "io/dotenv.h"
+
+namespace ts::ui {
+
+class EnvStore {
+    Q_DECLARE_TR_FUNCTIONS(EnvStore)
+public:
+    // $TWINSPARK_ENV, else ./.env when it exists, else <app config dir>/.env.
+    static QString defaultPath();
+    // The bundled example (a Qt resource), as text.
+    static QString exampleText();
+
+    // Reads `path`, creating it from the example when missing. False with *error on failure.
+    bool load(const QString& path, QString* error);
+    const QString& path() const { return m_path; }
+    bool created() const { return m_created; }
+    QStringList problems() const;  // unparsable lines of the file, "line N: why"
+
+    // Overrides: the process environment (for the schema's keys) and then the command line.
+    void setCommandLineOverrides(const QMap<QString, QString>& values) { m_cli = values; }
+    void readEnvironmentOverrides();
+    bool isOverridden(const QString& key) const { return m_cli.contains(key) || m_env.contains(key); }
+    QString overrideSource(const QString& key) const;  // "command line" / "environment" / empty
+
+    QString fileValue(const QString& key) const;
+    bool fileHas(const QString& key) const { return m_file.contains(key.toStdString()); }
+    // The value in effect: command line, else environment, else file, else `fallback`.
+    QString value(const QString& key, const QString& fallback = QString()) const;
+    // Sets the file's value (the override, if any, still wins at run time). Refuses values DotEnv cannot
+    // write back (newlines): false with *error.
+    bool set(const QString& key, const QString& value, QString* error = nullptr);
+    bool save(QString* error);
+    std::string serialize() const { return m_file.serialize(); }
+
+private:
+    QString m_path;
+    bool m_created = false;
+    DotEnv m_file;
+    QMap<QString, QString> m_env, m_cli;
+};
+
+}  // namespace ts::ui

@@ -1,0 +1,43 @@
+#include "ui/translations.h"
+
+#include <QCoreApplication>
+#include <QLibraryInfo>
+#include <QLocale>
+#include <QSettings>
+#include <QTranslator>
+
+namespace ts::ui {
+
+QList<QPair<QString, QString>> availableLanguages() {
+    return {{QStringLiteral("en"), QStringLiteral("English")},
+            {QStringLiteral("zh_CN"), QStringLiteral("简体中文")},
+            {QStringLiteral("uz"), QStringLiteral("Oʻzbekcha")}};
+}
+
+QString chooseLanguage(const QString& requested) {
+    QString code = requested;
+    if (code.isEmpty()) code = QSettings().value(QStringLiteral("language")).toString();
+    if (code.isEmpty()) {
+        const QString sys = QLocale::system().name();  // e.g. zh_CN, uz_UZ
+        for (const auto& [c, name] : availableLanguages())
+            if (sys == c || sys.startsWith(c + QLatin1Char('_'))) code = c;
+    }
+    for (const auto& [c, name] : availableLanguages())
+        if (c == code) return c;
+    return QStringLiteral("en");
+}
+
+bool installTranslations(QCoreApplication* app, const QString& code) {
+    if (code == QLatin1String("en")) return true;
+    // Qt's own strings (dialog buttons) when the system has them; missing ones are not an error.
+    auto* qt = new QTranslator(app);
+    if (qt->load(QLocale(code), QStringLiteral("qtbase"), QStringLiteral("_"),
+                 QLibraryInfo::path(QLibraryInfo::TranslationsPath)))
+        app->installTranslator(qt);
+    auto* ours = new QTranslator(app);
+    if (!ours->load(QStringLiteral(":/i18n/twinspark_%1.qm").arg(code))) return false;
+    app->installTranslator(ours);
+    return true;
+}
+
+}  // namespace ts::ui
