@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# One command on a fresh Debian 12 machine: install the packages, build, and run the main job — the
-# OpenAI-compatible server on the embedded default model (resources/models/glm5-next-tiny), in the
-# foreground on http://127.0.0.1:8888/v1 until Ctrl-C. (The control center `twinspark` takes its place on
-# machines with a display once it is built; see the README's status table.)
+# One command on a fresh Debian 12 machine: install the packages, build, and run the main job on the
+# embedded default model (resources/models/glm5-next-tiny):
+#   - with a display: the control center `twinspark` (it also serves the OpenAI API when switched on);
+#   - without one: `twinspark-cli serve`, the OpenAI-compatible API on http://127.0.0.1:8888/v1, in the
+#     foreground until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI=OFF >/dev/null
-cmake --build build -j "$(nproc)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI=ON >/dev/null
+cmake --build build -j "$(nproc)" --target twinspark twinspark-cli
 MODEL=resources/models/glm5-next-tiny
 PORT=${PORT:-8888}
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  echo "== TwinSpark control center on $MODEL"
+  if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ]; then
+    # Under sudo the GUI runs as the user who asked for it (their display, settings and .env).
+    exec sudo -u "$SUDO_USER" DISPLAY="${DISPLAY:-}" WAYLAND_DISPLAY="${WAYLAND_DISPLAY:-}" \
+         XDG_RUNTIME_DIR="/run/user/$(id -u "$SUDO_USER")" ./build/app/twinspark --model "$MODEL"
+  fi
+  exec ./build/app/twinspark --model "$MODEL"
+fi
 cat <<EOT
 == TwinSpark: serving $MODEL as GLM-5.3-Flash-EXL3 on http://127.0.0.1:$PORT/v1 (Ctrl-C stops it)
    try:  curl -s http://127.0.0.1:$PORT/v1/chat/completions -H 'Content-Type: application/json' \\

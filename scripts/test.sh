@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
-GUI=${TWINSPARK_GUI:-OFF}
+GUI=${TWINSPARK_GUI:-ON}
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI="$GUI" >/dev/null
 cmake --build build -j "$JOBS"

@@ -47,7 +47,9 @@ QString reasonName(FinishReason r) {
 }
 
 // A generated test checkpoint has a toy width; a real GLM-5.3-Flash has hidden_size 4096.
-bool looksLikeTestCheckpoint(const TextConfig& t) { return t.hidden_size < 1024; }
+// Generated test checkpoints (tests/fixtures/make_chat_model.py) say so in config.json; a small model is not
+// necessarily noise (the embedded default model is small and trained).
+bool looksLikeTestCheckpoint(const ModelConfig& c) { return c.raw.value("twinspark_random_weights", false); }
 
 }  // namespace
 
@@ -194,7 +196,7 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
     info.kvTokenCapacity = m_engine->engine->plan().tokens;
     info.maxModelLen = m_engine->engine->config().maxModelLen;
     info.hasChatTemplate = m_engine->tokenizer && m_engine->chatTemplate;
-    info.randomWeights = looksLikeTestCheckpoint(t);
+    info.randomWeights = looksLikeTestCheckpoint(m_engine->model->config());
     m_prevTtftSum = 0;
     m_prevTtftCount = 0;
     {
