@@ -177,6 +177,9 @@ QWidget* ChatPage::makeSettingsPanel() {
 }
 
 void ChatPage::loadSettings() {
+    // Setting a spin box emits valueChanged, which saves every control: without this guard the first
+    // load would store the not-yet-loaded controls at their minimums (top-p 0.01, max tokens 1, ...).
+    m_loadingSettings = true;
     QSettings s;
     m_thinking->setChecked(s.value(QStringLiteral("chat/thinking"), true).toBool());  // the recipe's default: on
     m_temperature->setValue(s.value(QStringLiteral("chat/temperature"), 1.0).toDouble());
@@ -186,9 +189,11 @@ void ChatPage::loadSettings() {
     m_repetition->setValue(s.value(QStringLiteral("chat/repetitionPenalty"), 1.0).toDouble());
     m_maxTokens->setValue(s.value(QStringLiteral("chat/maxTokens"), 2048).toInt());
     m_seed->setValue(s.value(QStringLiteral("chat/seed"), -1).toInt());
+    m_loadingSettings = false;
 }
 
 void ChatPage::saveSettings() const {
+    if (m_loadingSettings) return;
     QSettings s;
     s.setValue(QStringLiteral("chat/thinking"), m_thinking->isChecked());
     s.setValue(QStringLiteral("chat/temperature"), m_temperature->value());

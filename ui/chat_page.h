@@ -99,6 +99,7 @@ private:
     QDoubleSpinBox* m_repetition = nullptr;
     QSpinBox* m_maxTokens = nullptr;
     QSpinBox* m_seed = nullptr;
+    bool m_loadingSettings = false;
     QTimer* m_renderTimer = nullptr;
 };
 

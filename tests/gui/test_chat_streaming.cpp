@@ -3,6 +3,7 @@
 // several deltas and the page shows exactly what streamed; thinking on splits reasoning from content;
 // stop ends a generation; regenerate and edit-and-resend rewrite the conversation; conversations
 // survive a restart; the code blocks of a Markdown answer are found for the copy buttons.
+#include <QSettings>
 #include <QtTest>
 
 #include "gui_spy.h"
@@ -40,6 +41,28 @@ private slots:
         QCOMPARE(progress.last().first().toInt(), 100);
     }
     void cleanupTestCase() { m_controller.shutdown(); }
+
+    // Fresh settings give the recipe's sampling defaults, and they survive a second page (the first load
+    // used to save the not-yet-loaded controls at their minimums: top-p 0.01, max tokens 1).
+    void samplingDefaultsPersist() {
+        QSettings().remove(QStringLiteral("chat"));
+        ConversationStore store(m_dir.filePath("conv-defaults"));
+        for (int round = 0; round < 2; ++round) {
+            ChatPage page(&m_controller, &store);
+            const ChatRequest r = page.buildRequest();
+            QCOMPARE(r.temperature, 1.0);
+            QCOMPARE(r.topP, 0.95);
+            QCOMPARE(r.repetitionPenalty, 1.0);
+            QCOMPARE(r.maxTokens, 2048);
+            QVERIFY(r.thinking);
+            QVERIFY(!r.seed.has_value());
+        }
+        ChatPage page(&m_controller, &store);
+        page.setMaxTokens(77);
+        ChatPage again(&m_controller, &store);
+        QCOMPARE(again.buildRequest().maxTokens, 77);
+        QSettings().remove(QStringLiteral("chat"));
+    }
 
     void streamsIntoThePage() {
         ConversationStore store(m_dir.filePath("conv"));
