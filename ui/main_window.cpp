@@ -66,8 +66,10 @@ MainWindow::MainWindow(EngineController* controller, EnvStore* env, Conversation
     buildMenus();
     onStateChanged(controller->state());
     showPage(QSettings().value(QStringLiteral("window/page"), Server).toInt());
-    restoreGeometry(QSettings().value(QStringLiteral("window/geometry")).toByteArray());
-    if (geometry().width() < 400) resize(1200, 800);
+    // First start (nothing saved): a size at which the chat column, the conversation list and the sampling
+    // panel all fit side by side.
+    if (!restoreGeometry(QSettings().value(QStringLiteral("window/geometry")).toByteArray()) || geometry().width() < 400)
+        resize(1320, 820);
 }
 
 void MainWindow::buildMenus() {

@@ -40,6 +40,8 @@ SetupWizard::SetupWizard(EnvStore* store, QWidget* parent) : QWizard(parent), m_
     setWizardStyle(QWizard::ModernStyle);
     setOption(QWizard::NoBackButtonOnStartPage);
     setOption(QWizard::HaveHelpButton, false);
+    // The help texts under each field carry the recipe's warnings: leave room to read them whole.
+    setMinimumSize(760, 620);
 
     addFieldPage(tr("Model"), tr("Where the checkpoint is."), {QStringLiteral("MODEL_PATH")});
     addFieldPage(tr("Nodes"), tr("The two machines and how the head reaches the worker over SSH."),

@@ -12,15 +12,7 @@ namespace {
 double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-// Token throughput over a sliding window of recent steps.
-struct RateWindow {
-    std::deque<std::tuple<double, int64_t, int64_t>> samples;  // time, prompt, generated
-    void add(double t, int64_t p, int64_t g) {
-        samples.emplace_back(t, p, g);
-        while (!samples.empty() && t - std::get<0>(samples.front()) > 2.0) samples.pop_front();
-    }
-};
-thread_local RateWindow t_rates;
+constexpr double kRateWindowSeconds = 2.0;
 }  // namespace
 
 KvPlan KvPlan::make(const TextConfig& cfg, const EngineConfig& ec, bool withMtp) {
@@ -118,7 +110,18 @@ bool Engine::finish(int64_t id, FinishReason reason) {
 
 EngineMetrics Engine::metrics() const {
     std::lock_guard<std::mutex> lock(m_mutex);
-    return m_metrics;
+    EngineMetrics m = m_metrics;
+    // Tokens per second over the last kRateWindowSeconds, measured now: an idle engine reads 0.
+    const double t = now();
+    while (!m_rates.empty() && t - std::get<0>(m_rates.front()) > kRateWindowSeconds) m_rates.pop_front();
+    int64_t p = 0, g = 0;
+    for (const auto& [when, prompt, gen] : m_rates) {
+        p += prompt;
+        g += gen;
+    }
+    m.promptTokensPerSecond = double(p) / kRateWindowSeconds;
+    m.generationTokensPerSecond = double(g) / kRateWindowSeconds;
+    return m;
 }
 
 void Engine::waitIdle() {
@@ -301,17 +304,7 @@ void Engine::loop() {
         m_metrics.prefixQueries = m_blocks.prefixQueries();
         m_metrics.prefixHits = m_blocks.prefixHits();
         m_metrics.preemptions = m_scheduler.numPreemptions();
-        t_rates.add(t, promptDone, int64_t(tokens.size()));
-        if (t_rates.samples.size() > 1) {
-            const double span = std::max(1e-3, t - std::get<0>(t_rates.samples.front()));
-            int64_t p = 0, g = 0;
-            for (size_t i = 1; i < t_rates.samples.size(); ++i) {
-                p += std::get<1>(t_rates.samples[i]);
-                g += std::get<2>(t_rates.samples[i]);
-            }
-            m_metrics.promptTokensPerSecond = double(p) / span;
-            m_metrics.generationTokensPerSecond = double(g) / span;
-        }
+        m_rates.emplace_back(t, promptDone, int64_t(tokens.size()));
         // Callbacks run without the lock (they may call submit/abort).
         std::vector<std::pair<Callback, EngineEvent>> toSend;
         toSend.swap(events);

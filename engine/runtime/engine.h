@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
+#include <tuple>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -126,6 +128,7 @@ private:
     bool m_stop = false;
     bool m_busy = false;
     EngineMetrics m_metrics;
+    mutable std::deque<std::tuple<double, int64_t, int64_t>> m_rates;  // per step: time, prompt, generated tokens
     std::thread m_thread;
 };
 

@@ -28,7 +28,7 @@ struct EngineMetrics {
     int64_t prefixQueries = 0, prefixHits = 0;  // tokens
     int64_t promptTokens = 0, generationTokens = 0;
     int64_t requestsFinished = 0, requestsAborted = 0, preemptions = 0;
-    double promptTokensPerSecond = 0, generationTokensPerSecond = 0;  // over the last ~2 s window
+    double promptTokensPerSecond = 0, generationTokensPerSecond = 0;  // over the last 2 s, as of the snapshot
     Histogram ttft{ttftBuckets()}, itl{itlBuckets()};
 };
 

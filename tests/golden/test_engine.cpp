@@ -99,6 +99,7 @@ private slots:
         std::vector<int64_t> ids;
         for (const auto& p : prompts) ids.push_back(e.submit(p, greedy(24), col.cb()));
         e.waitIdle();
+        const double rateJustAfter = e.metrics().generationTokensPerSecond;  // measured over the last 2 s
         e.verifyIdle();
         for (size_t i = 0; i < prompts.size(); ++i) {
             const Result alone = runAlone(*m_model, prompts[i], greedy(24));
@@ -110,6 +111,9 @@ private slots:
         QCOMPARE(m.generationTokens, int64_t(4 * 24));
         QCOMPARE(m.promptTokens, int64_t(150 + 7 + 300 + 64));
         QCOMPARE(m.ttft.count, uint64_t(4));
+        QVERIFY(rateJustAfter > 0);
+        QTest::qWait(2100);
+        QCOMPARE(e.metrics().generationTokensPerSecond, 0.0);  // and an idle engine reads 0
     }
 
     void prefixHitGivesColdLogprobs() {
