@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "serve/api_error.h"
+#include "serve/respond.h"
 #include "serve/sse.h"
 
 namespace ts::serve {
@@ -269,44 +270,7 @@ void handleChat(const json& body, HandlerEnv& env, httplib::Response& res) {
     }
     auto asm_ = std::make_shared<ChatAssembler>(*req, ctx.tokenizer, env.options.servedModelName, inReasoning, forced,
                                                 int64_t(ids.size()));
-    ServerCounters* counters = &env.counters;
-    if (!req->stream) {
-        for (;;) {
-            if (gen->finished()) break;
-            ChoiceEvent ev;
-            const auto w = gen->next(ev, std::chrono::milliseconds(100));
-            if (w == Generation::Wait::Shutdown) throw ApiError(503, "the server is shutting down; the request was aborted");
-            if (w == Generation::Wait::Overflow) throw ApiError(500, "too many buffered events; the request was aborted");
-            if (w == Generation::Wait::Event) asm_->onEvent(ev, nullptr, counters);
-        }
-        res.status = 200;
-        res.set_content(dumpJson(asm_->response()), "application/json");
-        return;
-    }
-    const auto heartbeat = env.options.limits.sseHeartbeat;
-    res.status = 200;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [req, gen, asm_, slot, counters, heartbeat](size_t, httplib::DataSink& sink) {
-            StreamHandler h;
-            h.onEvent = [&](const ChoiceEvent& ev, std::vector<json>& out) { asm_->onEvent(ev, &out, counters); };
-            h.onComplete = [&](std::vector<json>& out) { asm_->complete(out); };
-            std::vector<json> first;
-            asm_->start(first);
-            std::string head;
-            for (const auto& c : first) head += sseData(c);
-            auto write = [&sink](std::string_view s) { return sink.write(s.data(), s.size()); };
-            if (write(head)) {
-                pumpStream(*gen, h, write, heartbeat);  // every way out aborts what still runs
-            } else {
-                gen->abortAll();
-            }
-            sink.done();
-            return true;
-        },
-        [gen](bool) { gen->abortAll(); });
+    respond(req, gen, asm_, slot, &env.counters, req->stream, env.options.limits.sseHeartbeat, res);
 }
 
 }  // namespace ts::serve
