@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "../common/cli_runner.h"
 #include "io/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -16,21 +17,8 @@ namespace {
 
 const QString kTinyA = QStringLiteral(TS_SOURCE_DIR "/tests/golden/data/tiny_a");
 
-struct Run {
-    int code = -1;
-    QString out, err;
-};
-
-Run cli(const QStringList& args) {
-    QProcess p;
-    p.start(QStringLiteral(TS_CLI_PATH), args);
-    if (!p.waitForFinished(120000)) p.kill();
-    Run r;
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
-}
+using Run = test::CliRun;
+Run cli(const QStringList& args) { return test::runCli(args); }
 
 QString idsOf(const SafetensorsFile& f, const std::string& name, int64_t n) {
     const auto v = toF32(f.get(name));

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/cli_runner.h"
 #include "io/safetensors.h"
 #include "model/glm5_next.h"
 #include "quant/exl3_format.h"
@@ -29,21 +30,8 @@ namespace {
 
 const QString kTinyA = QStringLiteral(TS_SOURCE_DIR "/tests/golden/data/tiny_a");
 
-struct Run {
-    int code = -1;
-    QString out, err;
-};
-
-Run cli(const QStringList& args) {
-    QProcess p;
-    p.start(QStringLiteral(TS_CLI_PATH), args);
-    if (!p.waitForFinished(600000)) p.kill();
-    Run r;
-    r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
-}
+using Run = test::CliRun;
+Run cli(const QStringList& args) { return test::runCli(args, 600000); }
 
 // log-softmax of one row.
 std::vector<double> logSoftmax(const float* x, int64_t n) {
