@@ -101,8 +101,9 @@ int64_t Engine::submit(std::vector<int32_t> prompt, SamplingParams params, Callb
 
 bool Engine::finish(int64_t id, FinishReason reason) {
     std::lock_guard<std::mutex> lock(m_mutex);
-    auto it = m_requests.find(id);
-    if (it == m_requests.end() || it->second->seq->status == SeqStatus::Finished) return false;
+    // A request leaves m_requests (under this lock) when it finishes; its Sequence's status belongs to the
+    // engine thread and is not read here.
+    if (m_requests.find(id) == m_requests.end()) return false;
     m_finishes.emplace_back(id, reason);
     m_wake.notify_all();
     return true;
