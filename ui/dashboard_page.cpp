@@ -107,8 +107,10 @@ void DashboardPage::addSample(const MetricsSample& s) {
     push(QStringLiteral("generationTps"), t, s.generationTokensPerSecond);
     push(QStringLiteral("running"), t, s.running);
     push(QStringLiteral("waiting"), t, s.waiting);
-    // No first token since the last sample: no point (a zero would read as an instant answer).
-    if (s.ttftSeconds >= 0) push(QStringLiteral("ttftMs"), t, s.ttftSeconds * 1000.0);
+    // TTFT is an event, not a level: hold the latest measurement as a step line (a zero would read as an
+    // instant answer, and a lone point of a line series is not drawn at all). Nothing before the first one.
+    if (s.ttftSeconds >= 0) m_lastTtftMs = s.ttftSeconds * 1000.0;
+    if (m_lastTtftMs >= 0) push(QStringLiteral("ttftMs"), t, m_lastTtftMs);
 
     rescale(m_kv, {QStringLiteral("kvBlocks")}, t, 1);
     m_kv.y->setRange(0, double(std::max<qint64>(1, s.kvBlocksTotal)));  // the pool's size is the scale
@@ -134,6 +136,7 @@ void DashboardPage::clear() {
         m_series.value(it.key())->clear();
     }
     m_samples = 0;
+    m_lastTtftMs = -1;
 }
 
 }  // namespace ts::ui

@@ -49,6 +49,7 @@ private:
     QHash<QString, QList<QPointF>> m_points;
     Chart m_kv, m_tps, m_requests, m_ttft;
     int m_samples = 0;
+    double m_lastTtftMs = -1;  // the most recent time to first token, held between requests
 };
 
 }  // namespace ts::ui

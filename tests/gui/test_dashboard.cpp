@@ -20,6 +20,11 @@ private slots:
         DashboardPage page;
         page.show();
         MetricsSample s;
+        s.timeSeconds = 0.75;  // before any first token: no TTFT point (zero would read as an instant answer)
+        s.ttftSeconds = -1;
+        page.addSample(s);
+        QCOMPARE(page.series(QStringLiteral("ttftMs"))->count(), 0);
+        page.clear();
         s.timeSeconds = 1.0;
         s.running = 2;
         s.waiting = 1;
@@ -40,10 +45,11 @@ private slots:
         QCOMPARE(page.series(QStringLiteral("waiting"))->at(0).y(), 1.0);
         QCOMPARE(page.series(QStringLiteral("ttftMs"))->at(0).y(), 120.0);
         s.timeSeconds = 1.25;
-        s.ttftSeconds = -1;  // nobody got a first token in this interval
+        s.ttftSeconds = -1;  // nobody got a first token in this interval: the last measurement is held
         page.addSample(s);
         QCOMPARE(page.series(QStringLiteral("running"))->count(), 2);
-        QCOMPARE(page.series(QStringLiteral("ttftMs"))->count(), 1);
+        QCOMPARE(page.series(QStringLiteral("ttftMs"))->count(), 2);
+        QCOMPARE(page.series(QStringLiteral("ttftMs"))->at(1), QPointF(1.25, 120.0));
     }
 
     void historyIsBounded() {
