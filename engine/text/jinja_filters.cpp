@@ -49,25 +49,7 @@ const Value& requireString(Interpreter& in, const Value& v, const char* filter) 
     return v;
 }
 
-Array toList(Interpreter& in, const Value& v, const char* what) {
-    if (v.isArray()) return v.array();
-    if (v.isUndefined()) return {};
-    if (v.isObject()) {
-        Array keys;
-        for (const auto& kv : v.object().items()) keys.push_back(Value(kv.first));
-        return keys;
-    }
-    if (v.isString()) {
-        Array chars;
-        for (uint32_t cp : utf8Decode(v.str())) {
-            std::string c;
-            utf8Append(c, cp);
-            chars.push_back(Value(std::move(c)));
-        }
-        return chars;
-    }
-    in.error(std::string(what) + ": '" + v.typeName() + "' object is not iterable");
-}
+Array toList(Interpreter& in, const Value& v, const char* what) { return in.iterationItems(v, what); }
 
 // Attribute path "a.b.0" as jinja2's make_attrgetter resolves it.
 Value attrPath(const Value& v, const std::string& path) {

@@ -111,8 +111,7 @@ Interpreter::Flow Interpreter::execStmt(const Stmt& s, const ScopePtr& scope, st
     return Flow::Normal;
 }
 
-// Items a for loop walks: list elements, dict keys, string characters; undefined is empty.
-static Array iterItems(Interpreter& in, const Value& v) {
+Array Interpreter::iterationItems(const Value& v, const std::string& what) const {
     switch (v.type()) {
     case Value::Type::List: return v.array();
     case Value::Type::Undefined: return {};
@@ -130,12 +129,12 @@ static Array iterItems(Interpreter& in, const Value& v) {
         }
         return chars;
     }
-    default: in.error("'" + v.typeName() + "' object is not iterable");
+    default: error((what.empty() ? "" : what + ": ") + "'" + v.typeName() + "' object is not iterable");
     }
 }
 
 void Interpreter::execFor(const Stmt& s, const ScopePtr& scope, std::string& out) {
-    Array items = iterItems(*this, eval(*s.expr, scope));
+    Array items = iterationItems(eval(*s.expr, scope));
     if (s.filter) {
         Array kept;
         for (const auto& it : items) {
@@ -186,7 +185,7 @@ void Interpreter::assign(const Expr& target, const Value& v, const ScopePtr& sco
         return;
     }
     case Expr::Kind::Tuple: {
-        const Array items = iterItems(*this, v);
+        const Array items = iterationItems(v);
         if (items.size() != target.children.size())
             error("cannot unpack " + std::to_string(items.size()) + " values into " +
                   std::to_string(target.children.size()) + " names");

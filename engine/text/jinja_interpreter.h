@@ -44,6 +44,9 @@ public:
     const RenderLimits& limits() const { return m_limits; }
     Value callFilter(const std::string& name, const Value& input, CallArgs& args);
     bool callTest(const std::string& name, const Value& input, CallArgs& args);
+    // What iterating `v` yields, as jinja2 does: list elements, dict keys, string characters; undefined
+    // is empty; anything else is an error "<what>: '<type>' object is not iterable" (for loops and filters).
+    Array iterationItems(const Value& v, const std::string& what = {}) const;
 
 private:
     enum class Flow { Normal, Break, Continue };
