@@ -112,6 +112,18 @@ const char* ChatAssembler::finishReason(const Choice& c) const {
     return finishReasonName(c.finish);
 }
 
+// One streamed chunk for `choice` carrying `delta` and the logprobs gathered since the last chunk.
+void ChatAssembler::pushDelta(std::vector<json>& chunks, int choice, Choice& c, json& delta) {
+    if (delta.empty()) return;
+    json ch = json::object();
+    ch["index"] = choice;
+    ch["delta"] = std::move(delta);
+    ch["logprobs"] = c.pendingLogprobs.empty() ? json(nullptr) : json{{"content", c.pendingLogprobs}};
+    c.pendingLogprobs = json::array();
+    ch["finish_reason"] = nullptr;
+    chunks.push_back(chunk(json::array({std::move(ch)})));
+}
+
 void ChatAssembler::onEvent(const ChoiceEvent& ev, std::vector<json>* chunks, ServerCounters* counters) {
     if (ev.choice < 0 || ev.choice >= int(m_choices.size())) return;
     Choice& c = m_choices[size_t(ev.choice)];
@@ -125,15 +137,7 @@ void ChatAssembler::onEvent(const ChoiceEvent& ev, std::vector<json>* chunks, Se
             c.pendingLogprobs.push_back(std::move(entry));
         }
         if (!e.text.empty()) apply(c, ev.choice, c.reasoningParser.feed(e.text), false, delta);
-        if (chunks && !delta.empty()) {
-            json ch = json::object();
-            ch["index"] = ev.choice;
-            ch["delta"] = std::move(delta);
-            ch["logprobs"] = c.pendingLogprobs.empty() ? json(nullptr) : json{{"content", c.pendingLogprobs}};
-            c.pendingLogprobs = json::array();
-            ch["finish_reason"] = nullptr;
-            chunks->push_back(chunk(json::array({std::move(ch)})));
-        }
+        if (chunks) pushDelta(*chunks, ev.choice, c, delta);
         return;
     }
     // Finished: flush the held-back text and both parsers, then close the choice.
@@ -155,15 +159,7 @@ void ChatAssembler::onEvent(const ChoiceEvent& ev, std::vector<json>* chunks, Se
     }
     if (counters) countFinish(*counters, e.reason);
     if (!chunks) return;
-    if (!delta.empty()) {
-        json ch = json::object();
-        ch["index"] = ev.choice;
-        ch["delta"] = std::move(delta);
-        ch["logprobs"] = c.pendingLogprobs.empty() ? json(nullptr) : json{{"content", c.pendingLogprobs}};
-        c.pendingLogprobs = json::array();
-        ch["finish_reason"] = nullptr;
-        chunks->push_back(chunk(json::array({std::move(ch)})));
-    }
+    pushDelta(*chunks, ev.choice, c, delta);
     if (!c.violation.empty()) {
         chunks->push_back(ApiError(500, c.violation).body());
         return;

@@ -65,6 +65,7 @@ private:
     json chunk(json choices) const;
     json logprobEntry(int32_t token, float lp, const std::vector<std::pair<int32_t, float>>& top) const;
     void apply(Choice& c, int index, const ReasoningDelta& rd, bool final, json& delta);
+    void pushDelta(std::vector<json>& chunks, int choice, Choice& c, json& delta);
     const char* finishReason(const Choice& c) const;
     int64_t completionTokens() const;
 
