@@ -101,23 +101,19 @@ void KvPool::resetSlot(int32_t stateSlot) {
 void KvPool::saveSnapshot(int32_t stateSlot, int32_t snapshot) {
     TS_CHECK(stateSlot >= 0 && stateSlot < m_pc.numStateSlots, "state slot out of range");
     TS_CHECK(snapshot >= 0 && snapshot < m_pc.numSnapshotSlots, "snapshot slot out of range");
-    auto& from = m_slotViews[size_t(stateSlot)];
-    auto& to = m_snapshots[size_t(snapshot)];
-    for (int L = 0; L < m_layers; ++L) {
-        if (from[size_t(L)].recurrent.empty()) continue;
-        m_backend.copy(from[size_t(L)].recurrent, 0, to[size_t(L)].recurrent, 0, to[size_t(L)].recurrent.size());
-        m_backend.copy(from[size_t(L)].conv, 0, to[size_t(L)].conv, 0, to[size_t(L)].conv.size());
-    }
+    copyKdaStates(m_slotViews[size_t(stateSlot)], m_snapshots[size_t(snapshot)]);
 }
 
 void KvPool::restoreSnapshot(int32_t snapshot, int32_t stateSlot) {
     TS_CHECK(stateSlot >= 0 && stateSlot < m_pc.numStateSlots, "state slot out of range");
     TS_CHECK(snapshot >= 0 && snapshot < m_pc.numSnapshotSlots, "snapshot slot out of range");
     resetSlot(stateSlot);  // tails are empty at a block boundary (the block size is a multiple of kp)
-    auto& from = m_snapshots[size_t(snapshot)];
-    auto& to = m_slotViews[size_t(stateSlot)];
+    copyKdaStates(m_snapshots[size_t(snapshot)], m_slotViews[size_t(stateSlot)]);
+}
+
+void KvPool::copyKdaStates(const std::vector<LayerState>& from, std::vector<LayerState>& to) {
     for (int L = 0; L < m_layers; ++L) {
-        if (from[size_t(L)].recurrent.empty()) continue;
+        if (from[size_t(L)].recurrent.empty()) continue;  // DSA layers: nothing recurrent
         m_backend.copy(from[size_t(L)].recurrent, 0, to[size_t(L)].recurrent, 0, to[size_t(L)].recurrent.size());
         m_backend.copy(from[size_t(L)].conv, 0, to[size_t(L)].conv, 0, to[size_t(L)].conv.size());
     }

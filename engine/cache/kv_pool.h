@@ -51,6 +51,8 @@ public:
     size_t bytes() const { return m_bytes; }
 
 private:
+    void copyKdaStates(const std::vector<LayerState>& from, std::vector<LayerState>& to);  // recurrent + conv
+
     Backend& m_backend;
     const TextConfig& m_cfg;
     KvPoolConfig m_pc;
