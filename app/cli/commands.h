@@ -33,6 +33,7 @@ private:
 int cmdLogits(const Args& args);
 int cmdGenerate(const Args& args);
 int cmdPlan(const Args& args);
+int cmdBenchExl3(const Args& args);
 int cmdTokenize(const Args& args);
 int cmdDetokenize(const Args& args);
 int cmdRender(const Args& args);

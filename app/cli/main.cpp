@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"logits", "full-forward logits of a prompt, written as safetensors", ts::cli::cmdLogits},
     {"generate", "greedy continuation of a prompt, with the decode speed", ts::cli::cmdGenerate},
     {"plan", "the KV-pool memory plan of a config (no weights loaded)", ts::cli::cmdPlan},
+    {"bench-exl3", "time the EXL3 GEMV/GEMM on a random packed matrix (prints, --json)", ts::cli::cmdBenchExl3},
     {"tokenize", "text -> token ids (JSON) with the model's tokenizer", ts::cli::cmdTokenize},
     {"detokenize", "token ids -> text", ts::cli::cmdDetokenize},
     {"render", "the exact prompt for chat messages (the model's chat template)", ts::cli::cmdRender},

@@ -132,6 +132,19 @@ private slots:
         QCOMPARE(r.code, 2);
     }
 
+    void benchExl3WritesJson() {
+        QTemporaryDir tmp;
+        const QString json = tmp.filePath("b.json");
+        Run r = cli({"bench-exl3", "--k", "256", "--n", "128", "--reps", "3", "--threads", "1", "--json", json});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(f.readAll().toStdString());
+        QCOMPARE(j["runs"].size(), size_t(1));
+        QVERIFY(j["runs"][0]["median_ms"].get<double>() > 0);
+        QCOMPARE(cli({"bench-exl3", "--k", "100"}).code, 2);  // not a multiple of 128
+    }
+
     void badInput_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");

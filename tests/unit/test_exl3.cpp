@@ -693,27 +693,6 @@ private slots:
     }
 
     // GEMV speed on a 4096 × 2048 (in × out), K = 4 MUL1 matrix; only with TS_EXL3_BENCH=1.
-    void benchmarkGemv() {
-        if (qEnvironmentVariableIntValue("TS_EXL3_BENCH") != 1) QSKIP("set TS_EXL3_BENCH=1 to run");
-        std::mt19937 rng(4);
-        for (auto cb : {Exl3Codebook::Mul1, Exl3Codebook::Inst3}) {
-            OwnedLinear o = randomLinear(rng, 4096, 2048, 4, cb, false);
-            std::vector<float> x(4096), y(2048);
-            std::normal_distribution<float> g;
-            for (auto& v : x) v = g(rng);
-            for (int threads : {1, 2}) {
-                ThreadPool pool(threads);
-                exl3Gemm(o.lin, x.data(), 1, y.data(), &pool);  // warm-up (LUT build, caches)
-                const int reps = 20;
-                const auto t0 = std::chrono::steady_clock::now();
-                for (int r = 0; r < reps; ++r) exl3Gemm(o.lin, x.data(), 1, y.data(), &pool);
-                const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-                qInfo("EXL3 GEMV 4096x2048 K=4 %s, %d thread(s): %.2f ms, %.0f Mweights/s, %.2f GB/s packed",
-                      std::string(exl3CodebookName(cb)).c_str(), threads, s * 1e3, 4096.0 * 2048 / s / 1e6,
-                      double(o.lin.packedBytes()) / s / 1e9);
-            }
-        }
-    }
 };
 
 QTEST_GUILESS_MAIN(TestExl3)
