@@ -2,6 +2,7 @@
 // timed after a warm-up, per thread count; prints a table and writes JSON (docs/PERFORMANCE.md).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -35,9 +36,10 @@ int cmdBenchExl3(const Args& args) {
     std::vector<int> threadCounts;
     std::stringstream ts(args.get("threads").value_or("1,2"));
     for (std::string item; std::getline(ts, item, ',');) {
-        const int t = std::atoi(item.c_str());
-        if (t < 1 || t > 1024) fail(ErrorKind::InvalidArgument, "--threads: '" + item + "' is not a thread count");
-        threadCounts.push_back(t);
+        char* end = nullptr;
+        const long t = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || t < 1 || t > 1024) fail(ErrorKind::InvalidArgument, "--threads: '" + item + "' is not a thread count");
+        threadCounts.push_back(int(t));
     }
 
     std::mt19937 rng(4);

@@ -143,6 +143,7 @@ private slots:
         QCOMPARE(j["runs"].size(), size_t(1));
         QVERIFY(j["runs"][0]["median_ms"].get<double>() > 0);
         QCOMPARE(cli({"bench-exl3", "--k", "100"}).code, 2);  // not a multiple of 128
+        QCOMPARE(cli({"bench-exl3", "--threads", "1x"}).code, 2);
     }
 
     void badInput_data() {
