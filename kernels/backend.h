@@ -19,9 +19,25 @@
 
 namespace ts {
 
+// The packed form of an EXL3 linear, as a device backend reads it (engine/quant/exl3_format.h has the
+// format): trellis I16 [k/16, n/16, 16·K] little-endian (host memory, maybe unaligned), suh fp32 [k],
+// svh fp32 [n], bias fp32 [n] or null. k, n are the 128-padded dims; y = (H(x·suh) · W̃) then H and ·svh.
+struct TrellisView {
+    int64_t k = 0;           // padded in_features
+    int64_t n = 0;           // padded out_features
+    int bits = 0;            // K, 1..8
+    uint8_t codebook = 0;    // 0 = 3inst, 1 = mcg, 2 = mul1 (exllamav3's `cb`)
+    const uint8_t* trellis = nullptr;
+    const float* suh = nullptr;
+    const float* svh = nullptr;
+    const float* bias = nullptr;
+    size_t trellisBytes() const { return size_t(k) * size_t(n) * size_t(bits) / 8; }
+};
+
 // A linear layer whose weights stay packed in a quantized format (EXL3): the backend asks it to compute
 // y[T, out] = x[T, in] · Wᵀ from the packed form; the weights are never expanded. Implementations live
-// with their format (engine/quant); a GPU backend will add its own entry point.
+// with their format (engine/quant). Host backends call forwardHost; device backends read trellis() and
+// run their own kernels over an uploaded copy.
 class PackedLinear {
 public:
     virtual ~PackedLinear() = default;
@@ -30,6 +46,8 @@ public:
     virtual size_t packedBytes() const = 0;
     // Host memory: x [T, inFeatures], y [T, outFeatures].
     virtual void forwardHost(const float* x, int64_t T, float* y) const = 0;
+    // The packed EXL3 form (valid while the PackedLinear lives), or nullptr for another format.
+    virtual const TrellisView* trellis() const { return nullptr; }
 };
 
 // A weight matrix [rows, cols] inside (mapped) checkpoint memory (the pointer may be unaligned), or a
@@ -210,10 +228,29 @@ public:
     virtual void scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale,
                                 int64_t n, const Buffer& y) = 0;
 
+    // Routed experts in one call (the fused EXL3 MoE): for every token t and each of its `topk` choices
+    // j, y[t] += hostWeight[t, j] · down_e(swiglu(gate_e · x[t], up_e · x[t])) with e = hostIdx[t, j];
+    // gate/up/down are arrays of E views ([I, D], [I, D], [D, I]). Returns false when this backend has
+    // no fused path for these weights (the model then runs the per-expert loop of gatherRows / linear /
+    // swiglu / linear / scatterAddRows, which computes the same sum).
+    virtual bool moeExpertsFused(const Buffer& /*x*/, int64_t /*T*/, int64_t /*D*/, int64_t /*I*/,
+                                 const int32_t* /*hostIdx*/, const float* /*hostWeight*/, int64_t /*topk*/,
+                                 const WeightView* /*gate*/, const WeightView* /*up*/, const WeightView* /*down*/,
+                                 int64_t /*E*/, float /*limit*/, const Buffer& /*y*/) {
+        return false;
+    }
+
     // Output ------------------------------------------------------------------------------------------
     virtual void synchronize() {}
 };
 
 std::unique_ptr<Backend> makeCpuBackend();
+
+// Backends by name: "cpu", "cuda", or "auto" (CUDA when this build has it and a device exists, else
+// CPU). Throws ts::Error(InvalidArgument) for another name and Unsupported for "cuda" when the build
+// has no CUDA backend or no device is visible. The returned backend's name() says which was chosen.
+std::unique_ptr<Backend> makeBackend(const std::string& name);
+bool cudaBackendBuilt();
+int cudaDeviceCount();  // 0 when not built or no device
 
 }  // namespace ts

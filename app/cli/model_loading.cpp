@@ -16,13 +16,10 @@ KvCacheDtype parseKvCacheDtype(const std::string& dt) {
 LoadedModel loadModel(const Args& args) {
     LoadedModel l;
     const std::string backend = args.get("backend").value_or("auto");
-    if (backend != "auto" && backend != "cpu")
-        fail(ErrorKind::InvalidArgument,
-             "--backend must be auto or cpu in this build (the CUDA backend is not built), got '" + backend + "'");
     const int64_t threads = args.getInt("threads", 0, 0, 1024);
     if (threads > 0) ThreadPool::setGlobalThreads(int(threads));
     l.dt = parseKvCacheDtype(args.get("kv-cache-dtype").value_or("fp8"));
-    l.backend = makeCpuBackend();
+    l.backend = makeBackend(backend);
     l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend);
     return l;
 }

@@ -1,0 +1,206 @@
+#include "selftest/op_selftest.h"
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace ts::selftest {
+
+std::vector<float> Context::randn(size_t n, float stddev) {
+    std::normal_distribution<float> d(0.0f, stddev);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        do x = d(m_rng);
+        while (x == 0.0f);
+    }
+    return v;
+}
+
+std::vector<float> Context::uniform(size_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        do x = d(m_rng);
+        while (x == 0.0f);
+    }
+    return v;
+}
+
+std::vector<int32_t> Context::randint(size_t n, int32_t lo, int32_t hi) {
+    std::uniform_int_distribution<int32_t> d(lo, hi);
+    std::vector<int32_t> v(n);
+    for (int32_t& x : v) x = d(m_rng);
+    return v;
+}
+
+WeightView Context::weight(int64_t rows, int64_t cols, DType dtype, float stddev, std::vector<float>* values) {
+    const size_t n = static_cast<size_t>(rows * cols);
+    std::vector<float> f = randn(n, stddev);
+    std::vector<uint8_t> bytes(n * dtypeSize(dtype));
+    for (size_t i = 0; i < n; ++i) {
+        switch (dtype) {
+        case DType::BF16: {
+            const uint16_t h = f32ToBf16(f[i]);
+            std::memcpy(bytes.data() + 2 * i, &h, 2);
+            f[i] = bf16ToF32(h);
+            break;
+        }
+        case DType::F16: {
+            const uint16_t h = f32ToF16(f[i]);
+            std::memcpy(bytes.data() + 2 * i, &h, 2);
+            f[i] = f16ToF32(h);
+            break;
+        }
+        case DType::F32: std::memcpy(bytes.data() + 4 * i, &f[i], 4); break;
+        default: fail(ErrorKind::Internal, "selftest weight: dtype must be BF16, F16 or F32");
+        }
+    }
+    WeightView w;
+    w.dtype = dtype;
+    w.rows = rows;
+    w.cols = cols;
+    w.data = keep(std::move(bytes));
+    if (values) *values = std::move(f);
+    return w;
+}
+
+void* Context::keep(std::vector<uint8_t> bytes) {
+    m_host.push_back(std::move(bytes));
+    return m_host.back().data();
+}
+
+Buffer Context::poisoned(Backend& b, size_t bytes) {
+    std::vector<uint8_t> ff(bytes, 0xFF);
+    return b.upload(ff.data(), bytes);
+}
+
+std::vector<float> Context::getF32(Backend& b, const Buffer& buf, size_t count, size_t firstFloat) {
+    std::vector<float> v(count);
+    b.download(buf, v.data(), count * 4, firstFloat * 4);
+    return v;
+}
+
+std::vector<int32_t> Context::getI32(Backend& b, const Buffer& buf, size_t count) {
+    std::vector<int32_t> v(count);
+    b.download(buf, v.data(), count * 4, 0);
+    return v;
+}
+
+std::vector<uint8_t> Context::getBytes(Backend& b, const Buffer& buf, size_t bytes) {
+    std::vector<uint8_t> v(bytes);
+    b.download(buf, v.data(), bytes, 0);
+    return v;
+}
+
+OpResult Context::compare(std::string family, std::string op, std::string shape, const std::vector<float>& ref,
+                          const std::vector<float>& dut, double atol, double rtol) {
+    OpResult r;
+    r.family = std::move(family);
+    r.op = std::move(op);
+    r.shape = std::move(shape);
+    r.atol = atol;
+    r.rtol = rtol;
+    if (ref.size() != dut.size()) {
+        r.note = "size mismatch: ref " + std::to_string(ref.size()) + ", dut " + std::to_string(dut.size());
+        r.worst = INFINITY;
+        return r;
+    }
+    int64_t worstAt = -1;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        const double a = ref[i], b = dut[i];
+        if (!std::isfinite(a)) {  // the reference itself must be finite: a broken case, not a pass
+            ++r.mismatches;
+            if (worstAt < 0) { worstAt = int64_t(i); r.worst = INFINITY; }
+            continue;
+        }
+        const double err = std::isfinite(b) ? std::fabs(a - b) : INFINITY;
+        const double ratio = err / (atol + rtol * std::fabs(a));
+        r.maxRef = std::max(r.maxRef, std::fabs(a));
+        if (err > r.maxAbsErr) r.maxAbsErr = err;
+        if (!(ratio <= 1.0)) ++r.mismatches;
+        if (!(ratio <= r.worst) && r.worst != INFINITY) {
+            r.worst = ratio;
+            worstAt = int64_t(i);
+        }
+    }
+    r.pass = r.mismatches == 0 && !ref.empty();
+    if (ref.empty()) r.note = "nothing compared";
+    else if (!r.pass && worstAt >= 0)
+        r.note = "worst at element " + std::to_string(worstAt) + ": ref " + std::to_string(ref[size_t(worstAt)]) +
+                 ", dut " + std::to_string(dut[size_t(worstAt)]);
+    return r;
+}
+
+OpResult Context::compareExact(std::string family, std::string op, std::string shape,
+                               const std::vector<int32_t>& ref, const std::vector<int32_t>& dut) {
+    OpResult r;
+    r.family = std::move(family);
+    r.op = std::move(op);
+    r.shape = std::move(shape);
+    if (ref.size() != dut.size()) {
+        r.note = "size mismatch";
+        r.worst = INFINITY;
+        return r;
+    }
+    int64_t first = -1;
+    for (size_t i = 0; i < ref.size(); ++i)
+        if (ref[i] != dut[i]) {
+            ++r.mismatches;
+            if (first < 0) first = int64_t(i);
+        }
+    r.maxAbsErr = double(r.mismatches);
+    r.worst = r.mismatches ? INFINITY : 0.0;
+    r.pass = r.mismatches == 0 && !ref.empty();
+    if (first >= 0)
+        r.note = std::to_string(r.mismatches) + " differ; first at " + std::to_string(first) + ": ref " +
+                 std::to_string(ref[size_t(first)]) + ", dut " + std::to_string(dut[size_t(first)]);
+    return r;
+}
+
+std::vector<Case> allCases() {
+    std::vector<Case> v;
+    addMathCases(v);
+    addMhcKdaCases(v);
+    addAttentionCases(v);
+    addMoeCases(v);
+    addExl3Cases(v);
+    return v;
+}
+
+std::vector<OpResult> run(Backend& ref, Backend& dut, uint64_t seed, const std::string& filter,
+                          const std::function<void(const OpResult&)>& onResult) {
+    std::vector<OpResult> all;
+    Context ctx(ref, dut, seed);
+    for (const Case& c : allCases()) {
+        const std::string id = c.family + "/" + c.name;
+        if (!filter.empty() && id.find(filter) == std::string::npos) continue;
+        std::vector<OpResult> rs;
+        try {
+            rs = c.run(ctx);
+            if (rs.empty()) {
+                OpResult r;
+                r.family = c.family;
+                r.op = c.name;
+                r.note = "case produced no result";
+                rs.push_back(r);
+            }
+        } catch (const std::exception& e) {
+            OpResult r;
+            r.family = c.family;
+            r.op = c.name;
+            r.worst = INFINITY;
+            r.note = std::string("threw: ") + e.what();
+            rs = {r};
+        }
+        for (OpResult& r : rs) {
+            if (onResult) onResult(r);
+            all.push_back(std::move(r));
+        }
+    }
+    return all;
+}
+
+}  // namespace ts::selftest

@@ -1,0 +1,112 @@
+// The op self-test: every op of kernels/backend.h run on one backend (the device under test, DUT)
+// and on the reference (the CPU backend) with the same fresh random inputs, outputs compared
+// element-wise. Inputs are never zeros; every output buffer is poisoned (all bytes 0xFF = NaN in fp32)
+// before each run, so an op that skips writing an element fails. Cases are grouped by family, one
+// file each (cases_*.cpp), so each kernel family's author owns its cases.
+//
+// Used by `twinspark-cli selftest --backend cuda` (the recipe's GPU self-test before serving) and by
+// tests/unit/test_op_selftest.cpp (CPU vs CPU must pass; CPU vs a deliberately wrong backend must fail
+// and name the op).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+
+namespace ts::selftest {
+
+struct OpResult {
+    std::string family;   // "math", "mhc_kda", "attention", "moe", "exl3"
+    std::string op;       // the Backend method, e.g. "rmsnorm"
+    std::string shape;    // human-readable case, e.g. "rows=7 D=4096"
+    double maxAbsErr = 0;  // max |dut − ref| over the compared elements
+    double maxRef = 0;     // max |ref|, for scale
+    double worst = 0;      // max |dut − ref| / (atol + rtol·|ref|); pass iff ≤ 1 and finite
+    double atol = 0, rtol = 0;
+    int64_t mismatches = 0;  // elements over the bound (or not finite)
+    bool pass = false;
+    std::string note;        // e.g. which element was worst, or why the case could not run
+};
+
+// Shared state of one run: the two backends, the random source, and the host memory that weight views
+// point into (kept alive for the whole run: device backends cache uploads by host pointer).
+class Context {
+public:
+    Context(Backend& ref, Backend& dut, uint64_t seed) : m_ref(ref), m_dut(dut), m_rng(seed) {}
+    Backend& ref() { return m_ref; }
+    Backend& dut() { return m_dut; }
+    std::mt19937_64& rng() { return m_rng; }
+
+    // n floats ~ N(0, stddev²), with no exact zeros.
+    std::vector<float> randn(size_t n, float stddev = 1.0f);
+    // n floats uniform in [lo, hi).
+    std::vector<float> uniform(size_t n, float lo, float hi);
+    // n int32 uniform in [lo, hi].
+    std::vector<int32_t> randint(size_t n, int32_t lo, int32_t hi);
+
+    // A weight matrix [rows, cols] of the given dtype (BF16 / F16 / F32) filled with N(0, stddev²),
+    // stored in host memory owned by the context; also returns the exact fp32 values if wanted.
+    WeightView weight(int64_t rows, int64_t cols, DType dtype, float stddev, std::vector<float>* values = nullptr);
+    // Keeps arbitrary host memory alive for the run (e.g. packed trellis bytes) and returns its pointer.
+    void* keep(std::vector<uint8_t> bytes);
+    // Keeps an object alive for the run (e.g. a PackedLinear the views point to).
+    template <class T>
+    T* own(std::unique_ptr<T> obj) {
+        T* p = obj.get();
+        m_objects.push_back(std::shared_ptr<void>(std::move(obj)));
+        return p;
+    }
+
+    // Uploads host data to a backend.
+    static Buffer put(Backend& b, const void* host, size_t bytes) { return b.upload(host, bytes); }
+    template <class T>
+    static Buffer put(Backend& b, const std::vector<T>& v) { return b.upload(v.data(), v.size() * sizeof(T)); }
+    // A buffer of `bytes` on backend b with every byte 0xFF (fp32 NaN, int32 −1).
+    static Buffer poisoned(Backend& b, size_t bytes);
+    static std::vector<float> getF32(Backend& b, const Buffer& buf, size_t count, size_t firstFloat = 0);
+    static std::vector<int32_t> getI32(Backend& b, const Buffer& buf, size_t count);
+    static std::vector<uint8_t> getBytes(Backend& b, const Buffer& buf, size_t bytes);
+
+    // Element-wise comparison of fp32 results.
+    static OpResult compare(std::string family, std::string op, std::string shape, const std::vector<float>& ref,
+                            const std::vector<float>& dut, double atol, double rtol);
+    // Exact comparison (ints, bytes, discrete decisions).
+    static OpResult compareExact(std::string family, std::string op, std::string shape,
+                                 const std::vector<int32_t>& ref, const std::vector<int32_t>& dut);
+
+private:
+    Backend& m_ref;
+    Backend& m_dut;
+    std::mt19937_64 m_rng;
+    std::vector<std::vector<uint8_t>> m_host;
+    std::vector<std::shared_ptr<void>> m_objects;
+};
+
+// One case: runs an op (or a few) on both backends and returns one result per compared output.
+struct Case {
+    std::string family;
+    std::string name;
+    std::function<std::vector<OpResult>(Context&)> run;
+};
+
+// Each family file appends its cases.
+void addMathCases(std::vector<Case>& out);
+void addMhcKdaCases(std::vector<Case>& out);
+void addAttentionCases(std::vector<Case>& out);
+void addMoeCases(std::vector<Case>& out);
+void addExl3Cases(std::vector<Case>& out);  // may be empty where the format is not linked in
+
+std::vector<Case> allCases();
+
+// Runs every case whose "family/name" contains `filter` (empty = all). A case that throws yields a
+// failed result whose note is the exception's message. `onResult` (optional) sees each result as it
+// comes (progress output).
+std::vector<OpResult> run(Backend& ref, Backend& dut, uint64_t seed, const std::string& filter = {},
+                          const std::function<void(const OpResult&)>& onResult = {});
+
+}  // namespace ts::selftest

@@ -1,0 +1,33 @@
+// Backend selection by name (--backend auto|cpu|cuda). The CUDA half exists only in builds with
+// TS_HAVE_CUDA (kernels/cuda); "auto" falls back to the CPU when no device is visible.
+#include "backend.h"
+#include "core/error.h"
+
+namespace ts {
+
+#ifdef TS_HAVE_CUDA
+int cudaDeviceCountImpl();
+std::unique_ptr<Backend> makeCudaBackendImpl(int device);
+bool cudaBackendBuilt() { return true; }
+int cudaDeviceCount() { return cudaDeviceCountImpl(); }
+#else
+bool cudaBackendBuilt() { return false; }
+int cudaDeviceCount() { return 0; }
+#endif
+
+std::unique_ptr<Backend> makeBackend(const std::string& name) {
+    if (name == "cpu") return makeCpuBackend();
+    if (name != "auto" && name != "cuda")
+        fail(ErrorKind::InvalidArgument, "--backend must be auto, cpu or cuda, got '" + name + "'");
+#ifdef TS_HAVE_CUDA
+    if (cudaDeviceCount() > 0) return makeCudaBackendImpl(0);
+    if (name == "cuda") fail(ErrorKind::Unsupported, "--backend cuda: no CUDA device is visible to this process");
+#else
+    if (name == "cuda")
+        fail(ErrorKind::Unsupported, "--backend cuda: this build has no CUDA backend (configure with nvcc present "
+                                     "or -DTWINSPARK_CUDA=ON)");
+#endif
+    return makeCpuBackend();
+}
+
+}  // namespace ts

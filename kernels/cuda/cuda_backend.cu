@@ -1,0 +1,158 @@
+// CudaBackend: device memory, the weight and EXL3 upload caches, scratch slots and the factory.
+// The ops live in the family files (cuda_math.cu, cuda_mhc_kda.cu, cuda_attention.cu, cuda_moe.cu,
+// cuda_exl3.cu). Tested by `twinspark-cli selftest --backend cuda` (tests/gpu/run_gpu_suite.sh).
+#include "cuda/cuda_backend.h"
+
+#include <cstring>
+
+#include "core/dtype.h"
+#include "cuda/cuda_common.cuh"
+
+namespace ts {
+
+namespace cuda {
+void throwCuda(const char* what, const char* detail, const char* file, int line) {
+    fail(ErrorKind::Internal, std::string("CUDA: ") + what + " failed: " + detail + " (" + file + ":" +
+                                  std::to_string(line) + ")");
+}
+}  // namespace cuda
+
+namespace {
+Buffer deviceAlloc(size_t bytes) {
+    void* p = nullptr;
+    const size_t n = bytes == 0 ? 1 : bytes;  // a valid pointer even for empty tensors
+    const cudaError_t e = cudaMalloc(&p, n);
+    if (e != cudaSuccess)
+        fail(ErrorKind::Io, "CUDA: cannot allocate " + std::to_string(bytes) + " bytes of device memory (" +
+                                cudaGetErrorString(e) + ")");
+    return Buffer(std::shared_ptr<void>(p, [](void* q) { cudaFree(q); }), bytes);
+}
+}  // namespace
+
+CudaBackend::CudaBackend(int device) : m_device(device) {
+    TS_CUDA_CHECK(cudaSetDevice(device));
+    TS_CUDA_CHECK(cudaGetDeviceProperties(&m_props, device));
+    TS_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+    TS_CUDA_CHECK(cublasCreate(&m_cublas));
+    TS_CUDA_CHECK(cublasSetStream(m_cublas, m_stream));
+    // Keep fp32 GEMMs in true fp32 (no TF32): the CPU backend is the reference.
+    TS_CUDA_CHECK(cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH));
+    m_scratch.resize(kScratchCount);
+}
+
+CudaBackend::~CudaBackend() {
+    if (m_stream) cudaStreamSynchronize(m_stream);
+    m_scratch.clear();
+    m_weights.clear();
+    m_trellis.clear();
+    if (m_cublas) cublasDestroy(m_cublas);
+    if (m_stream) cudaStreamDestroy(m_stream);
+}
+
+Buffer CudaBackend::alloc(size_t bytes) {
+    Buffer b = deviceAlloc(bytes);
+    TS_CUDA_CHECK(cudaMemsetAsync(b.bytes(), 0, bytes == 0 ? 1 : bytes, m_stream));
+    return b;
+}
+
+Buffer CudaBackend::upload(const void* host, size_t bytes) {
+    Buffer b = deviceAlloc(bytes);
+    if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(b.bytes(), host, bytes, cudaMemcpyHostToDevice, m_stream));
+    // Pageable host memory: the copy is staged before cudaMemcpyAsync returns, but make it explicit
+    // that the caller may free `host` now.
+    TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    return b;
+}
+
+void CudaBackend::download(const Buffer& src, void* host, size_t bytes, size_t offset) {
+    TS_CHECK(offset + bytes <= src.size(), "download out of range");
+    if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(host, src.bytes() + offset, bytes, cudaMemcpyDeviceToHost, m_stream));
+    TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+}
+
+void CudaBackend::copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) {
+    TS_CHECK(srcOffset + bytes <= src.size() && dstOffset + bytes <= dst.size(), "copy out of range");
+    if (bytes)
+        TS_CUDA_CHECK(cudaMemcpyAsync(dst.bytes() + dstOffset, src.bytes() + srcOffset, bytes,
+                                      cudaMemcpyDeviceToDevice, m_stream));
+}
+
+void CudaBackend::synchronize() { TS_CUDA_CHECK(cudaStreamSynchronize(m_stream)); }
+
+const void* CudaBackend::deviceWeight(const WeightView& w) {
+    TS_CHECK(!w.packed, "deviceWeight: packed view");
+    TS_CHECK(w.dtype == DType::BF16 || w.dtype == DType::F16 || w.dtype == DType::F32,
+             "deviceWeight: weights must be BF16, F16 or F32");
+    const auto key = std::make_tuple(w.data, w.rows, w.cols, int(w.dtype));
+    auto it = m_weights.find(key);
+    if (it == m_weights.end()) {
+        const size_t bytes = size_t(w.rows) * size_t(w.cols) * dtypeSize(w.dtype);
+        it = m_weights.emplace(key, upload(w.data, bytes)).first;
+    }
+    return it->second.bytes();
+}
+
+const CudaBackend::DeviceTrellis& CudaBackend::deviceTrellis(const PackedLinear& p) {
+    auto it = m_trellis.find(&p);
+    if (it != m_trellis.end()) return it->second.view;
+    const TrellisView* t = p.trellis();
+    TS_CHECK(t != nullptr, "deviceTrellis: not an EXL3 linear");
+    // One allocation: trellis, then suh, svh, bias (fp32, 256-byte aligned sections).
+    auto align = [](size_t v) { return (v + 255) & ~size_t(255); };
+    const size_t tb = align(t->trellisBytes()), sb = align(size_t(t->k) * 4), vb = align(size_t(t->n) * 4);
+    const size_t bb = t->bias ? align(size_t(t->n) * 4) : 0;
+    std::vector<uint8_t> host(tb + sb + vb + bb, 0);
+    std::memcpy(host.data(), t->trellis, t->trellisBytes());
+    std::memcpy(host.data() + tb, t->suh, size_t(t->k) * 4);
+    std::memcpy(host.data() + tb + sb, t->svh, size_t(t->n) * 4);
+    if (t->bias) std::memcpy(host.data() + tb + sb + vb, t->bias, size_t(t->n) * 4);
+    TrellisEntry e;
+    e.mem = upload(host.data(), host.size());
+    uint8_t* base = e.mem.bytes();
+    e.view.trellis = reinterpret_cast<const uint16_t*>(base);
+    e.view.suh = reinterpret_cast<const float*>(base + tb);
+    e.view.svh = reinterpret_cast<const float*>(base + tb + sb);
+    e.view.bias = t->bias ? reinterpret_cast<const float*>(base + tb + sb + vb) : nullptr;
+    e.view.k = t->k;
+    e.view.n = t->n;
+    e.view.bits = t->bits;
+    e.view.codebook = t->codebook;
+    return m_trellis.emplace(&p, std::move(e)).first->second.view;
+}
+
+void* CudaBackend::scratch(ScratchSlot slot, size_t bytes) {
+    Buffer& b = m_scratch[size_t(slot)];
+    if (b.empty() || b.size() < bytes) {
+        // The old buffer may still be read by enqueued kernels: wait before letting it go.
+        if (!b.empty()) synchronize();
+        size_t grown = b.empty() ? 4096 : b.size();
+        while (grown < bytes) grown *= 2;
+        b = deviceAlloc(grown);
+    }
+    return b.bytes();
+}
+
+const int32_t* CudaBackend::uploadInts(ScratchSlot slot, const int32_t* host, int64_t n) {
+    auto* d = static_cast<int32_t*>(scratch(slot, size_t(n) * 4));
+    if (n > 0) TS_CUDA_CHECK(cudaMemcpyAsync(d, host, size_t(n) * 4, cudaMemcpyHostToDevice, m_stream));
+    return d;
+}
+
+const float* CudaBackend::uploadFloats(ScratchSlot slot, const float* host, int64_t n) {
+    auto* d = static_cast<float*>(scratch(slot, size_t(n) * 4));
+    if (n > 0) TS_CUDA_CHECK(cudaMemcpyAsync(d, host, size_t(n) * 4, cudaMemcpyHostToDevice, m_stream));
+    return d;
+}
+
+int cudaDeviceCountImpl() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky "no driver / no device" error
+        return 0;
+    }
+    return n;
+}
+
+std::unique_ptr<Backend> makeCudaBackendImpl(int device) { return std::make_unique<CudaBackend>(device); }
+
+}  // namespace ts

@@ -1,0 +1,149 @@
+// The CUDA backend: every op of kernels/backend.h on one NVIDIA GPU, with the CPU backend as the truth
+// (`twinspark-cli selftest --backend cuda` compares every op and the whole model against it).
+//
+// Memory: Buffers are device memory (cudaMalloc, zero-filled). Weights (WeightView) point into mapped
+// host checkpoints; the first op that reads one uploads it once (same dtype, keyed by host pointer,
+// shape and dtype) and keeps it for the backend's life. EXL3 linears upload their trellis + scales once.
+// Every op is enqueued on the backend's one stream; only download() and ops with host outputs
+// (moeRoute) wait for it. Small host inputs (page tables, ids, expert choices) go through per-purpose
+// scratch slots, which stream order makes safe to reuse.
+//
+// Ops are split by family, one .cu file each (cuda_math, cuda_mhc_kda, cuda_attention, cuda_moe,
+// cuda_exl3); this file declares them all.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "backend.h"
+
+namespace ts {
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device);
+    ~CudaBackend() override;
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    std::string name() const override { return "cuda"; }
+
+    Buffer alloc(size_t bytes) override;
+    Buffer upload(const void* host, size_t bytes) override;
+    void download(const Buffer& src, void* host, size_t bytes, size_t offset) override;
+    void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) override;
+
+    // cuda_math.cu
+    void embedding(const int32_t* ids, int64_t T, const WeightView& table, const Buffer& out) override;
+    void linear(const Buffer& x, int64_t T, const WeightView& w, const Buffer& y) override;
+    void rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, float eps, const Buffer& y) override;
+    void layernorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, const Buffer& b, float eps,
+                   const Buffer& y) override;
+    void swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_t I, float limit, const Buffer& out) override;
+    void add(const Buffer& x, const Buffer& y, int64_t n) override;
+    void scale(const Buffer& x, int64_t n, float s) override;
+    void zero(const Buffer& x) override;
+    void concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T, const Buffer& out) override;
+
+    // cuda_mhc_kda.cu
+    void mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x,
+                const Buffer& post, const Buffer& comb) override;
+    void mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post,
+                 const Buffer& comb) override;
+    void mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& out) override;
+    void causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, const Buffer& w, const Buffer& convState,
+                        const Buffer& out) override;
+    void kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, const Buffer& aLog, const Buffer& dtBias,
+                 float lowerBound) override;
+    void kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g, const Buffer& betaLogits,
+                      const Buffer& state, const Buffer& out) override;
+    void gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
+                      const Buffer& gate) override;
+
+    // cuda_attention.cu
+    void mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
+                       const PageTable& pages, int64_t pos0) override;
+    void mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
+                    const Buffer& qLat) override;
+    void mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, int64_t R, const Buffer& cache, KvCacheDtype dt,
+                            const PageTable& pages, const Buffer& idx, int64_t width, float scale,
+                            const Buffer& oLat) override;
+    void mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
+                const Buffer& o) override;
+    void indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp, const Buffer& ape,
+                           KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore, const PageTable& pages,
+                           int64_t pos0) override;
+    void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk,
+                       KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages, int64_t pos0,
+                       const Buffer& idx, IndexerStats* stats) override;
+
+    // cuda_moe.cu
+    void moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,
+                  int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, int32_t* hostIdx,
+                  float* hostWeight) override;
+    void gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel, int64_t n, const Buffer& rows) override;
+    void scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale, int64_t n,
+                        const Buffer& y) override;
+
+    // cuda_exl3.cu
+    bool moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t I, const int32_t* hostIdx,
+                         const float* hostWeight, int64_t topk, const WeightView* gate, const WeightView* up,
+                         const WeightView* down, int64_t E, float limit, const Buffer& y) override;
+
+    void synchronize() override;
+
+    // --- shared by the op files ---------------------------------------------------------------------
+    cudaStream_t stream() const { return m_stream; }
+    cublasHandle_t cublas() const { return m_cublas; }
+    const cudaDeviceProp& props() const { return m_props; }
+    int device() const { return m_device; }
+
+    // The device copy of a dense weight matrix (same dtype and layout as the view: [rows, cols]
+    // row-major), uploaded on first use. Never a packed view.
+    const void* deviceWeight(const WeightView& w);
+    // Upload of one EXL3 linear (uploaded on first use; pointers are device memory).
+    struct DeviceTrellis {
+        const uint16_t* trellis = nullptr;  // [k/16, n/16, 16·K] uint16 (2-byte aligned copy)
+        const float* suh = nullptr;         // [k]
+        const float* svh = nullptr;         // [n]
+        const float* bias = nullptr;        // [n] or null
+        int64_t k = 0, n = 0;
+        int bits = 0;
+        uint8_t codebook = 0;
+    };
+    const DeviceTrellis& deviceTrellis(const PackedLinear& p);
+
+    // Device scratch that stays valid until the next call with the same slot (stream order makes reuse
+    // safe). Grown on demand; never shrinks.
+    enum ScratchSlot : int { kScratchPages, kScratchIds, kScratchSel, kScratchScale, kScratchA, kScratchB,
+                             kScratchC, kScratchD, kScratchCount };
+    void* scratch(ScratchSlot slot, size_t bytes);
+    // Copies n host values into a scratch slot and returns the device pointer.
+    const int32_t* uploadInts(ScratchSlot slot, const int32_t* host, int64_t n);
+    const float* uploadFloats(ScratchSlot slot, const float* host, int64_t n);
+    // The page table's block ids on the device (a scratch slot; valid until the next page-table upload).
+    const int32_t* devicePages(const PageTable& pages) { return uploadInts(kScratchPages, pages.blocks, pages.numBlocks); }
+
+private:
+    int m_device = 0;
+    cudaStream_t m_stream = nullptr;
+    cublasHandle_t m_cublas = nullptr;
+    cudaDeviceProp m_props{};
+    std::map<std::tuple<const void*, int64_t, int64_t, int>, Buffer> m_weights;
+    struct TrellisEntry {
+        Buffer mem;
+        DeviceTrellis view;
+    };
+    std::unordered_map<const PackedLinear*, TrellisEntry> m_trellis;
+    std::vector<Buffer> m_scratch;
+};
+
+}  // namespace ts
