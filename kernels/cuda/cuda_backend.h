@@ -133,6 +133,10 @@ public:
     const int32_t* devicePages(const PageTable& pages) { return uploadInts(kScratchPages, pages.blocks, pages.numBlocks); }
 
 private:
+    // cuda_exl3.cu: y[T, p.outFeatures()] = x[T, p.inFeatures()] · Wᵀ for a packed EXL3 linear (called by
+    // linear() in cuda_math.cu for w.packed).
+    void exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y);
+
     int m_device = 0;
     cudaStream_t m_stream = nullptr;
     cublasHandle_t m_cublas = nullptr;
