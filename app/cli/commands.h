@@ -40,5 +40,7 @@ int cmdRender(const Args& args);
 int cmdInspect(const Args& args);
 int cmdQuantize(const Args& args);
 int cmdServe(const Args& args);
+int cmdSelftest(const Args& args);
+int cmdBenchDevice(const Args& args);
 
 }  // namespace ts::cli

@@ -1,0 +1,48 @@
+// Device benchmarks of `twinspark-cli bench-device` (issue 6; docs/PERFORMANCE.md). Each one uses only the
+// Backend interface, so it builds everywhere and runs on whichever backend is chosen (meaningful on CUDA).
+// Method: warm-up, then the median over `reps` of a timed batch of launches closed by
+// backend.synchronize() (wall clock around a synchronised batch). Each returns JSON rows and prints a table.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "backend.h"
+
+namespace ts::cli {
+
+// Device-to-device copy bandwidth (read + write bytes per second) of a large backend.copy(): the
+// denominator of every "fraction of bandwidth" figure.
+double measureCopyBandwidth(Backend& backend, int reps);
+
+// Median seconds of `fn` (one call = one timed batch of `inner` launches), after `warmup` batches.
+template <class Fn>
+double medianSeconds(Backend& backend, int reps, int inner, Fn&& fn);
+
+nlohmann::json benchExl3Cuda(Backend& backend, int reps);   // bench_cuda_exl3.cpp: EXL3 GEMV + fused MoE
+nlohmann::json benchMlaDecode(Backend& backend, int reps);  // bench_cuda_attention.cpp: sparse MLA + indexer
+nlohmann::json benchKdaDecode(Backend& backend, int reps);  // bench_cuda_kda.cpp: KDA recurrent decode
+
+}  // namespace ts::cli
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace ts::cli {
+
+template <class Fn>
+double medianSeconds(Backend& backend, int reps, int inner, Fn&& fn) {
+    for (int i = 0; i < inner; ++i) fn();  // warm-up (uploads, caches, clocks)
+    backend.synchronize();
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < inner; ++i) fn();
+        backend.synchronize();
+        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / inner);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+}  // namespace ts::cli

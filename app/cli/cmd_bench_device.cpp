@@ -1,0 +1,55 @@
+// `bench-device`: the backend benchmarks of issue 6 (EXL3 GEMV and fused MoE, sparse MLA decode, KDA
+// decode), each reported against the measured device-to-device copy bandwidth. Prints tables, writes
+// one JSON file (--json), docs/PERFORMANCE.md records the results with this command.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli/bench_cuda.h"
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace ts::cli {
+
+double measureCopyBandwidth(Backend& backend, int reps) {
+    const size_t bytes = size_t(1) << 30;  // 1 GiB: far beyond any cache
+    Buffer a = backend.alloc(bytes), b = backend.alloc(bytes);
+    const double s = medianSeconds(backend, reps, 4, [&] { backend.copy(a, 0, b, 0, bytes); });
+    return 2.0 * double(bytes) / s;
+}
+
+int cmdBenchDevice(const Args& args) {
+    if (args.help()) {
+        std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda] [--reps 20] [--json FILE]\n"
+                    "Times the device kernels at GLM-5.3-Flash's real widths; bandwidth is reported as a fraction\n"
+                    "of the measured device-to-device copy bandwidth (read + write).\n");
+        return 0;
+    }
+    args.accept({"backend", "what", "reps", "json"});
+    auto backend = makeBackend(args.get("backend").value_or("auto"));
+    const int reps = int(args.getInt("reps", 20, 1, 10000));
+    std::vector<std::string> what;
+    std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
+    for (std::string item; std::getline(ss, item, ',');) {
+        if (item != "exl3" && item != "mla" && item != "kda")
+            fail(ErrorKind::InvalidArgument, "--what: '" + item + "' is not one of exl3, mla, kda");
+        what.push_back(item);
+    }
+    const double copyBw = measureCopyBandwidth(*backend, reps);
+    std::printf("bench-device: backend %s, device-to-device copy %.1f GB/s (read + write)\n", backend->name().c_str(),
+                copyBw / 1e9);
+    nlohmann::json out = {{"backend", backend->name()}, {"copy_bandwidth_GBps", copyBw / 1e9}};
+    for (const std::string& w : what) {
+        if (w == "exl3") out["exl3"] = benchExl3Cuda(*backend, reps);
+        if (w == "mla") out["mla"] = benchMlaDecode(*backend, reps);
+        if (w == "kda") out["kda"] = benchKdaDecode(*backend, reps);
+    }
+    if (auto path = args.get("json")) {
+        std::ofstream f(*path);
+        if (!f) fail(ErrorKind::Io, "cannot write " + *path);
+        f << out.dump(1) << "\n";
+    }
+    return 0;
+}
+
+}  // namespace ts::cli
