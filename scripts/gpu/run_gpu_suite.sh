@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The GPU machine's one-call suite (issue 6): build the CUDA backend, run the self-test (every op against
+# the CPU reference, then the golden and embedded models' logits), then the device benchmarks.
+#   here:   bash scripts/gpu/prepare_deps.sh          (once; fills .device-deps/)
+#   device: bash scripts/gpu/run_gpu_suite.sh "$OUT"  (run with carry [".device-deps"])
+# Results: $OUT/selftest.{txt,json}, $OUT/bench.{txt,json}, $OUT/build.log. Exit status: the self-test's.
+# Env: ARCHS (default 90a: the H200; the fat binary 90a;120a;121a is what CI and release builds compile),
+#      FILTER (self-test --filter), BENCH (bench-device --what, default exl3,mla,kda; "none" skips),
+#      MODELS (comma list of model dirs for the model parity part).
+set -uo pipefail
+OUT=${1:-/tmp/twinspark-gpu}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+DEPS=$PWD/.device-deps
+ARCHS=${ARCHS:-90a}
+MODELS=${MODELS:-tests/golden/data/tiny_a,tests/golden/data/tiny_b,resources/models/glm5-next-tiny}
+BENCH=${BENCH:-exl3,mla,kda}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+[ -d "$DEPS/usr/include/nlohmann" ] || { echo "missing $DEPS: run scripts/gpu/prepare_deps.sh here and carry .device-deps"; exit 2; }
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$OUT/gpu.txt"
+t0=$(date +%s)
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTWINSPARK_GUI=OFF -DTWINSPARK_SERVER=OFF \
+  -DTWINSPARK_TESTS=OFF -DTWINSPARK_CUDA=ON "-DTWINSPARK_CUDA_ARCHS=$ARCHS" -DCMAKE_PREFIX_PATH="$DEPS/usr" \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/build.log" 2>&1 &&
+cmake --build build-gpu -j"$(nproc)" --target twinspark-cli >>"$OUT/build.log" 2>&1
+rc=$?
+echo "build: rc $rc in $(( $(date +%s) - t0 )) s"
+if [ $rc -ne 0 ]; then grep -E "error|Error" "$OUT/build.log" | head -40; exit $rc; fi
+CLI=build-gpu/app/twinspark-cli
+$CLI selftest --backend cuda ${FILTER:+--filter "$FILTER"} --model "$MODELS" --json "$OUT/selftest.json" \
+  2>&1 | tee "$OUT/selftest.txt"
+st=${PIPESTATUS[0]}
+if [ "$BENCH" != none ]; then
+  $CLI bench-device --backend cuda --what "$BENCH" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
+fi
+echo "selftest exit $st"
+exit $st
