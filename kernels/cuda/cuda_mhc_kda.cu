@@ -1,35 +1,511 @@
-// PLACEHOLDER (being written): cuda_mhc_kda. Every op throws until its kernel lands.
+// mHC hyper-connections and KDA (Kimi Delta Attention) linear attention on the GPU: the CUDA side of
+// the ops whose reference is kernels/cpu/cpu_mhc_kda.cpp (math: /work/shared/specs/glm_dsa.md §8.1,
+// §8.3, §11.3, §11.7–9). Every kernel computes what the CPU loop computes, in fp32, in the same
+// per-element order where that is cheap (elementwise ops, Sinkhorn), and with tree reductions where
+// the CPU sums sequentially (dot products: differences are fp32 summation-order noise).
+//
+// Ops and kernels (T = tokens of the call; every op is correct for any T ≥ 0 and any width):
+// - mhcPre: streams [T, n, D] → x [T, D], post [T, n], comb [T, n, n]. Two launches:
+//   (1) mhcPartialKernel, grid (T, ⌈n·D/512⌉) × 128 threads: each block takes 512 elements of one
+//       token's flattened streams and writes their sum of squares and their dot products with the
+//       2n+n² rows of fn (unnormalised) to a scratch [T, chunks, 1+mix];
+//   (2) mhcMixKernel, grid (T, dBlocks) × 256 threads: sums the chunks in a fixed order, applies the
+//       RMS factor, computes pre/post, the row softmax and the Sinkhorn iterations exactly as the CPU
+//       does (same order, same +eps terms; one thread per row / column), then writes its slice of
+//       x = Σ_i pre[i]·streams[i]. With few tokens (decode) D is split over several blocks, each of
+//       which redoes the (tiny) Sinkhorn; block 0 writes post and comb.
+// - mhcPost (in place): one thread per (t, d) reads the n old stream values into registers first.
+// - mhcHead: one thread per (t, d).
+// - causalConvSilu: conv + SiLU with one thread per (t, c) reading the old conv state for the first
+//   K−1 window positions; then a second launch (one thread per channel) shifts the state in place
+//   using this call's inputs in token order (also when T < K−1). x may alias out (copied first).
+// - kdaGate: elementwise, both branches (lower bound, or −exp(A_log)·softplus when lowerBound is NaN).
+// - kdaRecurrent: the gated delta rule, token by token, fp32 state [H, Dk, Dv] in place. Columns of
+//   the state are independent given (q, k, g, β, v[j]), so grid (H, ⌈Dv/32⌉), block (32 columns,
+//   RG row groups): each thread keeps R rows × 1 column of S in registers for the whole call (the
+//   state is read once and written once however long T is), the two column sums per token
+//   (Sᵀk and Sᵀq) are reduced over the row groups through shared memory. Decode (T = 1) streams the
+//   state exactly once (64 heads × 128 × 128 × 4 B = 4 MiB per layer, read + written); prefill runs the
+//   same kernel over T with the next token's inputs prefetched (correct; a chunked form could be faster).
+// - gatedRmsnorm: one warp per (t, h) row.
+//
+// Test:      twinspark-cli selftest --backend cuda --filter mhc_kda   (cases: engine/selftest/cases_mhc_kda.cpp)
+// Benchmark: twinspark-cli bench-device (KDA decode: app/cli/bench_cuda_kda.cpp, per-call µs and GB/s)
+#include <cmath>
+
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 
 namespace ts {
 
-void CudaBackend::mhcPre(const Buffer& /*streams*/, int64_t /*T*/, int64_t /*D*/, const HyperConnParams& /*p*/, const Buffer& /*x*/, const Buffer& /*post*/, const Buffer& /*comb*/) {
-    fail(ErrorKind::Unsupported, "cuda: mhcPre is not implemented yet");
+namespace {
+
+using cuda::blocksFor;
+using cuda::sigmoidf_;
+using cuda::warpSum;
+
+// Weight element → fp32 with the dtype fixed at compile time (0 = BF16, 1 = F16, 2 = F32).
+template <int DT>
+__device__ __forceinline__ float ldw(const void* base, int64_t i) {
+    if constexpr (DT == 0) return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+    else if constexpr (DT == 1) return __half2float(static_cast<const __half*>(base)[i]);
+    else return static_cast<const float*>(base)[i];
 }
 
-void CudaBackend::mhcPost(const Buffer& /*streams*/, int64_t /*T*/, int64_t /*D*/, int /*n*/, const Buffer& /*y*/, const Buffer& /*post*/, const Buffer& /*comb*/) {
-    fail(ErrorKind::Unsupported, "cuda: mhcPost is not implemented yet");
+int dtypeCode(DType d) {
+    switch (d) {
+    case DType::BF16: return 0;
+    case DType::F16: return 1;
+    case DType::F32: return 2;
+    default: fail(ErrorKind::Unsupported, "cuda mHC: fn must be BF16, F16 or F32");
+    }
 }
 
-void CudaBackend::mhcHead(const Buffer& /*streams*/, int64_t /*T*/, int64_t /*D*/, int /*n*/, const Buffer& /*out*/) {
-    fail(ErrorKind::Unsupported, "cuda: mhcHead is not implemented yet");
+// ---------------------------------------------------------------------------------------------------
+// mHC
+
+constexpr int kMhcThreads = 128;   // partial kernel block (4 warps)
+constexpr int kMhcPerThread = 4;   // elements per thread
+constexpr int kMhcChunk = kMhcThreads * kMhcPerThread;  // 512 elements of n·D per block
+constexpr int kMixThreads = 256;
+
+// part[t, chunk, 0] = Σ s², part[t, chunk, 1 + j] = Σ s · fn[j] over the chunk's elements of token t's
+// flattened streams s [n·D]. Dynamic shared memory: 4 warps × (1 + mix) floats.
+template <int DT>
+__global__ void mhcPartialKernel(const float* __restrict__ streams, int64_t width, const void* __restrict__ fn,
+                                 int mix, int nChunks, float* __restrict__ part) {
+    extern __shared__ float sh[];
+    const int64_t t = blockIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float* s = streams + t * width;
+    const int64_t first = int64_t(blockIdx.y) * kMhcChunk + threadIdx.x;
+    float v[kMhcPerThread];
+    float sq = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kMhcPerThread; ++e) {
+        const int64_t i = first + int64_t(e) * kMhcThreads;
+        v[e] = i < width ? s[i] : 0.0f;
+        sq += v[e] * v[e];
+    }
+    const int stride = 1 + mix;
+    sq = warpSum(sq);
+    if (lane == 0) sh[warp * stride] = sq;
+    for (int j = 0; j < mix; ++j) {
+        const int64_t row = int64_t(j) * width;
+        float acc = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kMhcPerThread; ++e) {
+            const int64_t i = first + int64_t(e) * kMhcThreads;
+            if (i < width) acc += v[e] * ldw<DT>(fn, row + i);
+        }
+        acc = warpSum(acc);
+        if (lane == 0) sh[warp * stride + 1 + j] = acc;
+    }
+    __syncthreads();
+    float* out = part + (t * nChunks + blockIdx.y) * stride;
+    for (int k = threadIdx.x; k < stride; k += blockDim.x) {
+        float a = 0.0f;
+        for (int w = 0; w < kMhcThreads / 32; ++w) a += sh[w * stride + k];
+        out[k] = a;
+    }
 }
 
-void CudaBackend::causalConvSilu(const Buffer& /*x*/, int64_t /*T*/, int64_t /*C*/, int /*K*/, const Buffer& /*w*/, const Buffer& /*convState*/, const Buffer& /*out*/) {
-    fail(ErrorKind::Unsupported, "cuda: causalConvSilu is not implemented yet");
+// Per token: reduce the partials, the mixing coefficients and Sinkhorn (as CpuBackend::mhcPre), then
+// x[t, d] = Σ_i pre[i] · s[i, d] for d in this block's slice [blockIdx.y · dPerBlock, + dPerBlock).
+// Dynamic shared memory: m [1 + mix] | pre [n] | c [n·n].
+__global__ void mhcMixKernel(const float* __restrict__ streams, int64_t D, int n, const float* __restrict__ part,
+                             int nChunks, const float* __restrict__ base, const float* __restrict__ scale, int iters,
+                             float hcEps, float normEps, int64_t dPerBlock, float* __restrict__ x,
+                             float* __restrict__ post, float* __restrict__ comb) {
+    extern __shared__ float sh[];
+    const int mix = 2 * n + n * n, stride = 1 + mix;
+    float* m = sh;             // [0] = Σ s², [1 + j] = s · fn[j]
+    float* pre = sh + stride;  // [n]
+    float* c = pre + n;        // [n, n]
+    const int64_t t = blockIdx.x, width = int64_t(n) * D;
+    const float* pt = part + t * nChunks * stride;
+    for (int k = threadIdx.x; k < stride; k += blockDim.x) {
+        float a = 0.0f;
+        for (int ch = 0; ch < nChunks; ++ch) a += pt[ch * stride + k];
+        m[k] = a;
+    }
+    __syncthreads();
+    // The CPU normalises first (f = s · inv) and then takes f · fn; inv · (s · fn) is the same up to rounding.
+    const float inv = 1.0f / sqrtf(m[0] / float(width) + normEps);
+    const float* mm = m + 1;
+    const float s0 = scale[0], s1 = scale[1], s2 = scale[2];
+    const bool writeCoef = blockIdx.y == 0;
+    if (threadIdx.x < n) {
+        const int i = threadIdx.x;
+        pre[i] = sigmoidf_(mm[i] * inv * s0 + base[i]) + hcEps;
+        const float pv = 2.0f * sigmoidf_(mm[n + i] * inv * s1 + base[n + i]);
+        if (writeCoef) post[t * n + i] = pv;
+        // Row i of comb: softmax over j, + eps.
+        float* ci = c + i * n;
+        float mx = -INFINITY;
+        for (int j = 0; j < n; ++j) {
+            const int k = 2 * n + i * n + j;
+            ci[j] = mm[k] * inv * s2 + base[k];
+            mx = fmaxf(mx, ci[j]);
+        }
+        float sum = 0.0f;
+        for (int j = 0; j < n; ++j) sum += (ci[j] = expf(ci[j] - mx));
+        for (int j = 0; j < n; ++j) ci[j] = ci[j] / sum + hcEps;
+    }
+    __syncthreads();
+    // Column normalise, then (iters − 1) × (row, column); each sum in the CPU's order, + eps in the denominator.
+    for (int it = 0; it < iters; ++it) {
+        if (it > 0) {
+            if (threadIdx.x < n) {
+                float* ci = c + threadIdx.x * n;
+                float sum = 0.0f;
+                for (int j = 0; j < n; ++j) sum += ci[j];
+                for (int j = 0; j < n; ++j) ci[j] /= (sum + hcEps);
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x < n) {
+            const int j = threadIdx.x;
+            float sum = 0.0f;
+            for (int i = 0; i < n; ++i) sum += c[i * n + j];
+            for (int i = 0; i < n; ++i) c[i * n + j] /= (sum + hcEps);
+        }
+        __syncthreads();
+    }
+    if (writeCoef)
+        for (int k = threadIdx.x; k < n * n; k += blockDim.x) comb[t * n * n + k] = c[k];
+    const float* s = streams + t * width;
+    const int64_t d0 = int64_t(blockIdx.y) * dPerBlock;
+    const int64_t d1 = d0 + dPerBlock < D ? d0 + dPerBlock : D;
+    for (int64_t d = d0 + threadIdx.x; d < d1; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int i = 0; i < n; ++i) acc += pre[i] * s[int64_t(i) * D + d];
+        x[t * D + d] = acc;
+    }
 }
 
-void CudaBackend::kdaGate(const Buffer& /*f*/, int64_t /*T*/, int64_t /*H*/, int64_t /*Dk*/, const Buffer& /*aLog*/, const Buffer& /*dtBias*/, float /*lowerBound*/) {
-    fail(ErrorKind::Unsupported, "cuda: kdaGate is not implemented yet");
+// streams[t, i, d] = post[t, i] · y[t, d] + Σ_j comb[t, j, i] · old[t, j, d]; n ≤ MAXN, the old values
+// are read before any is written (in place).
+template <int MAXN>
+__global__ void mhcPostKernel(float* __restrict__ streams, int64_t T, int64_t D, int n, const float* __restrict__ y,
+                              const float* __restrict__ post, const float* __restrict__ comb) {
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= T * D) return;
+    const int64_t t = idx / D, d = idx % D;
+    float* s = streams + t * n * D + d;
+    const float* c = comb + t * n * n;
+    float old[MAXN];
+#pragma unroll
+    for (int j = 0; j < MAXN; ++j)
+        if (j < n) old[j] = s[int64_t(j) * D];
+    const float yv = y[t * D + d];
+#pragma unroll
+    for (int i = 0; i < MAXN; ++i) {
+        if (i >= n) break;
+        float acc = 0.0f;
+#pragma unroll
+        for (int j = 0; j < MAXN; ++j)
+            if (j < n) acc += c[j * n + i] * old[j];
+        s[int64_t(i) * D] = post[t * n + i] * yv + acc;
+    }
 }
 
-void CudaBackend::kdaRecurrent(const Buffer& /*qkv*/, int64_t /*T*/, int64_t /*H*/, int64_t /*Dk*/, const Buffer& /*g*/, const Buffer& /*betaLogits*/, const Buffer& /*state*/, const Buffer& /*out*/) {
-    fail(ErrorKind::Unsupported, "cuda: kdaRecurrent is not implemented yet");
+__global__ void mhcHeadKernel(const float* __restrict__ streams, int64_t T, int64_t D, int n, float* __restrict__ out) {
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= T * D) return;
+    const int64_t t = idx / D, d = idx % D;
+    float acc = 0.0f;
+    for (int i = 0; i < n; ++i) acc += streams[(t * n + i) * D + d];
+    out[idx] = acc / float(n);
 }
 
-void CudaBackend::gatedRmsnorm(const Buffer& /*o*/, int64_t /*T*/, int64_t /*H*/, int64_t /*Dv*/, const Buffer& /*w*/, float /*eps*/, const Buffer& /*gate*/) {
-    fail(ErrorKind::Unsupported, "cuda: gatedRmsnorm is not implemented yet");
+// ---------------------------------------------------------------------------------------------------
+// KDA
+
+// out[t, c] = silu(Σ_i w[c, i] · window[t + i]) where window = [state (K−1 rows, oldest first); x (T rows)].
+__global__ void convSiluKernel(const float* __restrict__ x, int64_t T, int64_t C, int K, const float* __restrict__ w,
+                               const float* __restrict__ state, float* __restrict__ out) {
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= T * C) return;
+    const int64_t t = idx / C, c = idx % C;
+    float acc = 0.0f;
+    for (int i = 0; i < K; ++i) {
+        const int64_t p = t + i;  // window position
+        const float win = p < K - 1 ? state[p * C + c] : x[(p - (K - 1)) * C + c];
+        acc += w[c * K + i] * win;
+    }
+    out[idx] = acc / (1.0f + expf(-acc));
+}
+
+// state[i, c] = window[T + i] for i < K−1 (the last K−1 inputs, oldest first). Ascending i reads only
+// rows above the one it writes (T ≥ 1), so the shift is safe in place.
+__global__ void convStateKernel(const float* __restrict__ x, int64_t T, int64_t C, int K, float* state) {
+    const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    for (int i = 0; i < K - 1; ++i) {
+        const int64_t p = T + i;
+        state[int64_t(i) * C + c] = p < K - 1 ? state[p * C + c] : x[(p - (K - 1)) * C + c];
+    }
+}
+
+__global__ void kdaGateKernel(float* __restrict__ f, int64_t T, int64_t H, int64_t Dk, const float* __restrict__ aLog,
+                              const float* __restrict__ dtBias, float lowerBound, bool softplusBranch) {
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= T * H * Dk) return;
+    const int64_t hd = idx % (H * Dk), h = hd / Dk;
+    const float decay = expf(aLog[h]);
+    const float g = f[idx] + dtBias[hd];
+    if (softplusBranch) {
+        const float sp = g > 20.0f ? g : logf(1.0f + expf(g));
+        f[idx] = -decay * sp;
+    } else {
+        f[idx] = lowerBound * sigmoidf_(decay * g);
+    }
+}
+
+// The gated delta rule for head blockIdx.x, state columns [32·blockIdx.y, +32), all T tokens.
+// Block (32, RG): lane = column, threadIdx.y = row group; rows grp·R … grp·R + R − 1 (< Dk) live in
+// registers. Dv = Dk. 32·RG ≥ Dk (R ≤ 32), so the first Dk threads load one element of q, k, g each.
+// Dynamic shared memory: qs, ks, ds [Dk] | red1, red2 [RG·32] | wsum [64].
+template <int R, int MAXT>
+__global__ void __launch_bounds__(MAXT) kdaRecurrentKernel(const float* __restrict__ qkv, int64_t T, int H, int Dk,
+                                   const float* __restrict__ g, const float* __restrict__ betaLogits,
+                                   float* __restrict__ state, float* __restrict__ out, float qScale) {
+    extern __shared__ float sh[];
+    const int Dv = Dk, RG = blockDim.y;
+    float* qs = sh;
+    float* ks = qs + Dk;
+    float* ds = ks + Dk;
+    float* red1 = ds + Dk;
+    float* red2 = red1 + RG * 32;
+    float* wsum = red2 + RG * 32;
+    const int h = blockIdx.x, lane = threadIdx.x, grp = threadIdx.y;
+    const int tid = grp * 32 + lane;
+    const int j = blockIdx.y * 32 + lane;
+    const bool colOk = j < Dv;
+    const int64_t C = int64_t(H) * Dk;
+
+    float S[R];
+    float* Sh = state + int64_t(h) * Dk * Dv;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int i = grp * R + r;
+        S[r] = (i < Dk && colOk) ? Sh[int64_t(i) * Dv + j] : 0.0f;
+    }
+
+    // Inputs of token t, prefetched one token ahead: q[i], k[i], g[i] for i = tid (< Dk), v[j], β logit.
+    float qv = 0.0f, kv = 0.0f, gv = 0.0f, vv = 0.0f, bl = 0.0f;
+    auto load = [&](int64_t t) {
+        const float* row = qkv + t * 3 * C;
+        if (tid < Dk) {
+            qv = row[int64_t(h) * Dk + tid];
+            kv = row[C + int64_t(h) * Dk + tid];
+            gv = g[(t * H + h) * Dk + tid];
+        }
+        vv = colOk ? row[2 * C + int64_t(h) * Dv + j] : 0.0f;
+        bl = betaLogits[t * H + h];
+    };
+    if (T > 0) load(0);
+
+    for (int64_t t = 0; t < T; ++t) {
+        float qsq = 0.0f, ksq = 0.0f;
+        if (tid < Dk) {
+            qs[tid] = qv;
+            ks[tid] = kv;
+            ds[tid] = expf(gv);
+            qsq = qv * qv;
+            ksq = kv * kv;
+        }
+        const float vj = vv;
+        const float beta = sigmoidf_(bl);
+        if (t + 1 < T) load(t + 1);  // in flight while this token is computed
+        qsq = warpSum(qsq);
+        ksq = warpSum(ksq);
+        if (lane == 0) {
+            wsum[grp] = qsq;
+            wsum[32 + grp] = ksq;
+        }
+        __syncthreads();  // A: qs, ks, ds, wsum ready
+        float qn2 = 0.0f, kn2 = 0.0f;
+        for (int w = 0; w < RG; ++w) {
+            qn2 += wsum[w];
+            kn2 += wsum[32 + w];
+        }
+        const float qn = sqrtf(qn2 + 1e-6f), kn = sqrtf(kn2 + 1e-6f);
+        float kk[R], qq[R];
+        float part = 0.0f;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int i = grp * R + r;
+            if (i < Dk) {
+                kk[r] = ks[i] / kn;
+                qq[r] = qs[i] / qn * qScale;
+                S[r] *= ds[i];
+                part += S[r] * kk[r];
+            } else {
+                kk[r] = qq[r] = 0.0f;
+            }
+        }
+        red1[grp * 32 + lane] = part;
+        __syncthreads();  // B: partial Sᵀk of every row group
+        float mem = 0.0f;
+        for (int w = 0; w < RG; ++w) mem += red1[w * 32 + lane];
+        mem = (vj - mem) * beta;
+        float op = 0.0f;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            S[r] += kk[r] * mem;  // padded rows stay 0 (kk = 0)
+            op += S[r] * qq[r];
+        }
+        red2[grp * 32 + lane] = op;
+        __syncthreads();  // C: partial Sᵀq of every row group
+        if (grp == 0 && colOk) {
+            float o = 0.0f;
+            for (int w = 0; w < RG; ++w) o += red2[w * 32 + lane];
+            out[(t * H + h) * Dv + j] = o;
+        }
+    }
+
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int i = grp * R + r;
+        if (i < Dk && colOk) Sh[int64_t(i) * Dv + j] = S[r];
+    }
+}
+
+template <int R, int MAXT>
+void launchKdaRecurrent(cudaStream_t st, const float* qkv, int64_t T, int H, int Dk, const float* g, const float* beta,
+                        float* state, float* out) {
+    const int RG = (Dk + R - 1) / R;
+    const dim3 block{32u, unsigned(RG)}, grid{unsigned(H), unsigned((Dk + 31) / 32)};
+    const size_t smem = size_t(3 * Dk + 2 * RG * 32 + 64) * sizeof(float);
+    TS_CHECK(32 * RG <= MAXT, "kdaRecurrent: block too large");
+    kdaRecurrentKernel<R, MAXT><<<grid, block, smem, st>>>(qkv, T, H, Dk, g, beta, state, out, 1.0f / sqrtf(float(Dk)));
+}
+
+// o[r, j] ← w[j] · (o[r, j] · inv_r) · sigmoid(gate[r, j]), one warp per row r of Dv.
+__global__ void gatedRmsnormKernel(float* __restrict__ o, int64_t rows, int64_t Dv, const float* __restrict__ w,
+                                   float eps, const float* __restrict__ gate) {
+    const int64_t r = int64_t(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    if (r >= rows) return;  // whole warps leave together
+    float* x = o + r * Dv;
+    const float* gr = gate + r * Dv;
+    float sq = 0.0f;
+    for (int64_t j = lane; j < Dv; j += 32) sq += x[j] * x[j];
+    sq = warpSum(sq);
+    const float inv = 1.0f / sqrtf(sq / float(Dv) + eps);
+    for (int64_t j = lane; j < Dv; j += 32) x[j] = w[j] * (x[j] * inv) * sigmoidf_(gr[j]);
+}
+
+bool overlaps(const Buffer& a, size_t aBytes, const Buffer& b, size_t bBytes) {
+    const uint8_t *a0 = a.bytes(), *b0 = b.bytes();
+    return a0 < b0 + bBytes && b0 < a0 + aBytes;
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------------
+
+void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x,
+                         const Buffer& post, const Buffer& comb) {
+    const int n = p.n, mix = 2 * n + n * n;
+    const int64_t width = int64_t(n) * D;
+    TS_CHECK(n >= 1 && p.sinkhornIters >= 1, "mhcPre: n and sinkhornIters must be ≥ 1");
+    TS_CHECK(p.fn.rows == mix && p.fn.cols == width, "mhcPre: fn must be [2n+n², n·D]");
+    if (T <= 0 || D <= 0) return;
+    const void* fn = deviceWeight(p.fn);
+    const int nChunks = int((width + kMhcChunk - 1) / kMhcChunk);
+    auto* part = static_cast<float*>(scratch(kScratchA, size_t(T) * size_t(nChunks) * size_t(1 + mix) * 4));
+    TS_CHECK(nChunks <= 65535, "mhcPre: n·D too large");
+    const dim3 grid1{unsigned(T), unsigned(nChunks)};
+    const size_t smem1 = size_t(kMhcThreads / 32) * size_t(1 + mix) * 4;
+    switch (dtypeCode(p.fn.dtype)) {
+    case 0: mhcPartialKernel<0><<<grid1, kMhcThreads, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
+    case 1: mhcPartialKernel<1><<<grid1, kMhcThreads, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
+    default: mhcPartialKernel<2><<<grid1, kMhcThreads, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
+    }
+    TS_CUDA_LAUNCH_CHECK();
+    // Few tokens (decode): spread each token's D over several blocks, ~1024 columns each; many tokens:
+    // one block per token (the grid is large enough, and Sinkhorn is not repeated).
+    const int64_t dBlocks = T < 32 ? (D + 1023) / 1024 : 1;
+    const int64_t dPerBlock = (D + dBlocks - 1) / dBlocks;
+    const dim3 grid2{unsigned(T), unsigned(dBlocks)};
+    const size_t smem2 = size_t(1 + mix + n + n * n) * 4;
+    mhcMixKernel<<<grid2, kMixThreads, smem2, stream()>>>(streams.f32(), D, n, part, nChunks, p.base.f32(),
+                                                         p.scale.f32(), p.sinkhornIters, p.hcEps, p.normEps, dPerBlock,
+                                                         x.f32(), post.f32(), comb.f32());
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post,
+                          const Buffer& comb) {
+    TS_CHECK(n >= 1 && n <= 32, "mhcPost: n must be in [1, 32]");
+    if (T <= 0 || D <= 0) return;
+    const unsigned blocks = blocksFor(T * D, 256);
+    if (n <= 4) mhcPostKernel<4><<<blocks, 256, 0, stream()>>>(streams.f32(), T, D, n, y.f32(), post.f32(), comb.f32());
+    else if (n <= 8) mhcPostKernel<8><<<blocks, 256, 0, stream()>>>(streams.f32(), T, D, n, y.f32(), post.f32(), comb.f32());
+    else mhcPostKernel<32><<<blocks, 256, 0, stream()>>>(streams.f32(), T, D, n, y.f32(), post.f32(), comb.f32());
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& out) {
+    TS_CHECK(n >= 1, "mhcHead: n must be ≥ 1");
+    if (T <= 0 || D <= 0) return;
+    mhcHeadKernel<<<blocksFor(T * D, 256), 256, 0, stream()>>>(streams.f32(), T, D, n, out.f32());
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, const Buffer& w,
+                                 const Buffer& convState, const Buffer& out) {
+    TS_CHECK(K >= 1, "causalConvSilu: K must be ≥ 1");
+    if (T <= 0 || C <= 0) return;
+    const size_t bytes = size_t(T) * size_t(C) * 4;
+    const float* xs = x.f32();
+    if (overlaps(x, bytes, out, bytes)) {  // in place: keep this call's inputs for the state update
+        auto* copyOf = static_cast<float*>(scratch(kScratchB, bytes));
+        TS_CUDA_CHECK(cudaMemcpyAsync(copyOf, x.f32(), bytes, cudaMemcpyDeviceToDevice, stream()));
+        xs = copyOf;
+    }
+    convSiluKernel<<<blocksFor(T * C, 256), 256, 0, stream()>>>(xs, T, C, K, w.f32(), convState.f32(), out.f32());
+    TS_CUDA_LAUNCH_CHECK();
+    if (K > 1) {  // after the conv (stream order): it read the old state
+        convStateKernel<<<blocksFor(C, 256), 256, 0, stream()>>>(xs, T, C, K, convState.f32());
+        TS_CUDA_LAUNCH_CHECK();
+    }
+}
+
+void CudaBackend::kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, const Buffer& aLog, const Buffer& dtBias,
+                          float lowerBound) {
+    const int64_t n = T * H * Dk;
+    if (n <= 0) return;
+    kdaGateKernel<<<blocksFor(n, 256), 256, 0, stream()>>>(f.f32(), T, H, Dk, aLog.f32(), dtBias.f32(), lowerBound,
+                                                         std::isnan(lowerBound));
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g,
+                               const Buffer& betaLogits, const Buffer& state, const Buffer& out) {
+    TS_CHECK(Dk >= 1 && Dk <= 1024, "kdaRecurrent: head dim must be in [1, 1024] on CUDA");
+    if (T <= 0) return;
+    // R state rows per thread, RG = ⌈Dk/R⌉ row groups of 32 threads. Dk ≤ 128 (GLM-5.3-Flash): R = 8,
+    // ≤ 512 threads (more threads in flight for the state stream); ≤ 256: R = 16, ≤ 512 threads (the
+    // launch bound caps registers at 128); larger (no real model): R = 32, ≤ 1024 threads, may spill.
+    const float *q = qkv.f32(), *gp = g.f32(), *bp = betaLogits.f32();
+    if (Dk <= 128) launchKdaRecurrent<8, 512>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
+    else if (Dk <= 256) launchKdaRecurrent<16, 512>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
+    else launchKdaRecurrent<32, 1024>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
+                               const Buffer& gate) {
+    const int64_t rows = T * H;
+    if (rows <= 0 || Dv <= 0) return;
+    constexpr int kWarps = 8;
+    gatedRmsnormKernel<<<blocksFor(rows, kWarps), kWarps * 32, 0, stream()>>>(o.f32(), rows, Dv, w.f32(), eps,
+                                                                             gate.f32());
+    TS_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace ts
