@@ -130,6 +130,9 @@ public:
 
     // Memory ------------------------------------------------------------------------------------------
     virtual Buffer alloc(size_t bytes) = 0;  // zero-filled
+    // Makes a weight resident now (device backends upload it; host backends read it in place), so that
+    // memory is accounted before the KV pool is sized and the first request pays no upload.
+    virtual void preloadWeight(const WeightView& /*w*/) {}
     virtual Buffer upload(const void* host, size_t bytes) = 0;
     virtual void download(const Buffer& src, void* host, size_t bytes, size_t offset = 0) = 0;
     virtual void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) = 0;
@@ -242,6 +245,9 @@ public:
 
     // Output ------------------------------------------------------------------------------------------
     virtual void synchronize() {}
+    // Free and total bytes of the backend's device memory; false for host backends (their KV budget is
+    // configured, not measured).
+    virtual bool deviceMemory(size_t* /*freeBytes*/, size_t* /*totalBytes*/) const { return false; }
 };
 
 std::unique_ptr<Backend> makeCpuBackend();

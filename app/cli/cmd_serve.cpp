@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/glm5_next.h"
+#include "selftest/op_selftest.h"
 #include "runtime/engine.h"
 #include "serve/handlers.h"
 #include "serve/server.h"
@@ -76,12 +77,14 @@ void printUsage() {
         "twinspark-cli serve --model DIR [--host 127.0.0.1] [--port 8888] [--served-model-name GLM-5.3-Flash-EXL3]\n"
         "    [--api-key KEY] [--max-num-seqs 4] [--max-num-batched-tokens 1024] [--max-model-len 900000]\n"
         "    [--kv-cache-dtype fp8|fp32] [--kv-budget-mib 2048] [--gpu-mem-util 0.87] [--cors-origins A,B]\n"
-        "    [--max-concurrent-requests 64] [--threads N] [--insecure-no-api-key] [--quiet]\n"
+        "    [--max-concurrent-requests 64] [--threads N] [--backend auto|cpu|cuda] [--insecure-no-api-key] [--quiet]\n"
         "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics,\n"
         "/tokenize, /detokenize) until SIGINT/SIGTERM. Environment defaults: PORT, MAX_NUM_SEQS,\n"
         "MAX_NUM_BATCHED_TOKENS, MAX_MODEL_LEN, KV_CACHE_DTYPE, GPU_MEM_UTIL, VLLM_API_KEY.\n"
         "A non-loopback --host needs an API key unless --insecure-no-api-key is given.\n"
-        "--gpu-mem-util sizes the KV pool on a GPU backend; the CPU backend uses --kv-budget-mib.\n");
+        "--gpu-mem-util sizes the KV pool on a GPU backend; the CPU backend uses --kv-budget-mib.\n"
+        "On a GPU backend every kernel is checked against the CPU reference before serving (the recipe's GPU\n"
+        "self-test; a failure stops the server); SKIP_OVERLAY_VERIFY=1 skips it.\n");
 }
 
 }  // namespace
@@ -93,7 +96,7 @@ int cmdServe(const Args& args) {
     }
     args.accept({"model", "host", "port", "served-model-name", "api-key", "max-num-seqs", "max-num-batched-tokens",
                  "max-model-len", "kv-cache-dtype", "kv-budget-mib", "gpu-mem-util", "cors-origins",
-                 "max-concurrent-requests", "threads"},
+                 "max-concurrent-requests", "threads", "backend"},
                 {"insecure-no-api-key", "quiet"});
     const std::string modelDir = args.require("model");
     serve::ServerOptions opts;
@@ -119,12 +122,19 @@ int cmdServe(const Args& args) {
                                          "read fp8_ds_mla (the recipe's fp8); fp32 is the exact reference mode");
     else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
     const std::string memUtil = envOr(args, "gpu-mem-util", "GPU_MEM_UTIL").value_or("0.87");
+    double gpuMemUtil = 0.87;
     {
         char* end = nullptr;
         const double u = std::strtod(memUtil.c_str(), &end);
         if (!end || *end || !(u > 0.0 && u <= 1.0))
             fail(ErrorKind::InvalidArgument, "--gpu-mem-util (or GPU_MEM_UTIL) must be in (0, 1], got '" + memUtil + "'");
+        gpuMemUtil = u;
     }
+    const std::string backendName = args.get("backend").value_or("auto");
+    if (backendName != "auto" && backendName != "cpu" && backendName != "cuda")
+        fail(ErrorKind::InvalidArgument, "--backend must be auto, cpu or cuda, got '" + backendName + "'");
+    const char* skipVerifyEnv = std::getenv("SKIP_OVERLAY_VERIFY");
+    const bool skipVerify = skipVerifyEnv && std::string(skipVerifyEnv) == "1";
     const int64_t threads = args.getInt("threads", 0, 0, 1024);
     if (threads > 0) ThreadPool::setGlobalThreads(int(threads));
 
@@ -152,8 +162,40 @@ int cmdServe(const Args& args) {
         try {
             const auto t0 = std::chrono::steady_clock::now();
             std::fprintf(stderr, "serve: loading %s\n", modelDir.c_str());
-            loaded->backend = makeCpuBackend();
+            loaded->backend = makeBackend(backendName);
+            std::fprintf(stderr, "serve: backend %s\n", loaded->backend->name().c_str());
+            if (loaded->backend->name() != "cpu") {
+                if (skipVerify) {
+                    std::fprintf(stderr, "serve: GPU self-test skipped (SKIP_OVERLAY_VERIFY=1)\n");
+                } else {
+                    auto cpu = makeCpuBackend();
+                    int64_t failed = 0, total = 0;
+                    std::string first;
+                    selftest::run(*cpu, *loaded->backend, 20261129, {}, [&](const selftest::OpResult& r) {
+                        ++total;
+                        if (!r.pass && failed++ == 0) first = r.family + "/" + r.op + " " + r.shape + ": " + r.note;
+                    });
+                    if (failed || total == 0)
+                        fail(ErrorKind::Internal, "GPU self-test failed: " + std::to_string(failed) + " of " +
+                                                      std::to_string(total) + " op checks (first: " + first +
+                                                      "); run 'twinspark-cli selftest --backend cuda' for the table, "
+                                                      "or set SKIP_OVERLAY_VERIFY=1 to serve anyway");
+                    std::fprintf(stderr, "serve: GPU self-test passed (%lld op checks against the CPU reference)\n",
+                                 (long long)total);
+                }
+            }
             loaded->model = std::make_unique<Glm5NextModel>(modelDir, *loaded->backend);
+            size_t freeBytes = 0, totalBytes = 0;
+            if (loaded->backend->deviceMemory(&freeBytes, &totalBytes)) {
+                // GPU_MEM_UTIL of the whole device for this process, minus what the weights and the
+                // runtime already hold; the rest is the KV pool (vLLM's rule).
+                const double used = double(totalBytes - freeBytes);
+                const double budget = gpuMemUtil * double(totalBytes) - used;
+                if (budget <= 0)
+                    fail(ErrorKind::InvalidArgument, "--gpu-mem-util " + memUtil + " leaves no device memory for the "
+                                                     "KV pool after the weights");
+                ec.kvBudgetBytes = int64_t(budget);
+            }
             std::fprintf(stderr, "serve: weights bound (%d layers, vocab %lld)\n", int(loaded->model->text().num_hidden_layers),
                          (long long)loaded->model->text().vocab_size);
             loaded->tokenizer = std::make_unique<Tokenizer>(Tokenizer::fromDirectory(modelDir));

@@ -22,6 +22,7 @@ Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend)
                                          "' is not supported (EXL3 checkpoints and BF16/F16/F32 ones are)");
     m_ckpt = std::make_unique<SafetensorsCheckpoint>(dir);
     m_w = bindWeights(m_cfg, *m_ckpt, backend);
+    forEachWeightView(m_w, [&](const WeightView& v) { backend.preloadWeight(v); });
 }
 
 std::unique_ptr<SequenceState> Glm5NextModel::newSequence(KvCacheDtype cacheDtype) const {

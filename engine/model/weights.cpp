@@ -241,4 +241,48 @@ ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ck
     return w;
 }
 
+namespace {
+void forLayer(const LayerWeights& l, const std::function<void(const WeightView&)>& fn) {
+    auto mlp = [&](const MlpWeights& m) {
+        fn(m.gate);
+        fn(m.up);
+        fn(m.down);
+    };
+    for (const HyperConnParams* hc : {&l.attnHc, &l.ffnHc})
+        if (hc->fn.data || hc->fn.packed) fn(hc->fn);
+    if (l.linear) {
+        const KdaWeights& k = l.kda;
+        for (const WeightView* v : {&k.qProj, &k.kProj, &k.vProj, &k.fA, &k.fB, &k.bProj, &k.gA, &k.gB, &k.oProj})
+            fn(*v);
+    } else {
+        const MlaWeights& m = l.mla;
+        for (const WeightView* v : {&m.qA, &m.qB, &m.kvA, &m.kvB, &m.oProj}) fn(*v);
+        if (m.hasIndexer)
+            for (const WeightView* v : {&m.indexer.wqB, &m.indexer.wk, &m.indexer.weightsProj, &m.indexer.compressGate})
+                fn(*v);
+    }
+    if (l.denseMlp) {
+        mlp(l.mlp);
+    } else {
+        fn(l.moe.router);
+        for (const MlpWeights& e : l.moe.experts) mlp(e);
+        if (l.moe.hasShared) mlp(l.moe.shared);
+    }
+}
+}  // namespace
+
+void forEachWeightView(const ModelWeights& w, const std::function<void(const WeightView&)>& fn) {
+    auto visit = [&](const WeightView& v) {
+        if (v.data || v.packed) fn(v);
+    };
+    visit(w.embed);
+    for (const LayerWeights& l : w.layers) forLayer(l, visit);
+    visit(w.lmHead);
+    if (w.mtp.present) {
+        visit(w.mtp.ehProj);
+        forLayer(w.mtp.layer, visit);
+        visit(w.mtp.head);
+    }
+}
+
 }  // namespace ts

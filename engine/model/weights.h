@@ -4,6 +4,7 @@
 // uploaded to the backend as fp32.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,6 +93,9 @@ struct ModelWeights {
     std::vector<std::unique_ptr<PackedLinear>> packed;
     size_t packedBytes = 0;
 };
+
+// Every matrix view of the model (embedding, projections, experts, mHC fn, heads), once each.
+void forEachWeightView(const ModelWeights& w, const std::function<void(const WeightView&)>& fn);
 
 // Binds and validates every tensor; `ckpt` must outlive the returned views.
 ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend);

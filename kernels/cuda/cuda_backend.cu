@@ -79,6 +79,20 @@ void CudaBackend::copy(const Buffer& src, size_t srcOffset, const Buffer& dst, s
 
 void CudaBackend::synchronize() { TS_CUDA_CHECK(cudaStreamSynchronize(m_stream)); }
 
+bool CudaBackend::deviceMemory(size_t* freeBytes, size_t* totalBytes) const {
+    TS_CUDA_CHECK(cudaSetDevice(m_device));
+    TS_CUDA_CHECK(cudaMemGetInfo(freeBytes, totalBytes));
+    return true;
+}
+
+void CudaBackend::preloadWeight(const WeightView& w) {
+    if (w.packed) {
+        if (w.packed->trellis()) deviceTrellis(*w.packed);
+    } else if (w.data) {
+        deviceWeight(w);
+    }
+}
+
 const void* CudaBackend::deviceWeight(const WeightView& w) {
     TS_CHECK(!w.packed, "deviceWeight: packed view");
     TS_CHECK(w.dtype == DType::BF16 || w.dtype == DType::F16 || w.dtype == DType::F32,

@@ -37,6 +37,7 @@ public:
     std::string name() const override { return "cuda"; }
 
     Buffer alloc(size_t bytes) override;
+    void preloadWeight(const WeightView& w) override;
     Buffer upload(const void* host, size_t bytes) override;
     void download(const Buffer& src, void* host, size_t bytes, size_t offset) override;
     void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) override;
@@ -99,6 +100,7 @@ public:
                          const WeightView* down, int64_t E, float limit, const Buffer& y) override;
 
     void synchronize() override;
+    bool deviceMemory(size_t* freeBytes, size_t* totalBytes) const override;
 
     // --- shared by the op files ---------------------------------------------------------------------
     cudaStream_t stream() const { return m_stream; }
