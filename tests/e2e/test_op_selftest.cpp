@@ -1,0 +1,236 @@
+// The op self-test harness (engine/selftest) and `twinspark-cli selftest`: with the CPU backend on both
+// sides every case must pass; with a backend that is wrong in exactly one op, that op (and only ops that
+// depend on it) must fail, naming it. This is what makes a green GPU self-test mean something.
+#include <QtTest>
+
+#include <cmath>
+#include <set>
+
+#include "backend.h"
+#include "../common/cli_runner.h"
+#include "selftest/op_selftest.h"
+
+using namespace ts;
+
+namespace {
+
+// Forwards every op to the CPU backend; `faulty` names the one op whose output is corrupted afterwards.
+class FaultyBackend final : public Backend {
+public:
+    explicit FaultyBackend(std::string faulty) : m_cpu(makeCpuBackend()), m_faulty(std::move(faulty)) {}
+    std::string name() const override { return "faulty-" + m_faulty; }
+    Buffer alloc(size_t b) override { return m_cpu->alloc(b); }
+    Buffer upload(const void* h, size_t b) override { return m_cpu->upload(h, b); }
+    void download(const Buffer& s, void* h, size_t b, size_t o) override { m_cpu->download(s, h, b, o); }
+    void copy(const Buffer& s, size_t so, const Buffer& d, size_t dof, size_t b) override { m_cpu->copy(s, so, d, dof, b); }
+
+    void embedding(const int32_t* ids, int64_t T, const WeightView& t, const Buffer& out) override {
+        m_cpu->embedding(ids, T, t, out);
+        hit("embedding", out, size_t(T) * size_t(t.cols));
+    }
+    void linear(const Buffer& x, int64_t T, const WeightView& w, const Buffer& y) override {
+        m_cpu->linear(x, T, w, y);
+        hit(w.packed ? "exl3" : "linear", y, size_t(T) * size_t(w.rows));
+    }
+    void rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, float eps, const Buffer& y) override {
+        m_cpu->rmsnorm(x, rows, D, w, eps, y);
+        hit("rmsnorm", y, size_t(rows * D));
+    }
+    void layernorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, const Buffer& b, float eps,
+                   const Buffer& y) override {
+        m_cpu->layernorm(x, rows, D, w, b, eps, y);
+        hit("layernorm", y, size_t(rows * D));
+    }
+    void swiglu(const Buffer& g, const Buffer& u, int64_t T, int64_t I, float lim, const Buffer& out) override {
+        m_cpu->swiglu(g, u, T, I, lim, out);
+        hit("swiglu", out, size_t(T * I));
+    }
+    void add(const Buffer& x, const Buffer& y, int64_t n) override {
+        m_cpu->add(x, y, n);
+        hit("add", y, size_t(n));
+    }
+    void scale(const Buffer& x, int64_t n, float s) override {
+        m_cpu->scale(x, n, s);
+        hit("scale", x, size_t(n));
+    }
+    void zero(const Buffer& x) override { m_cpu->zero(x); }
+    void concatColumns(const Buffer* p, const int64_t* w, int c, int64_t T, const Buffer& out) override {
+        m_cpu->concatColumns(p, w, c, T, out);
+        hit("concatColumns", out, size_t(T * w[0]));
+    }
+    void mhcPre(const Buffer& s, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post,
+                const Buffer& comb) override {
+        m_cpu->mhcPre(s, T, D, p, x, post, comb);
+        hit("mhcPre", x, size_t(T * D));
+    }
+    void mhcPost(const Buffer& s, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post,
+                 const Buffer& comb) override {
+        m_cpu->mhcPost(s, T, D, n, y, post, comb);
+        hit("mhcPost", s, size_t(T * D * n));
+    }
+    void mhcHead(const Buffer& s, int64_t T, int64_t D, int n, const Buffer& out) override {
+        m_cpu->mhcHead(s, T, D, n, out);
+        hit("mhcHead", out, size_t(T * D));
+    }
+    void causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, const Buffer& w, const Buffer& st,
+                        const Buffer& out) override {
+        m_cpu->causalConvSilu(x, T, C, K, w, st, out);
+        hit("causalConvSilu", out, size_t(T * C));
+    }
+    void kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, const Buffer& a, const Buffer& dt,
+                 float lb) override {
+        m_cpu->kdaGate(f, T, H, Dk, a, dt, lb);
+        hit("kdaGate", f, size_t(T * H * Dk));
+    }
+    void kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g, const Buffer& b,
+                      const Buffer& st, const Buffer& out) override {
+        m_cpu->kdaRecurrent(qkv, T, H, Dk, g, b, st, out);
+        hit("kdaRecurrent", out, size_t(T * H * Dk));
+    }
+    void gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
+                      const Buffer& g) override {
+        m_cpu->gatedRmsnorm(o, T, H, Dv, w, eps, g);
+        hit("gatedRmsnorm", o, size_t(T * H * Dv));
+    }
+    void mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
+                       const PageTable& pages, int64_t pos0) override {
+        m_cpu->mlaCacheWrite(c, T, R, dt, cache, pages, pos0);
+        if (m_faulty == "mlaCacheWrite") {  // flip one bit of the first written entry
+            const int64_t slot = pages.slot(pos0);
+            std::vector<uint8_t> b(1);
+            const size_t at = size_t(slot) * mlaCacheEntryBytes(dt, R);
+            m_cpu->download(cache, b.data(), 1, at);
+            b[0] ^= 0x10;
+            Buffer one = m_cpu->upload(b.data(), 1);
+            m_cpu->copy(one, 0, cache, at, 1);
+        }
+    }
+    void mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
+                    const Buffer& qLat) override {
+        m_cpu->mlaAbsorbQ(q, T, H, dn, dv, kvb, qLat);
+        hit("mlaAbsorbQ", qLat, size_t(T * H * kvb.cols));
+    }
+    void mlaSparseAttention(const Buffer& q, int64_t T, int64_t H, int64_t R, const Buffer& c, KvCacheDtype dt,
+                            const PageTable& p, const Buffer& idx, int64_t w, float s, const Buffer& o) override {
+        m_cpu->mlaSparseAttention(q, T, H, R, c, dt, p, idx, w, s, o);
+        hit("mlaSparseAttention", o, size_t(T * H * R));
+    }
+    void mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
+                const Buffer& o) override {
+        m_cpu->mlaUpV(oLat, T, H, dn, dv, kvb, o);
+        hit("mlaUpV", o, size_t(T * H * dv));
+    }
+    void indexerCacheWrite(const Buffer& k, const Buffer& g, int64_t T, int64_t D, int64_t kp, const Buffer& ape,
+                           KvCacheDtype dt, const Buffer& tail, const Buffer& store, const PageTable& p,
+                           int64_t pos0) override {
+        m_cpu->indexerCacheWrite(k, g, T, D, kp, ape, dt, tail, store, p, pos0);
+        if (m_faulty == "indexerCacheWrite") hit("indexerCacheWrite", tail, 1);  // corrupt the tail ring
+    }
+    void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk,
+                       KvCacheDtype dt, const Buffer& store, const PageTable& p, int64_t pos0, const Buffer& idx,
+                       IndexerStats* st) override {
+        m_cpu->indexerSelect(q, w, T, H, D, kp, topk, dt, store, p, pos0, idx, st);
+        if (m_faulty == "indexerSelect") {  // swap the first two selected positions of query 0: same set, wrong order?
+            // A wrong choice, not a reordering: replace the first index by −1 (unused).
+            int32_t v = -1;
+            Buffer b = m_cpu->upload(&v, 4);
+            m_cpu->copy(b, 0, idx, 0, 4);
+        }
+    }
+    void moeRoute(const Buffer& x, int64_t T, const WeightView& g, const Buffer& b, int64_t E, int64_t k,
+                  int64_t ng, int64_t tg, bool norm, float sc, int32_t* idx, float* w) override {
+        m_cpu->moeRoute(x, T, g, b, E, k, ng, tg, norm, sc, idx, w);
+        if (m_faulty == "moeRoute") idx[0] = int32_t((idx[0] + 1) % E);
+    }
+    void gatherRows(const Buffer& x, int64_t D, const int32_t* sel, int64_t n, const Buffer& rows) override {
+        m_cpu->gatherRows(x, D, sel, n, rows);
+        hit("gatherRows", rows, size_t(n * D));
+    }
+    void scatterAddRows(const Buffer& rows, int64_t D, const int32_t* sel, const float* sc, int64_t n,
+                        const Buffer& y) override {
+        m_cpu->scatterAddRows(rows, D, sel, sc, n, y);
+        hit("scatterAddRows", y, size_t(D));
+    }
+
+private:
+    // Corrupts the last float of [0, n) of `b` when `op` is the faulty one: a one-element error, the
+    // smallest thing the self-test has to catch.
+    void hit(const char* op, const Buffer& b, size_t n) {
+        if (m_faulty != op || n == 0) return;
+        float v = 0;
+        m_cpu->download(b, &v, 4, (n - 1) * 4);
+        v = v * 1.01f + 0.01f;
+        Buffer one = m_cpu->upload(&v, 4);
+        m_cpu->copy(one, 0, b, (n - 1) * 4, 4);
+    }
+    std::unique_ptr<Backend> m_cpu;
+    std::string m_faulty;
+};
+
+}  // namespace
+
+class TestOpSelftest : public QObject {
+    Q_OBJECT
+private slots:
+    void cpuAgainstCpuPassesEveryCase() {
+        auto a = makeCpuBackend(), b = makeCpuBackend();
+        const auto results = selftest::run(*a, *b, 7);
+        std::set<std::string> families;
+        for (const auto& r : results) {
+            families.insert(r.family);
+            if (!r.pass) qWarning("%s/%s %s: %s", r.family.c_str(), r.op.c_str(), r.shape.c_str(), r.note.c_str());
+            QVERIFY(r.pass);
+            QCOMPARE(r.maxAbsErr, 0.0);  // the same backend twice: bit-identical
+        }
+        // Every family contributes cases; every op of the Backend interface is covered.
+        for (const char* f : {"math", "mhc_kda", "attention", "moe", "exl3"})
+            QVERIFY2(families.count(f), f);
+        std::set<std::string> ops;
+        for (const auto& r : results) ops.insert(r.op);
+        for (const char* op : {"embedding", "linear", "rmsnorm", "layernorm", "swiglu", "add", "scale",
+                               "concatColumns", "mhcPre", "mhcPost", "mhcHead", "causalConvSilu", "kdaGate",
+                               "kdaRecurrent", "gatedRmsnorm", "mlaCacheWrite", "mlaAbsorbQ", "mlaSparseAttention",
+                               "mlaUpV", "indexerCacheWrite", "indexerSelect", "moeRoute", "gatherRows",
+                               "scatterAddRows"}) {
+            bool found = false;
+            for (const auto& o : ops) found = found || o.find(op) != std::string::npos;
+            QVERIFY2(found, op);
+        }
+    }
+
+    void aWrongOpIsCaughtAndNamed_data() {
+        QTest::addColumn<QString>("op");
+        for (const char* op : {"embedding", "linear", "rmsnorm", "layernorm", "swiglu", "mhcPre", "mhcPost", "mhcHead",
+                               "causalConvSilu", "kdaGate", "kdaRecurrent", "gatedRmsnorm", "mlaCacheWrite",
+                               "mlaAbsorbQ", "mlaSparseAttention", "mlaUpV", "indexerCacheWrite", "indexerSelect",
+                               "moeRoute", "gatherRows", "scatterAddRows", "exl3"})
+            QTest::newRow(op) << QString(op);
+    }
+    void aWrongOpIsCaughtAndNamed() {
+        QFETCH(QString, op);
+        auto ref = makeCpuBackend();
+        FaultyBackend bad(op.toStdString());
+        const auto results = selftest::run(*ref, bad, 7);
+        int failedNamingOp = 0;
+        for (const auto& r : results)
+            if (!r.pass && (r.op.find(op.toStdString()) != std::string::npos || r.family == op.toStdString()))
+                ++failedNamingOp;
+        QVERIFY2(failedNamingOp > 0, qPrintable("no failing check names " + op));
+    }
+
+    void cliExitCodes() {
+        // CPU against itself passes (exit 0) and prints the table; a filter matching nothing fails (1);
+        // an unknown backend is bad input (2).
+        auto ok = ts::test::runCli({"selftest", "--backend", "cpu", "--filter", "math/", "--quiet"});
+        QCOMPARE(ok.code, 0);
+        QVERIFY(ok.out.contains("selftest: passed"));
+        auto none = ts::test::runCli({"selftest", "--backend", "cpu", "--filter", "no-such-case"});
+        QCOMPARE(none.code, 1);
+        auto bad = ts::test::runCli({"selftest", "--backend", "tpu"});
+        QCOMPARE(bad.code, 2);
+        QVERIFY(bad.err.contains("--backend must be auto, cpu or cuda"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestOpSelftest)
+#include "test_op_selftest.moc"
