@@ -33,5 +33,19 @@ st=${PIPESTATUS[0]}
 if [ "$BENCH" != none ]; then
   $CLI bench-device --backend cuda --what "$BENCH" --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
 fi
+# Benchmark 4: the whole small models, our CUDA engine vs transformers (bf16, eager) on the same GPU.
+if [ "${BENCH_MODEL:-1}" = 1 ]; then
+  IDS=$(python3 -c "import random; r=random.Random(1); print(','.join(str(r.randrange(0, 380)) for _ in range(64)))")
+  for m in tests/golden/data/tiny_a resources/models/glm5-next-tiny; do
+    n=$(basename "$m")
+    for be in cuda cpu; do
+      $CLI generate --backend $be --model "$m" --prompt-ids "$IDS" --max-tokens 64 --ignore-eos \
+        --json "$OUT/gen_${n}_$be.json" >/dev/null 2>"$OUT/gen_${n}_$be.txt"; tail -1 "$OUT/gen_${n}_$be.txt"
+    done
+    python3 tools/device/bench_transformers_decode.py "$m" 64 >"$OUT/hf_$n.json" 2>"$OUT/hf_$n.txt"; tail -2 "$OUT/hf_$n.txt"
+  done
+  $CLI generate --backend cuda --model resources/models/glm5-next-tiny --prompt "Count from 1 to 40." \
+    --concurrency 4 --max-tokens 64 --ignore-eos --json "$OUT/gen_engine_c4.json" 2>&1 >/dev/null | tail -1
+fi
 echo "selftest exit $st"
 exit $st
