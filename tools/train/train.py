@@ -127,6 +127,35 @@ class MTP:
                 "shared_head.norm.weight": self.shnorm}
 
 
+def load_exported(d, model, mtp, text, top, vis, N, dev):
+    """Inverse of save_checkpoint: main weights through from_pretrained (the on-disk names are converted
+    back by transformers), the MTP decoder block as layer N of the auxiliary N+1-layer model read from the
+    same files, and the MTP extras (enorm/hnorm/eh_proj/shared_head.norm) from the raw tensors."""
+    import torch
+    import make_golden as mg
+    from transformers import Glm5NextForConditionalGeneration
+    src = Glm5NextForConditionalGeneration.from_pretrained(str(d), dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(src.state_dict(), strict=False)
+    if missing or unexpected:
+        raise SystemExit(f"--init-ckpt {d}: main weights do not match the model: missing {missing[:5]}, "
+                         f"unexpected {unexpected[:5]}")
+    aux = Glm5NextForConditionalGeneration.from_pretrained(str(d), config=mg.make_config(mg.aux_text(text), top, vis),
+                                                           dtype=torch.float32)
+    blk = {k: v for k, v in mg.text_model(aux).layers[N].state_dict().items()
+           if not k.startswith(("attn_hc.", "ffn_hc."))}
+    missing, unexpected = mtp.layer.load_state_dict(blk, strict=False)
+    missing = [k for k in missing if not k.startswith(("attn_hc.", "ffn_hc."))]
+    if missing or unexpected:
+        raise SystemExit(f"--init-ckpt {d}: MTP block mismatch: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    raw = mg.read_ckpt(Path(d))
+    pre = f"{mg.P}{N}."
+    with torch.no_grad():
+        for k, v in mtp.state().items():
+            v.copy_(raw[pre + k].float().to(dev))
+    # the MTP block must really be the trained one: its attention weights differ from a fresh init
+    del src, aux
+
+
 def build(text, top, vis, dev, seed):
     import torch
     import make_golden as mg
@@ -283,7 +312,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=60)
     ap.add_argument("--mtp-weight", type=float, default=0.3)
     ap.add_argument("--init-state", type=Path, help="continue from a state.pt written by an earlier run")
-    ap.add_argument("--tokenizer", type=Path, help="reuse this tokenizer.json (with --init-state)")
+    ap.add_argument("--tokenizer", type=Path, help="reuse this tokenizer.json (with --init-state / --init-ckpt)")
+    ap.add_argument("--init-ckpt", type=Path, help="continue from an exported checkpoint directory (BF16 weights "
+                    "incl. the MTP block, e.g. resources/models/glm5-next-tiny); implies its tokenizer")
     ap.add_argument("--save-every", type=float, default=150)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (default: fp32 with TF32)")
@@ -302,6 +333,8 @@ def main():
     held = mc.load_heldout(ROOT / "tests/e2e/data/heldout.jsonl")
     exs = list(mc.train_examples(args.n_train, mc.heldout_keys_of(held)))
     log(f"{len(exs)} training examples, {len(held)} held-out")
+    if args.init_ckpt and not args.tokenizer:
+        args.tokenizer = args.init_ckpt / "tokenizer.json"
     if args.tokenizer:
         tok = Tokenizer.from_file(str(args.tokenizer))
     else:
@@ -325,6 +358,9 @@ def main():
             for k, v in mtp.state().items():
                 v.copy_(st["mtp_extra"][k].float())
         log(f"continued from {args.init_state}")
+    if args.init_ckpt:
+        load_exported(args.init_ckpt, model, mtp, text, top, vis, N, dev)
+        log(f"continued from {args.init_ckpt}")
     try:
         model.set_attn_implementation("sdpa")
         mtp.layer.self_attn.config._attn_implementation = "sdpa"
