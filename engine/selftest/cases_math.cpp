@@ -1,8 +1,263 @@
-// PLACEHOLDER (being written): the math family's op self-test cases.
+// Op self-test cases of the dense math family (kernels/cpu/cpu_math.cpp is the reference,
+// kernels/cuda/cuda_math.cu the CUDA side): embedding, linear, rmsnorm, layernorm, swiglu, add, scale,
+// zero, concatColumns. Every op runs on both backends with the same inputs into poisoned outputs.
+//
+// Widths: GLM-5.3-Flash (hidden 4096, dense MLP 12288, q_lora 1536, q_b 64 heads × 256 = 16384,
+// kv_lora 512, indexer head dim 128, KDA q|k|v 3 × 64 × 128), the golden tiny_a model (hidden 128,
+// MLP 256, expert 32) and the embedded model (hidden 256, MLP 512, expert 96), plus odd sizes that hit
+// every tail and fallback path of the CUDA kernels: T = 1..8 (the GEMV, one kernel per T) and T > 8
+// (the tiled GEMM; F32 weights go to cuBLAS), K not a multiple of 8 (scalar weight loads), x at an
+// address that is not 16-byte aligned (scalar x loads), rows not a multiple of the 128-row tile.
+//
+// Tolerances (|dut − ref| ≤ atol + rtol·|ref|):
+// - linear: weights N(0, 1/K), x N(0, 1), so |y| ~ 1. The outputs differ only by fp32 summation order:
+//   a sequential fp32 sum of K products has an error of ≈ u·√(K/2)·σ(y)/√3 ≈ 1.6e-6 at K = 4096 and
+//   2.8e-6 at K = 12288 (u = 6e-8); the maximum over ~50k outputs is ≈ 5σ. atol = rtol = 1e-4 leaves
+//   ≥ 7× margin and still fails a kernel that rounds x to bf16 (≈ 2e-3 error at |y| ~ 1).
+// - rmsnorm: the mean square is a sum of positive terms (relative order noise ≤ ~1e-6); rtol 1e-5.
+// - layernorm: mean in double on both sides; the variance is a sequential fp32 sum on the CPU (relative
+//   noise ≈ u·√D/3 = 1.3e-6 at D = 4096, shared by a whole row), so an output term |(x − m)·inv·w| ≤ 6
+//   moves by ≤ ~8e-6; it may cancel against b, so the bound is absolute at that scale: atol 3e-5.
+// - swiglu: expf (≤ 2 ulp on the GPU) and one division: a few ulp, rtol 1e-5.
+// - embedding, add, scale, zero, concatColumns: the same single IEEE operation or a copy on both
+//   sides: compared bit for bit.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "selftest/op_selftest.h"
 
 namespace ts::selftest {
 
-void addMathCases(std::vector<Case>& /*out*/) {}
+namespace {
+
+const char* const kFamily = "math";
+
+using Outs = std::vector<std::vector<float>>;
+
+// Runs `f` on the reference, then on the device under test; each returns its outputs in the same order.
+std::pair<Outs, Outs> onBoth(Context& ctx, const std::function<Outs(Backend&)>& f) {
+    Outs r = f(ctx.ref());
+    Outs d = f(ctx.dut());
+    return {std::move(r), std::move(d)};
+}
+
+std::vector<int32_t> bitsOf(const std::vector<float>& v) {
+    std::vector<int32_t> b(v.size());
+    if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);
+    return b;
+}
+
+OpResult exact(const std::string& op, const std::string& shape, const std::vector<float>& ref,
+               const std::vector<float>& dut) {
+    return Context::compareExact(kFamily, op, shape, bitsOf(ref), bitsOf(dut));
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+std::string fstr(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", double(v));
+    return buf;
+}
+std::string dt(DType d) { return std::string(dtypeName(d)); }
+
+// ---------------------------------------------------------------------------------------------------
+
+std::vector<OpResult> embeddingCase(Context& ctx, const char* label, int64_t V, int64_t D, DType dtype, int64_t T) {
+    const WeightView table = ctx.weight(V, D, dtype, 1.0f);
+    std::vector<int32_t> ids = ctx.randint(size_t(T), 0, int32_t(V - 1));
+    ids[0] = int32_t(V - 1);  // the last row, then (for T > 2) the first
+    if (T > 2) ids[1] = 0;
+    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        const Buffer out = Context::poisoned(b, size_t(T * D) * 4);
+        b.embedding(ids.data(), T, table, out);
+        return Outs{Context::getF32(b, out, size_t(T * D))};
+    });
+    const std::string sh = std::string(label) + " V=" + str(V) + " D=" + str(D) + " T=" + str(T) + " " + dt(dtype);
+    return {exact("embedding", sh, ref[0], dut[0])};
+}
+
+// One weight [N, K], several token counts. xOffset > 0: x starts xOffset floats into its buffer (a view
+// that is not 16-byte aligned).
+std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int64_t K, DType dtype,
+                                 std::vector<int64_t> Ts, int64_t xOffset = 0) {
+    const WeightView w = ctx.weight(N, K, dtype, 1.0f / std::sqrt(float(K)));
+    std::vector<OpResult> r;
+    for (int64_t T : Ts) {
+        const std::vector<float> x = ctx.randn(size_t(T * K + xOffset));
+        auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+            const Buffer xb = Context::put(b, x);
+            const Buffer xv = xOffset ? xb.view(size_t(xOffset) * 4, size_t(T * K) * 4) : xb;
+            const Buffer y = Context::poisoned(b, size_t(T * N) * 4);
+            b.linear(xv, T, w, y);
+            return Outs{Context::getF32(b, y, size_t(T * N))};
+        });
+        const std::string sh = std::string(label) + " T=" + str(T) + " " + str(K) + "->" + str(N) + " " + dt(dtype) +
+                               (xOffset ? " x+" + str(xOffset) : "");
+        r.push_back(Context::compare(kFamily, "linear", sh, ref[0], dut[0], 1e-4, 1e-4));
+    }
+    return r;
+}
+
+std::vector<OpResult> rmsnormCase(Context& ctx, const char* label, int64_t rows, int64_t D, bool weighted,
+                                  bool inPlace, float eps) {
+    const std::vector<float> x = ctx.randn(size_t(rows * D), 1.5f), w = ctx.uniform(size_t(D), 0.5f, 1.5f);
+    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        const Buffer xb = Context::put(b, x);
+        const Buffer y = inPlace ? xb : Context::poisoned(b, size_t(rows * D) * 4);
+        b.rmsnorm(xb, rows, D, weighted ? Context::put(b, w) : Buffer(), eps, y);
+        return Outs{Context::getF32(b, y, size_t(rows * D))};
+    });
+    const std::string sh = std::string(label) + " rows=" + str(rows) + " D=" + str(D) + " eps=" + fstr(eps) +
+                           (weighted ? "" : " unweighted") + (inPlace ? " in-place" : "");
+    return {Context::compare(kFamily, "rmsnorm", sh, ref[0], dut[0], 1e-6, 1e-5)};
+}
+
+std::vector<OpResult> layernormCase(Context& ctx, const char* label, int64_t rows, int64_t D, bool inPlace) {
+    std::vector<float> x = ctx.randn(size_t(rows * D), 2.0f);
+    for (float& v : x) v += 0.75f;  // a non-zero mean, so the centring matters
+    const std::vector<float> w = ctx.uniform(size_t(D), 0.5f, 1.5f), bias = ctx.randn(size_t(D), 0.5f);
+    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        const Buffer xb = Context::put(b, x);
+        const Buffer y = inPlace ? xb : Context::poisoned(b, size_t(rows * D) * 4);
+        b.layernorm(xb, rows, D, Context::put(b, w), Context::put(b, bias), 1e-6f, y);
+        return Outs{Context::getF32(b, y, size_t(rows * D))};
+    });
+    const std::string sh = std::string(label) + " rows=" + str(rows) + " D=" + str(D) + (inPlace ? " in-place" : "");
+    return {Context::compare(kFamily, "layernorm", sh, ref[0], dut[0], 3e-5, 1e-5)};
+}
+
+std::vector<OpResult> swigluCase(Context& ctx, const char* label, int64_t T, int64_t I, float limit, bool inPlace) {
+    // σ = 4: with limit 3 or 10 a good share of gates and ups are clamped.
+    const std::vector<float> g = ctx.randn(size_t(T * I), 4.0f), u = ctx.randn(size_t(T * I), 4.0f);
+    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        const Buffer gb = Context::put(b, g), ub = Context::put(b, u);
+        const Buffer out = inPlace ? gb : Context::poisoned(b, size_t(T * I) * 4);
+        b.swiglu(gb, ub, T, I, limit, out);
+        return Outs{Context::getF32(b, out, size_t(T * I))};
+    });
+    const std::string sh = std::string(label) + " T=" + str(T) + " I=" + str(I) + " limit=" + fstr(limit) +
+                           (inPlace ? " in-place" : "");
+    return {Context::compare(kFamily, "swiglu", sh, ref[0], dut[0], 1e-6, 1e-5)};
+}
+
+std::vector<OpResult> elementwiseCase(Context& ctx, int64_t n) {
+    const std::vector<float> x = ctx.randn(size_t(n)), y = ctx.randn(size_t(n)), z = ctx.randn(size_t(n + 3));
+    const float s = 0.70710678f;
+    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        const Buffer xb = Context::put(b, x), yb = Context::put(b, y), zb = Context::put(b, z);
+        b.add(xb, yb, n);
+        b.scale(xb, n, s);
+        b.zero(zb);
+        return Outs{Context::getF32(b, yb, size_t(n)), Context::getF32(b, xb, size_t(n)),
+                    Context::getF32(b, zb, size_t(n + 3))};
+    });
+    const std::string sh = "n=" + str(n);
+    return {exact("add", sh, ref[0], dut[0]), exact("scale", sh + " s=" + fstr(s), ref[1], dut[1]),
+            exact("zero", "n=" + str(n + 3), ref[2], dut[2])};
+}
+
+std::vector<OpResult> concatCase(Context& ctx, const char* label, int64_t T, std::vector<int64_t> widths) {
+    std::vector<std::vector<float>> parts;
+    int64_t total = 0;
+    for (int64_t w : widths) {
+        parts.push_back(ctx.randn(size_t(T * w)));
+        total += w;
+    }
+    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        std::vector<Buffer> bufs;
+        for (const auto& p : parts) bufs.push_back(Context::put(b, p));
+        const Buffer out = Context::poisoned(b, size_t(T * total) * 4);
+        b.concatColumns(bufs.data(), widths.data(), int(widths.size()), T, out);
+        return Outs{Context::getF32(b, out, size_t(T * total))};
+    });
+    std::string ws;
+    for (int64_t w : widths) {
+        if (!ws.empty()) ws += '+';
+        ws += str(w);
+    }
+    return {exact("concatColumns", std::string(label) + " T=" + str(T) + " widths=" + ws, ref[0], dut[0])};
+}
+
+}  // namespace
+
+void addMathCases(std::vector<Case>& out) {
+    auto add = [&](std::string name, std::function<std::vector<OpResult>(Context&)> f) {
+        out.push_back(Case{kFamily, std::move(name), std::move(f)});
+    };
+    using D = DType;
+
+    // embedding
+    add("embedding glm", [](Context& c) { return embeddingCase(c, "glm", 3000, 4096, D::BF16, 7); });
+    add("embedding glm T=1", [](Context& c) { return embeddingCase(c, "glm", 3000, 4096, D::BF16, 1); });
+    add("embedding tiny_a", [](Context& c) { return embeddingCase(c, "tiny_a", 512, 128, D::F32, 5); });
+    add("embedding embedded", [](Context& c) { return embeddingCase(c, "embedded", 1920, 256, D::F16, 3); });
+    add("embedding odd", [](Context& c) { return embeddingCase(c, "odd", 37, 77, D::BF16, 4); });
+
+    // linear: decode (GEMV, T ≤ 8) at the real widths
+    add("linear glm hidden", [](Context& c) { return linearCase(c, "glm o/kda", 4096, 4096, D::BF16, {1, 2, 5, 8, 9}); });
+    add("linear glm dense down", [](Context& c) { return linearCase(c, "glm mlp down", 4096, 12288, D::BF16, {1, 3}); });
+    add("linear glm dense up", [](Context& c) { return linearCase(c, "glm mlp up", 12288, 4096, D::BF16, {4, 6}); });
+    add("linear glm q_a", [](Context& c) { return linearCase(c, "glm q_a", 1536, 4096, D::BF16, {7, 40}); });
+    add("linear glm q_b f16", [](Context& c) { return linearCase(c, "glm q_b", 16384, 1536, D::F16, {1, 3}); });
+    add("linear glm kv_a", [](Context& c) { return linearCase(c, "glm kv_a", 512, 4096, D::BF16, {1, 4}); });
+    add("linear router f32", [](Context& c) { return linearCase(c, "router", 288, 4096, D::F32, {1, 4, 33}); });
+    // prefill (GEMM, T > 8): tails of the 64-token and 128-row tiles
+    add("linear gemm tails", [](Context& c) { return linearCase(c, "gemm", 200, 4096, D::BF16, {17, 65, 130}); });
+    add("linear gemm f16", [](Context& c) { return linearCase(c, "gemm", 2048, 512, D::F16, {3, 20}); });
+    add("linear few rows", [](Context& c) { return linearCase(c, "few rows", 66, 4096, D::BF16, {1, 3, 8}); });
+    // tiny models
+    add("linear tiny_a", [](Context& c) { return linearCase(c, "tiny_a", 256, 128, D::BF16, {1, 5, 16}); });
+    add("linear embedded", [](Context& c) { return linearCase(c, "embedded", 512, 256, D::BF16, {1, 3, 24}); });
+    add("linear embedded expert down", [](Context& c) { return linearCase(c, "embedded", 256, 96, D::BF16, {1, 10}); });
+    // fallbacks: K % 8 ≠ 0, misaligned x, F32 odd sizes through cuBLAS
+    add("linear odd bf16", [](Context& c) { return linearCase(c, "odd", 33, 127, D::BF16, {1, 6, 17}); });
+    add("linear odd f16", [](Context& c) { return linearCase(c, "odd", 3, 1001, D::F16, {2, 9}); });
+    add("linear odd f32", [](Context& c) { return linearCase(c, "odd", 5, 77, D::F32, {1, 12}); });
+    add("linear misaligned x", [](Context& c) { return linearCase(c, "misaligned", 512, 256, D::BF16, {2, 12}, 1); });
+
+    // rmsnorm: block-per-row (D > 1024) and warp-per-row paths, weighted or not, in place
+    add("rmsnorm glm hidden", [](Context& c) { return rmsnormCase(c, "glm", 7, 4096, true, false, 1e-5f); });
+    add("rmsnorm glm hidden T=1 in-place", [](Context& c) { return rmsnormCase(c, "glm", 1, 4096, true, true, 1e-5f); });
+    add("rmsnorm glm unweighted", [](Context& c) { return rmsnormCase(c, "glm", 3, 4096, false, false, 1e-6f); });
+    add("rmsnorm glm q_lora", [](Context& c) { return rmsnormCase(c, "glm q_lora", 2, 1536, true, false, 1e-5f); });
+    add("rmsnorm glm kv_lora", [](Context& c) { return rmsnormCase(c, "glm kv_lora", 5, 512, true, true, 1e-5f); });
+    add("rmsnorm glm heads", [](Context& c) { return rmsnormCase(c, "glm kda heads", 256, 128, true, false, 1e-5f); });
+    add("rmsnorm boundary", [](Context& c) { return rmsnormCase(c, "boundary", 33, 1024, true, false, 1e-5f); });
+    add("rmsnorm boundary+1", [](Context& c) { return rmsnormCase(c, "boundary", 4, 1025, true, false, 1e-5f); });
+    add("rmsnorm tiny_a", [](Context& c) { return rmsnormCase(c, "tiny_a", 3, 128, true, false, 1e-6f); });
+    add("rmsnorm embedded", [](Context& c) { return rmsnormCase(c, "embedded", 2, 256, true, true, 1e-6f); });
+    add("rmsnorm odd", [](Context& c) { return rmsnormCase(c, "odd", 9, 77, false, true, 1e-6f); });
+
+    // layernorm (the indexer's k norm; D = 128 in GLM-5.3-Flash, 32 in the tiny models)
+    add("layernorm glm indexer", [](Context& c) { return layernormCase(c, "glm indexer", 7, 128, true); });
+    add("layernorm glm indexer T=1", [](Context& c) { return layernormCase(c, "glm indexer", 1, 128, false); });
+    add("layernorm tiny", [](Context& c) { return layernormCase(c, "tiny", 5, 32, false); });
+    add("layernorm wide", [](Context& c) { return layernormCase(c, "wide", 3, 4096, false); });
+    add("layernorm odd", [](Context& c) { return layernormCase(c, "odd", 9, 1100, true); });
+    add("layernorm odd small", [](Context& c) { return layernormCase(c, "odd", 65, 77, false); });
+
+    // swiglu
+    add("swiglu glm expert", [](Context& c) { return swigluCase(c, "glm expert", 1, 2048, 10.0f, false); });
+    add("swiglu glm expert in-place", [](Context& c) { return swigluCase(c, "glm expert", 3, 2048, 10.0f, true); });
+    add("swiglu glm dense", [](Context& c) { return swigluCase(c, "glm dense", 4, 12288, 10.0f, false); });
+    add("swiglu tiny_a", [](Context& c) { return swigluCase(c, "tiny_a", 3, 32, 3.0f, false); });
+    add("swiglu embedded", [](Context& c) { return swigluCase(c, "embedded", 2, 96, 10.0f, true); });
+    add("swiglu no limit", [](Context& c) { return swigluCase(c, "odd", 5, 77, 0.0f, false); });
+
+    // add / scale / zero
+    add("add scale zero", [](Context& c) { return elementwiseCase(c, 3 * 4096 + 5); });
+    add("add scale zero small", [](Context& c) { return elementwiseCase(c, 7); });
+
+    // concatColumns: MTP's [enorm(e) | hnorm(h)], KDA's q | k | v, odd widths
+    add("concatColumns glm mtp", [](Context& c) { return concatCase(c, "glm mtp", 3, {4096, 4096}); });
+    add("concatColumns glm kda qkv", [](Context& c) { return concatCase(c, "glm kda", 2, {8192, 8192, 8192}); });
+    add("concatColumns odd", [](Context& c) { return concatCase(c, "odd", 5, {5, 17, 3}); });
+    add("concatColumns T=1", [](Context& c) { return concatCase(c, "T=1", 1, {1, 1}); });
+}
 
 }  // namespace ts::selftest
