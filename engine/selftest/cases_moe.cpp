@@ -1,8 +1,165 @@
-// PLACEHOLDER (being written): the moe family's op self-test cases.
+// Op self-test cases of the MoE family (kernels/cpu/cpu_moe.cpp is the reference, kernels/cuda/cuda_moe.cu
+// the CUDA side): moeRoute, gatherRows, scatterAddRows. Every op runs on both backends with the same
+// inputs into poisoned outputs.
+//
+// Widths: GLM-5.3-Flash (hidden 4096, 288 routed experts, top-8, one group, scaling 2.5), the golden
+// tiny_a model (hidden 128, 8 experts, top-2), the embedded model (hidden 256, 16 experts, top-4), a
+// DeepSeek-style group-limited router (8 groups, 3 kept), and odd sizes (hidden 77: the scalar weight
+// path; T = 9, 37: more than one 8-token block of the router kernel).
+//
+// Tolerances:
+// - moeRoute indices are compared exactly, order included (the weights follow it). The CUDA router
+//   computes the logits in the CPU's summation order and the sigmoid's exp in double rounded once
+//   (equal to glibc's expf but for ~0.03% of arguments, by 1 ulp), so the choice scores are the CPU's
+//   and exact ties (the "ties" cases duplicate experts and whole groups) must break the same way: lower
+//   expert id first, lower group first. A flip would need two experts within 1 ulp at the boundary.
+// - moeRoute weights: the same operations in the same order; at most a 1-ulp sigmoid difference:
+//   rtol 1e-6.
+// - gatherRows is a copy: bit for bit. scatterAddRows adds in the CPU's order (i = 0..n−1 per target) with
+//   the same multiply/add rounding: at most an ulp per add where FMA contraction differs: rtol 1e-6.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dtype.h"
 #include "selftest/op_selftest.h"
 
 namespace ts::selftest {
 
-void addMoeCases(std::vector<Case>& /*out*/) {}
+namespace {
+
+const char* const kFamily = "moe";
+
+std::string str(int64_t v) { return std::to_string(v); }
+std::string fstr(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", double(v));
+    return buf;
+}
+
+std::vector<int32_t> bitsOf(const std::vector<float>& v) {
+    std::vector<int32_t> b(v.size());
+    if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);
+    return b;
+}
+
+struct RouteSpec {
+    const char* label;
+    int64_t T, E, D, topk, nGroup, topkGroup;
+    bool norm;
+    float scaling;
+    DType dtype;
+    bool ties;  // experts [E/2, E) are exact copies of [0, E/2) (weight rows and bias)
+};
+
+std::vector<OpResult> routeCase(Context& ctx, const RouteSpec& s) {
+    // Logits ~ N(0, 1.5²): sigmoid scores spread over (0, 1); the bias shifts the choice only.
+    WeightView w = ctx.weight(s.E, s.D, s.dtype, 1.5f / std::sqrt(float(s.D)));
+    std::vector<float> bias = ctx.uniform(size_t(s.E), -0.05f, 0.05f);
+    if (s.ties) {
+        const size_t rowBytes = size_t(s.D) * dtypeSize(s.dtype), half = size_t(s.E / 2);
+        std::vector<uint8_t> bytes(static_cast<const uint8_t*>(w.data),
+                                   static_cast<const uint8_t*>(w.data) + size_t(s.E) * rowBytes);
+        std::memcpy(bytes.data() + half * rowBytes, bytes.data(), half * rowBytes);
+        w.data = ctx.keep(std::move(bytes));
+        for (size_t e = 0; e < half; ++e) bias[half + e] = bias[e];
+    }
+    const std::vector<float> x = ctx.randn(size_t(s.T * s.D));
+    const size_t n = size_t(s.T * s.topk);
+    std::vector<int32_t> idxR(n, -7), idxD(n, -7);
+    std::vector<float> wR(n, NAN), wD(n, NAN);
+    {
+        Backend& b = ctx.ref();
+        b.moeRoute(Context::put(b, x), s.T, w, Context::put(b, bias), s.E, s.topk, s.nGroup, s.topkGroup, s.norm,
+                   s.scaling, idxR.data(), wR.data());
+    }
+    {
+        Backend& b = ctx.dut();
+        b.moeRoute(Context::put(b, x), s.T, w, Context::put(b, bias), s.E, s.topk, s.nGroup, s.topkGroup, s.norm,
+                   s.scaling, idxD.data(), wD.data());
+    }
+    const std::string sh = std::string(s.label) + " T=" + str(s.T) + " E=" + str(s.E) + " D=" + str(s.D) +
+                           " topk=" + str(s.topk) + (s.nGroup > 1 ? " groups=" + str(s.topkGroup) + "/" + str(s.nGroup) : "") +
+                           (s.norm ? " norm" : "") + " x" + fstr(s.scaling) + " " + std::string(dtypeName(s.dtype)) +
+                           (s.ties ? " ties" : "");
+    return {Context::compareExact(kFamily, "moeRoute.idx", sh, idxR, idxD),
+            Context::compare(kFamily, "moeRoute.weight", sh, wR, wD, 1e-7, 1e-6)};
+}
+
+std::vector<OpResult> gatherCase(Context& ctx, const char* label, int64_t T, int64_t D, int64_t n) {
+    const std::vector<float> x = ctx.randn(size_t(T * D));
+    std::vector<int32_t> sel = ctx.randint(size_t(n), 0, int32_t(T - 1));
+    sel[0] = int32_t(T - 1);
+    if (n > 2) sel[n - 1] = sel[0];  // a repeat
+    std::vector<float> r[2];
+    Backend* sides[2] = {&ctx.ref(), &ctx.dut()};
+    for (int k = 0; k < 2; ++k) {
+        Backend& b = *sides[k];
+        const Buffer rows = Context::poisoned(b, size_t(n * D) * 4);
+        b.gatherRows(Context::put(b, x), D, sel.data(), n, rows);
+        r[k] = Context::getF32(b, rows, size_t(n * D));
+    }
+    const std::string sh = std::string(label) + " T=" + str(T) + " D=" + str(D) + " n=" + str(n);
+    return {Context::compareExact(kFamily, "gatherRows", sh, bitsOf(r[0]), bitsOf(r[1]))};
+}
+
+// n source rows added into y [T, D]; targets drawn from [0, T) so they repeat when n > T.
+std::vector<OpResult> scatterCase(Context& ctx, const char* label, int64_t T, int64_t D, int64_t n) {
+    const std::vector<float> y0 = ctx.randn(size_t(T * D)), rows = ctx.randn(size_t(n * D));
+    const std::vector<float> scale = ctx.uniform(size_t(n), 0.05f, 2.5f);
+    std::vector<int32_t> sel = ctx.randint(size_t(n), 0, int32_t(T - 1));
+    sel[0] = int32_t(T - 1);
+    if (n > 2) sel[n - 1] = sel[0];  // at least one repeated target
+    std::vector<float> r[2];
+    Backend* sides[2] = {&ctx.ref(), &ctx.dut()};
+    for (int k = 0; k < 2; ++k) {
+        Backend& b = *sides[k];
+        const Buffer y = Context::put(b, y0);
+        b.scatterAddRows(Context::put(b, rows), D, sel.data(), scale.data(), n, y);
+        r[k] = Context::getF32(b, y, size_t(T * D));
+    }
+    const std::string sh = std::string(label) + " T=" + str(T) + " D=" + str(D) + " n=" + str(n);
+    return {Context::compare(kFamily, "scatterAddRows", sh, r[0], r[1], 1e-6, 1e-6)};
+}
+
+}  // namespace
+
+void addMoeCases(std::vector<Case>& out) {
+    auto add = [&](std::string name, std::function<std::vector<OpResult>(Context&)> f) {
+        out.push_back(Case{kFamily, std::move(name), std::move(f)});
+    };
+    using D = DType;
+    auto route = [&](std::string name, RouteSpec s) {
+        add(std::move(name), [s](Context& c) { return routeCase(c, s); });
+    };
+
+    // moeRoute                  label        T   E    D     topk grp kept norm  scale  dtype    ties
+    route("moeRoute glm T=1", {"glm", 1, 288, 4096, 8, 1, 1, true, 2.5f, D::BF16, false});
+    route("moeRoute glm T=4", {"glm", 4, 288, 4096, 8, 1, 1, true, 2.5f, D::BF16, false});
+    route("moeRoute glm prefill", {"glm", 37, 288, 4096, 8, 1, 1, true, 2.5f, D::BF16, false});
+    route("moeRoute glm f32", {"glm", 3, 288, 4096, 8, 1, 1, true, 2.5f, D::F32, false});
+    route("moeRoute glm ties", {"glm", 5, 288, 4096, 8, 1, 1, true, 2.5f, D::BF16, true});
+    route("moeRoute tiny_a", {"tiny_a", 6, 8, 128, 2, 1, 1, true, 2.5f, D::BF16, false});
+    route("moeRoute embedded", {"embedded", 3, 16, 256, 4, 1, 1, true, 2.5f, D::BF16, false});
+    route("moeRoute grouped", {"grouped", 9, 64, 512, 6, 8, 3, false, 1.0f, D::BF16, false});
+    route("moeRoute grouped ties", {"grouped", 4, 64, 512, 6, 8, 3, true, 1.5f, D::BF16, true});
+    route("moeRoute one-expert groups", {"grouped", 3, 8, 128, 2, 8, 4, true, 1.0f, D::F32, false});
+    route("moeRoute odd", {"odd", 10, 37, 77, 5, 1, 1, true, 2.5f, D::F16, false});
+
+    // gatherRows / scatterAddRows: decode (8 experts' tokens), prefill with repeats, tiny, odd widths
+    add("gatherRows glm", [](Context& c) { return gatherCase(c, "glm", 4, 4096, 3); });
+    add("gatherRows glm prefill", [](Context& c) { return gatherCase(c, "glm", 37, 4096, 50); });
+    add("gatherRows tiny_a", [](Context& c) { return gatherCase(c, "tiny_a", 6, 128, 4); });
+    add("gatherRows odd", [](Context& c) { return gatherCase(c, "odd", 9, 1077, 13); });
+    add("scatterAddRows glm T=1", [](Context& c) { return scatterCase(c, "glm", 1, 4096, 1); });
+    add("scatterAddRows glm prefill", [](Context& c) { return scatterCase(c, "glm", 37, 4096, 50); });
+    add("scatterAddRows repeats", [](Context& c) { return scatterCase(c, "repeats", 3, 256, 24); });
+    add("scatterAddRows tiny_a", [](Context& c) { return scatterCase(c, "tiny_a", 6, 128, 4); });
+    add("scatterAddRows odd", [](Context& c) { return scatterCase(c, "odd", 9, 1077, 13); });
+}
 
 }  // namespace ts::selftest

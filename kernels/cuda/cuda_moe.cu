@@ -1,19 +1,348 @@
-// PLACEHOLDER (being written): cuda_moe. Every op throws until its kernel lands.
+// cuda_moe: MoE routing and the row gather / scatter of the per-expert path, on the GPU. The CPU backend
+// (kernels/cpu/cpu_moe.cpp) is the truth.
+//
+// moeRoute — two launches, then one device→host copy of [idx | weight] and a stream sync (host outputs):
+//   1. routerLogitsKernel: logits = x · Wᵀ, s = sigmoid(logit), choice = s + bias, into scratch [T, E].
+//      The discrete choice must equal the CPU's, so the dot product is computed in the CPU's exact
+//      order (cpu::dot): lane j of 8 accumulates the elements i ≡ j (mod 8) in increasing i, the lanes are
+//      combined as ((a0+a4)+(a1+a5))+((a2+a6)+(a3+a7)), multiply and add rounded separately unless the
+//      host compiler fuses them (aarch64 / FMA builds; kCpuFusesMulAdd): the logits are bit-identical to
+//      the CPU's (checked against cpu::dot by a host emulation of this kernel's order). The sigmoid's
+//      exp is taken in double and rounded once, which equals glibc's expf (≤ 0.502 ulp) on all but
+//      ~0.03% of arguments (measured on the host; there by 1 ulp), where CUDA's expf has a 2-ulp error
+//      bound. So s and choice equal the CPU's, exact ties (duplicated experts) break the same way, and
+//      a flip needs two experts within an ulp at the top-k boundary.
+//      Launch: one 64-thread block per 8 experts × 8 tokens (thread = expert·8 + lane); weight columns
+//      are staged through shared memory 256 at a time (coalesced 16-byte loads), x comes through L1.
+//   2. routerSelectKernel: one warp per token. Group-limited masking exactly as the CPU (group score =
+//      sum of the two best choices, groups ranked by a stable descending sort, the experts of all but
+//      the best topkGroup groups set to −∞), then topk rounds of a warp arg-max in the order (choice desc, id asc):
+//      round k takes the best expert that comes after round k−1's in that order, which is the CPU's
+//      partial_sort prefix. Weights = s[idx] / (Σ s[idx] + 1e-20) (if norm) × scaling, summed in k order.
+// gatherRows: rows[i] = x[sel[i]]; one block per (row, 1024 columns).
+// scatterAddRows: y[sel[i]] += scale[i] · rows[i]; targets may repeat. Deterministic without atomics: the
+//   host groups i by target (stable, so increasing i), and one block per (target, 1024 columns) adds that
+//   target's rows in increasing i — the CPU's order, so the result is the CPU's bit for bit.
+//
+// Decode (T = 1..4): moeRoute costs two small launches plus a ~10 µs host round trip; the per-expert
+// path costs per selected expert one gather, three linears, one swiglu and one scatter launch (the fused
+// EXL3 path, moeExpertsFused in cuda_exl3.cu, replaces all of those with one launch).
+//
+// Test: `twinspark-cli selftest --backend cuda --filter moe` (engine/selftest/cases_moe.cpp: 288 experts
+// top-8 at hidden 4096, the tiny configs, group-limited routing, deliberate ties, repeated scatter targets).
+// Benchmark: nsys on a decode step (kernels routerLogitsKernel / routerSelectKernel / scatterAddRowsKernel).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 
 namespace ts {
+namespace {
 
-void CudaBackend::moeRoute(const Buffer& /*x*/, int64_t /*T*/, const WeightView& /*gate*/, const Buffer& /*bias*/, int64_t /*E*/, int64_t /*topk*/, int64_t /*nGroup*/, int64_t /*topkGroup*/, bool /*normTopk*/, float /*scaling*/, int32_t* /*hostIdx*/, float* /*hostWeight*/) {
-    fail(ErrorKind::Unsupported, "cuda: moeRoute is not implemented yet");
+// Whether the CPU backend's `acc += a * b` loops compile to fused multiply-adds: GCC contracts them
+// (-ffp-contract=fast is its C++ default) wherever the target has FMA — always on aarch64 (GB10), on
+// x86-64 only when built with -mfma / -march=... (the default build is not).
+#if defined(__aarch64__) || defined(__FMA__)
+constexpr bool kCpuFusesMulAdd = true;
+#else
+constexpr bool kCpuFusesMulAdd = false;
+#endif
+
+template <bool FUSED>
+__device__ __forceinline__ float mulAdd(float acc, float a, float b) {
+    if constexpr (FUSED) return __fmaf_rn(a, b, acc);
+    else return __fadd_rn(acc, __fmul_rn(a, b));
 }
 
-void CudaBackend::gatherRows(const Buffer& /*x*/, int64_t /*D*/, const int32_t* /*hostSel*/, int64_t /*n*/, const Buffer& /*rows*/) {
-    fail(ErrorKind::Unsupported, "cuda: gatherRows is not implemented yet");
+constexpr int kRouteExperts = 8;   // experts per block
+constexpr int kRouteTokens = 8;    // tokens per block (each staged weight is used for all of them)
+constexpr int kRouteChunk = 256;   // weight columns staged per step (a multiple of 8: lanes stay i mod 8)
+constexpr int kRoutePad = kRouteChunk + 8;  // row pitch in shared memory: 4 experts of a warp hit distinct banks
+constexpr int kRouteThreads = kRouteExperts * 8;
+
+// x [T, D] fp32, W [E, D] (dtype DT), bias [E] fp32 or null → s, choice [T, E].
+template <int DT, bool FUSED>
+__global__ void __launch_bounds__(kRouteThreads)
+    routerLogitsKernel(const float* __restrict__ x, const void* __restrict__ W, const float* __restrict__ bias,
+                       int64_t T, int64_t E, int64_t D, bool vecW, float* __restrict__ sOut,
+                       float* __restrict__ choiceOut) {
+    __shared__ float ws[kRouteExperts][kRoutePad];
+    const int tid = threadIdx.x, el = tid >> 3, j = tid & 7;
+    const int64_t e0 = int64_t(blockIdx.x) * kRouteExperts, t0 = int64_t(blockIdx.y) * kRouteTokens;
+    const int64_t e = e0 + el;
+    float acc[kRouteTokens];
+#pragma unroll
+    for (int tt = 0; tt < kRouteTokens; ++tt) acc[tt] = 0.0f;
+
+    for (int64_t c0 = 0; c0 < D; c0 += kRouteChunk) {
+        // Stage 8 experts × 256 columns: 256 groups of 8 columns, 4 per thread; zeros past the ends.
+#pragma unroll
+        for (int r = 0; r < (kRouteExperts * kRouteChunk / 8) / kRouteThreads; ++r) {
+            const int v = tid + r * kRouteThreads, ee = v / (kRouteChunk / 8), cc = (v % (kRouteChunk / 8)) * 8;
+            const int64_t eg = e0 + ee, c = c0 + cc;
+            float f[8];
+            if (vecW && eg < E && c + 8 <= D) {
+                if constexpr (DT == 2) {
+                    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(W) + eg * D + c);
+                    const float4 a = __ldg(p), b = __ldg(p + 1);
+                    f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w; f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
+                } else {
+                    const uint4 u = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(W) + eg * D + c));
+                    const uint32_t h[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        if constexpr (DT == 0) {
+                            f[2 * q] = __uint_as_float(h[q] << 16);
+                            f[2 * q + 1] = __uint_as_float(h[q] & 0xffff0000u);
+                        } else {
+                            f[2 * q] = __half2float(__ushort_as_half(static_cast<unsigned short>(h[q] & 0xffffu)));
+                            f[2 * q + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(h[q] >> 16)));
+                        }
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int q = 0; q < 8; ++q) f[q] = (eg < E && c + q < D) ? cuda::loadWeight(W, eg * D + c + q, DT) : 0.0f;
+            }
+#pragma unroll
+            for (int q = 0; q < 8; ++q) ws[ee][cc + q] = f[q];
+        }
+        __syncthreads();
+        const int cEnd = int(D - c0 < kRouteChunk ? D - c0 : kRouteChunk);
+        for (int m = j; m < cEnd; m += 8) {  // columns c0 + m ≡ j (mod 8), increasing: the CPU's lane j
+            const float w = ws[el][m];
+#pragma unroll
+            for (int tt = 0; tt < kRouteTokens; ++tt)
+                if (t0 + tt < T) acc[tt] = mulAdd<FUSED>(acc[tt], x[(t0 + tt) * D + c0 + m], w);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int tt = 0; tt < kRouteTokens; ++tt) {
+        // ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)), lanes j = 0..7 of one expert are adjacent.
+        float v = acc[tt];
+        v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 4));  // j < 4: a_j + a_{j+4}
+        v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 1));  // j = 0: p0 + p1; j = 2: p2 + p3
+        v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 2));  // j = 0: (p0 + p1) + (p2 + p3)
+        const int64_t t = t0 + tt;
+        if (j == 0 && e < E && t < T) {
+            const float ex = float(exp(-double(v)));  // ≈ glibc's expf (see the top comment)
+            const float s = __fdiv_rn(1.0f, __fadd_rn(1.0f, ex));
+            sOut[t * E + e] = s;
+            choiceOut[t * E + e] = bias ? __fadd_rn(s, bias[e]) : s;
+        }
+    }
 }
 
-void CudaBackend::scatterAddRows(const Buffer& /*rows*/, int64_t /*D*/, const int32_t* /*hostSel*/, const float* /*hostScale*/, int64_t /*n*/, const Buffer& /*y*/) {
-    fail(ErrorKind::Unsupported, "cuda: scatterAddRows is not implemented yet");
+constexpr int kSelectWarps = 4;
+
+// True when (va, ea) comes before (vb, eb) in the routing order: choice descending, then lower id.
+__device__ __forceinline__ bool before(float va, int ea, float vb, int eb) {
+    return va != vb ? va > vb : ea < eb;
+}
+
+// One warp per token. s, choice [T, E]; groupScore / groupMasked [T, nGroup] scratch (nGroup > 1);
+// idx [T, topk] int32, weight [T, topk] fp32.
+__global__ void __launch_bounds__(kSelectWarps * 32)
+    routerSelectKernel(const float* __restrict__ s, const float* __restrict__ choice, int64_t T, int E, int nGroup,
+                       int topkGroup, int topk, bool normTopk, float scaling, float* groupScore, int* groupMasked,
+                       int32_t* __restrict__ idx, float* __restrict__ weight) {
+    const int lane = threadIdx.x & 31;
+    const int64_t t = int64_t(blockIdx.x) * kSelectWarps + (threadIdx.x >> 5);
+    if (t >= T) return;  // whole warp
+    const float* ch = choice + t * E;
+    const float* st = s + t * E;
+    const int perGroup = E / nGroup;
+    int* masked = nGroup > 1 ? groupMasked + t * nGroup : nullptr;
+    if (nGroup > 1) {
+        float* gs = groupScore + t * nGroup;
+        for (int g = lane; g < nGroup; g += 32) {  // the CPU's running best two, ties to b2
+            float b1 = -INFINITY, b2 = -INFINITY;
+            for (int e = g * perGroup; e < (g + 1) * perGroup; ++e) {
+                const float v = ch[e];
+                if (v > b1) { b2 = b1; b1 = v; } else if (v > b2) b2 = v;
+            }
+            gs[g] = b1 + b2;
+        }
+        __syncwarp();
+        for (int g = lane; g < nGroup; g += 32) {  // rank in a stable descending sort
+            int rank = 0;
+            for (int h = 0; h < nGroup; ++h) rank += (gs[h] > gs[g] || (gs[h] == gs[g] && h < g)) ? 1 : 0;
+            masked[g] = rank >= topkGroup ? 1 : 0;
+        }
+        __syncwarp();
+    }
+    float prevV = 0.0f;
+    int prevE = -1;
+    for (int k = 0; k < topk; ++k) {
+        float bestV = 0.0f;
+        int bestE = -1;
+        for (int e = lane; e < E; e += 32) {
+            const int g = perGroup > 0 ? e / perGroup : 0;
+            const float v = (masked && g < nGroup && masked[g]) ? -INFINITY : ch[e];
+            if (prevE >= 0 && !before(prevV, prevE, v, e)) continue;  // already taken
+            if (bestE < 0 || before(v, e, bestV, bestE)) { bestV = v; bestE = e; }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, bestV, o);
+            const int oe = __shfl_xor_sync(0xffffffffu, bestE, o);
+            if (oe >= 0 && (bestE < 0 || before(ov, oe, bestV, bestE))) { bestV = ov; bestE = oe; }
+        }
+        prevV = bestV;
+        prevE = bestE;
+        if (lane == 0) idx[t * topk + k] = bestE;
+    }
+    if (lane == 0) {
+        float sum = 0.0f;
+        for (int k = 0; k < topk; ++k) sum = __fadd_rn(sum, st[idx[t * topk + k]]);
+        for (int k = 0; k < topk; ++k) {
+            float w = st[idx[t * topk + k]];
+            if (normTopk) w = __fdiv_rn(w, __fadd_rn(sum, 1e-20f));
+            weight[t * topk + k] = __fmul_rn(w, scaling);
+        }
+    }
+}
+
+constexpr int kRowThreads = 256;
+constexpr int kRowChunk = kRowThreads * 4;  // columns per block
+
+// rows[i, :] = x[sel[i], :]; grid (n, ⌈D / 1024⌉).
+__global__ void __launch_bounds__(kRowThreads)
+    gatherRowsKernel(const float* __restrict__ x, const int32_t* __restrict__ sel, int64_t D, float* __restrict__ rows) {
+    const int64_t i = blockIdx.x;
+    const float* src = x + int64_t(sel[i]) * D;
+    float* dst = rows + i * D;
+    const int64_t d0 = int64_t(blockIdx.y) * kRowChunk;
+    const int64_t d1 = d0 + kRowChunk < D ? d0 + kRowChunk : D;
+    for (int64_t d = d0 + threadIdx.x; d < d1; d += kRowThreads) dst[d] = src[d];
+}
+
+// For target u: y[target[u], :] += Σ_{p ∈ [off[u], off[u+1])} scale[src[p]] · rows[src[p], :] in p order.
+template <bool FUSED>
+__global__ void __launch_bounds__(kRowThreads)
+    scatterAddRowsKernel(const float* __restrict__ rows, int64_t D, const int32_t* __restrict__ target,
+                         const int32_t* __restrict__ off, const int32_t* __restrict__ src,
+                         const float* __restrict__ scale, float* __restrict__ y) {
+    const int64_t u = blockIdx.x;
+    float* dst = y + int64_t(target[u]) * D;
+    const int p0 = off[u], p1 = off[u + 1];
+    const int64_t d0 = int64_t(blockIdx.y) * kRowChunk;
+    const int64_t d1 = d0 + kRowChunk < D ? d0 + kRowChunk : D;
+    for (int64_t d = d0 + threadIdx.x; d < d1; d += kRowThreads) {
+        float acc = dst[d];
+        for (int p = p0; p < p1; ++p) {
+            const int64_t i = src[p];
+            acc = mulAdd<FUSED>(acc, scale[i], rows[i * D + d]);
+        }
+        dst[d] = acc;
+    }
+}
+
+}  // namespace
+
+void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
+                           int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
+                           int32_t* hostIdx, float* hostWeight) {
+    TS_CHECK(!gate.packed, "moeRoute needs a dense router weight, not a packed (EXL3) linear");
+    const int64_t D = gate.cols;
+    TS_CHECK(gate.rows >= E && E > 0 && E <= INT32_MAX, "moeRoute: router weight has fewer rows than experts");
+    TS_CHECK(topk >= 1 && topk <= E, "moeRoute: topk out of range");
+    TS_CHECK(nGroup >= 1 && nGroup <= E, "moeRoute: n_group out of range");
+    TS_CHECK(x.size() >= size_t(T * D) * 4, "moeRoute: x too small");
+    TS_CHECK(bias.empty() || bias.size() >= size_t(E) * 4, "moeRoute: bias too small");
+    if (T <= 0) return;
+    TS_CHECK(gate.dtype == DType::BF16 || gate.dtype == DType::F16 || gate.dtype == DType::F32,
+             "moeRoute: router weight must be BF16, F16 or F32");
+    const void* W = deviceWeight(gate);
+    const size_t te = size_t(T * E), tk = size_t(T * topk);
+    float* s = static_cast<float*>(scratch(kScratchA, te * 4 * 2));
+    float* choice = s + te;
+    // [idx | weight] contiguous, so one copy brings both back.
+    auto* out = static_cast<uint8_t*>(scratch(kScratchB, tk * 8));
+    auto* dIdx = reinterpret_cast<int32_t*>(out);
+    auto* dWeight = reinterpret_cast<float*>(out + tk * 4);
+    float* groupScore = nullptr;
+    int* groupMasked = nullptr;
+    if (nGroup > 1) {
+        groupScore = static_cast<float*>(scratch(kScratchC, size_t(T * nGroup) * 8));
+        groupMasked = reinterpret_cast<int*>(groupScore + T * nGroup);
+    }
+
+    const bool vecW = D % 8 == 0;
+    const float* B = bias.empty() ? nullptr : bias.f32();
+    const int64_t gy = (T + kRouteTokens - 1) / kRouteTokens;
+    TS_CHECK(gy <= 65535, "moeRoute: too many tokens for one launch");
+    const dim3 grid(unsigned((E + kRouteExperts - 1) / kRouteExperts), unsigned(gy));
+    auto launch = [&](auto dtTag) {
+        constexpr int DT = decltype(dtTag)::value;
+        routerLogitsKernel<DT, kCpuFusesMulAdd>
+            <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, s, choice);
+    };
+    if (gate.dtype == DType::BF16) launch(std::integral_constant<int, 0>{});
+    else if (gate.dtype == DType::F16) launch(std::integral_constant<int, 1>{});
+    else launch(std::integral_constant<int, 2>{});
+    TS_CUDA_LAUNCH_CHECK();
+    routerSelectKernel<<<unsigned((T + kSelectWarps - 1) / kSelectWarps), kSelectWarps * 32, 0, m_stream>>>(
+        s, choice, T, int(E), int(nGroup), int(topkGroup < INT32_MAX ? topkGroup : INT32_MAX), int(topk), normTopk,
+        scaling, groupScore, groupMasked, dIdx, dWeight);
+    TS_CUDA_LAUNCH_CHECK();
+    std::vector<uint8_t> host(tk * 8);
+    TS_CUDA_CHECK(cudaMemcpyAsync(host.data(), out, tk * 8, cudaMemcpyDeviceToHost, m_stream));
+    TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    std::memcpy(hostIdx, host.data(), tk * 4);
+    std::memcpy(hostWeight, host.data() + tk * 4, tk * 4);
+}
+
+void CudaBackend::gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel, int64_t n, const Buffer& rows) {
+    TS_CHECK(rows.size() >= size_t(n * D) * 4, "gatherRows: output too small");
+    if (n <= 0 || D <= 0) return;
+    const int64_t xRows = int64_t(x.size() / (size_t(D) * 4));
+    for (int64_t i = 0; i < n; ++i) TS_CHECK(hostSel[i] >= 0 && hostSel[i] < xRows, "gatherRows: row out of range");
+    const int32_t* sel = uploadInts(kScratchSel, hostSel, n);
+    const int64_t chunks = (D + kRowChunk - 1) / kRowChunk;
+    TS_CHECK(n <= INT32_MAX && chunks <= 65535, "gatherRows: too large");
+    gatherRowsKernel<<<dim3(unsigned(n), unsigned(chunks)), kRowThreads, 0, m_stream>>>(x.f32(), sel, D, rows.f32());
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale,
+                                 int64_t n, const Buffer& y) {
+    TS_CHECK(rows.size() >= size_t(n * D) * 4, "scatterAddRows: rows too small");
+    if (n <= 0 || D <= 0) return;
+    TS_CHECK(n <= INT32_MAX / 2, "scatterAddRows: too many rows");
+    const int64_t yRows = int64_t(y.size() / (size_t(D) * 4));
+    for (int64_t i = 0; i < n; ++i) TS_CHECK(hostSel[i] >= 0 && hostSel[i] < yRows, "scatterAddRows: row out of range");
+    // Group the sources by target, keeping increasing i within a target (the CPU's order of the adds).
+    std::vector<int32_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return hostSel[a] < hostSel[b]; });
+    // Packed upload: [U targets | U + 1 offsets | n sources]
+    std::vector<int32_t> packed;
+    packed.reserve(size_t(3 * n + 1));
+    std::vector<int32_t> offs;
+    offs.reserve(size_t(n + 1));
+    for (int64_t p = 0; p < n; ++p)
+        if (p == 0 || hostSel[order[size_t(p)]] != hostSel[order[size_t(p - 1)]]) {
+            packed.push_back(hostSel[order[size_t(p)]]);
+            offs.push_back(int32_t(p));
+        }
+    const int64_t U = int64_t(packed.size());
+    offs.push_back(int32_t(n));
+    packed.insert(packed.end(), offs.begin(), offs.end());
+    packed.insert(packed.end(), order.begin(), order.end());
+    const int32_t* dPacked = uploadInts(kScratchSel, packed.data(), int64_t(packed.size()));
+    const float* dScale = uploadFloats(kScratchScale, hostScale, n);
+    const int64_t chunks = (D + kRowChunk - 1) / kRowChunk;
+    TS_CHECK(chunks <= 65535, "scatterAddRows: rows too wide");
+    const dim3 grid{unsigned(U), unsigned(chunks)};
+    scatterAddRowsKernel<kCpuFusesMulAdd><<<grid, kRowThreads, 0, m_stream>>>(
+        rows.f32(), D, dPacked, dPacked + U, dPacked + 2 * U + 1, dScale, y.f32());
+    TS_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace ts
