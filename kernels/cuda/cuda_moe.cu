@@ -12,8 +12,9 @@
 //      ~0.03% of arguments (measured on the host; there by 1 ulp), where CUDA's expf has a 2-ulp error
 //      bound. So s and choice equal the CPU's, exact ties (duplicated experts) break the same way, and
 //      a flip needs two experts within an ulp at the top-k boundary.
-//      Launch: one 64-thread block per 8 experts × 8 tokens (thread = expert·8 + lane); weight columns
-//      are staged through shared memory 256 at a time (coalesced 16-byte loads), x comes through L1.
+//      Launch: one 64-thread block per 8 experts × 8 tokens (thread = expert·8 + lane); weight and x
+//      columns are staged through shared memory 256 at a time (coalesced 16-byte loads), the next 256
+//      prefetched into registers while the current ones are used.
 //   2. routerSelectKernel: one warp per token. Group-limited masking exactly as the CPU (group score =
 //      sum of the two best choices, groups ranked by a stable descending sort, the experts of all but
 //      the best topkGroup groups set to −∞), then topk rounds of a warp arg-max in the order (choice desc, id asc):
@@ -65,62 +66,106 @@ constexpr int kRouteChunk = 256;   // weight columns staged per step (a multiple
 constexpr int kRoutePad = kRouteChunk + 8;  // row pitch in shared memory: 4 experts of a warp hit distinct banks
 constexpr int kRouteThreads = kRouteExperts * 8;
 
+// Eight weights W[e, c .. c+8) widened to fp32 (16-byte loads when vec; zeros past E or D).
+template <int DT>
+__device__ __forceinline__ void routerLoad8(const void* W, int64_t e, int64_t c, int64_t E, int64_t D, bool vec,
+                                            float (&f)[8]) {
+    if (vec && e < E && c + 8 <= D) {
+        if constexpr (DT == 2) {
+            const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(W) + e * D + c);
+            const float4 a = __ldg(p), b = __ldg(p + 1);
+            f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w; f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
+        } else {
+            const uint4 u = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(W) + e * D + c));
+            const uint32_t h[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                if constexpr (DT == 0) {  // bf16 → fp32: the high half of the fp32 bits
+                    f[2 * q] = __uint_as_float(h[q] << 16);
+                    f[2 * q + 1] = __uint_as_float(h[q] & 0xffff0000u);
+                } else {
+                    f[2 * q] = __half2float(__ushort_as_half(static_cast<unsigned short>(h[q] & 0xffffu)));
+                    f[2 * q + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(h[q] >> 16)));
+                }
+            }
+        }
+    } else {
+#pragma unroll
+        for (int q = 0; q < 8; ++q) f[q] = (e < E && c + q < D) ? cuda::loadWeight(W, e * D + c + q, DT) : 0.0f;
+    }
+}
+
 // x [T, D] fp32, W [E, D] (dtype DT), bias [E] fp32 or null → s, choice [T, E].
+// Each step stages 256 columns of the block's 8 experts and 8 tokens in shared memory; the next step's
+// columns are already being fetched into registers while this step computes (one memory latency per
+// call instead of one per step: at T = 1 the call is latency-bound, 36 blocks for 288 experts).
 template <int DT, bool FUSED>
 __global__ void __launch_bounds__(kRouteThreads)
     routerLogitsKernel(const float* __restrict__ x, const void* __restrict__ W, const float* __restrict__ bias,
-                       int64_t T, int64_t E, int64_t D, bool vecW, float* __restrict__ sOut,
+                       int64_t T, int64_t E, int64_t D, bool vecW, bool vecX, float* __restrict__ sOut,
                        float* __restrict__ choiceOut) {
+    constexpr int kWPerThread = (kRouteExperts * kRouteChunk / 8) / kRouteThreads;   // 8-column groups: 4
+    constexpr int kXPerThread = (kRouteTokens * kRouteChunk / 4) / kRouteThreads;    // 4-column groups: 8
     __shared__ float ws[kRouteExperts][kRoutePad];
+    __shared__ __align__(16) float xs[kRouteTokens][kRouteChunk];
     const int tid = threadIdx.x, el = tid >> 3, j = tid & 7;
     const int64_t e0 = int64_t(blockIdx.x) * kRouteExperts, t0 = int64_t(blockIdx.y) * kRouteTokens;
     const int64_t e = e0 + el;
+    float wr[kWPerThread][8], xr[kXPerThread][4];
+
+    auto fetch = [&](int64_t c0) {
+#pragma unroll
+        for (int r = 0; r < kWPerThread; ++r) {
+            const int v = tid + r * kRouteThreads, ee = v / (kRouteChunk / 8), cc = (v % (kRouteChunk / 8)) * 8;
+            routerLoad8<DT>(W, e0 + ee, c0 + cc, E, D, vecW, wr[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < kXPerThread; ++r) {
+            const int v = tid + r * kRouteThreads, tt = v / (kRouteChunk / 4), cc = (v % (kRouteChunk / 4)) * 4;
+            const int64_t t = t0 + tt, c = c0 + cc;
+            if (vecX && t < T && c + 4 <= D) {
+                const float4 a = __ldg(reinterpret_cast<const float4*>(x + t * D + c));
+                xr[r][0] = a.x; xr[r][1] = a.y; xr[r][2] = a.z; xr[r][3] = a.w;
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) xr[r][q] = (t < T && c + q < D) ? x[t * D + c + q] : 0.0f;
+            }
+        }
+    };
+    auto stash = [&]() {
+#pragma unroll
+        for (int r = 0; r < kWPerThread; ++r) {
+            const int v = tid + r * kRouteThreads, ee = v / (kRouteChunk / 8), cc = (v % (kRouteChunk / 8)) * 8;
+#pragma unroll
+            for (int q = 0; q < 8; ++q) ws[ee][cc + q] = wr[r][q];
+        }
+#pragma unroll
+        for (int r = 0; r < kXPerThread; ++r) {
+            const int v = tid + r * kRouteThreads, tt = v / (kRouteChunk / 4), cc = (v % (kRouteChunk / 4)) * 4;
+            *reinterpret_cast<float4*>(&xs[tt][cc]) = make_float4(xr[r][0], xr[r][1], xr[r][2], xr[r][3]);
+        }
+    };
+
     float acc[kRouteTokens];
 #pragma unroll
     for (int tt = 0; tt < kRouteTokens; ++tt) acc[tt] = 0.0f;
-
+    fetch(0);
+    stash();
+    __syncthreads();
     for (int64_t c0 = 0; c0 < D; c0 += kRouteChunk) {
-        // Stage 8 experts × 256 columns: 256 groups of 8 columns, 4 per thread; zeros past the ends.
-#pragma unroll
-        for (int r = 0; r < (kRouteExperts * kRouteChunk / 8) / kRouteThreads; ++r) {
-            const int v = tid + r * kRouteThreads, ee = v / (kRouteChunk / 8), cc = (v % (kRouteChunk / 8)) * 8;
-            const int64_t eg = e0 + ee, c = c0 + cc;
-            float f[8];
-            if (vecW && eg < E && c + 8 <= D) {
-                if constexpr (DT == 2) {
-                    const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(W) + eg * D + c);
-                    const float4 a = __ldg(p), b = __ldg(p + 1);
-                    f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w; f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
-                } else {
-                    const uint4 u = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(W) + eg * D + c));
-                    const uint32_t h[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        if constexpr (DT == 0) {
-                            f[2 * q] = __uint_as_float(h[q] << 16);
-                            f[2 * q + 1] = __uint_as_float(h[q] & 0xffff0000u);
-                        } else {
-                            f[2 * q] = __half2float(__ushort_as_half(static_cast<unsigned short>(h[q] & 0xffffu)));
-                            f[2 * q + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(h[q] >> 16)));
-                        }
-                    }
-                }
-            } else {
-#pragma unroll
-                for (int q = 0; q < 8; ++q) f[q] = (eg < E && c + q < D) ? cuda::loadWeight(W, eg * D + c + q, DT) : 0.0f;
-            }
-#pragma unroll
-            for (int q = 0; q < 8; ++q) ws[ee][cc + q] = f[q];
-        }
-        __syncthreads();
+        const bool more = c0 + kRouteChunk < D;
+        if (more) fetch(c0 + kRouteChunk);
         const int cEnd = int(D - c0 < kRouteChunk ? D - c0 : kRouteChunk);
         for (int m = j; m < cEnd; m += 8) {  // columns c0 + m ≡ j (mod 8), increasing: the CPU's lane j
             const float w = ws[el][m];
 #pragma unroll
-            for (int tt = 0; tt < kRouteTokens; ++tt)
-                if (t0 + tt < T) acc[tt] = mulAdd<FUSED>(acc[tt], x[(t0 + tt) * D + c0 + m], w);
+            for (int tt = 0; tt < kRouteTokens; ++tt) acc[tt] = mulAdd<FUSED>(acc[tt], xs[tt][m], w);
         }
         __syncthreads();
+        if (more) {
+            stash();
+            __syncthreads();
+        }
     }
 #pragma unroll
     for (int tt = 0; tt < kRouteTokens; ++tt) {
@@ -274,6 +319,7 @@ void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, c
     }
 
     const bool vecW = D % 8 == 0;
+    const bool vecX = D % 4 == 0 && (reinterpret_cast<uintptr_t>(x.f32()) & 15u) == 0;
     const float* B = bias.empty() ? nullptr : bias.f32();
     const int64_t gy = (T + kRouteTokens - 1) / kRouteTokens;
     TS_CHECK(gy <= 65535, "moeRoute: too many tokens for one launch");
@@ -281,7 +327,7 @@ void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, c
     auto launch = [&](auto dtTag) {
         constexpr int DT = decltype(dtTag)::value;
         routerLogitsKernel<DT, kCpuFusesMulAdd>
-            <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, s, choice);
+            <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
     };
     if (gate.dtype == DType::BF16) launch(std::integral_constant<int, 0>{});
     else if (gate.dtype == DType::F16) launch(std::integral_constant<int, 1>{});
