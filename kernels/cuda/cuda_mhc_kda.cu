@@ -24,9 +24,12 @@
 //   the state are independent given (q, k, g, β, v[j]), so grid (H, ⌈Dv/32⌉), block (32 columns,
 //   RG row groups): each thread keeps R rows × 1 column of S in registers for the whole call (the
 //   state is read once and written once however long T is), the two column sums per token
-//   (Sᵀk and Sᵀq) are reduced over the row groups through shared memory. Decode (T = 1) streams the
-//   state exactly once (64 heads × 128 × 128 × 4 B = 4 MiB per layer, read + written); prefill runs the
-//   same kernel over T with the next token's inputs prefetched (correct; a chunked form could be faster).
+//   (Sᵀk and Sᵀq) are reduced over the row groups through double-buffered shared memory with one
+//   barrier per token; the next token's inputs are staged (and their norms reduced) during the current
+//   one. Decode (T = 1) streams the state exactly once (64 heads × 128 × 128 × 4 B = 4 MiB per layer,
+//   read + written); prefill runs the same kernel over T (exact; a chunked form is not written: in
+//   fp32 on CUDA cores it saves no arithmetic, only latency, and TF32 tensor cores would miss the
+//   CPU reference by ~1e-3).
 // - gatedRmsnorm: one warp per (t, h) row.
 //
 // Test:      twinspark-cli selftest --backend cuda --filter mhc_kda   (cases: engine/selftest/cases_mhc_kda.cpp)
@@ -265,20 +268,30 @@ __global__ void kdaGateKernel(float* __restrict__ f, int64_t T, int64_t H, int64
 
 // The gated delta rule for head blockIdx.x, state columns [32·blockIdx.y, +32), all T tokens.
 // Block (32, RG): lane = column, threadIdx.y = row group; rows grp·R … grp·R + R − 1 (< Dk) live in
-// registers. Dv = Dk. 32·RG ≥ Dk (R ≤ 32), so the first Dk threads load one element of q, k, g each.
-// Dynamic shared memory: qs, ks, ds [Dk] | red1, red2 [RG·32] | wsum [64].
+// registers for the whole call. Dv = Dk. 32·RG ≥ Dk (R ≤ 32), so the first Dk threads stage one
+// element of q, k, exp(g) each.
+//
+// Per token t, in two phases around ONE barrier:
+//   phase 1: q̂, k̂ from token t's staged values and norms; S ← S·exp(g); partial Sᵀk̂ of this row group
+//            → red1[t&1]. Meanwhile token t+1's inputs (loaded during token t−1) are staged into the
+//            other parity of the shared buffers, with their warp-partial norms, and token t+2 is loaded.
+//   barrier
+//   phase 2: mem = β(v − Σ red1); S ← S + k̂·mem; partial Sᵀq̂ → red2[t&1]; row group 0 finishes the
+//            previous token's output from red2[(t−1)&1] (its partials were written before the barrier).
+// Every shared buffer is double-buffered by token parity; a buffer of parity p is rewritten only after
+// a barrier that every reader of its previous contents has passed (phase 2 reads registers only, apart
+// from red1[t&1] / red2[(t−1)&1]).
+// Dynamic shared memory: stage[2][3·Dk] (q, k, exp g) | wsum[2][64] | red1[2][RG·32] | red2[2][RG·32].
 template <int R, int MAXT>
 __global__ void __launch_bounds__(MAXT) kdaRecurrentKernel(const float* __restrict__ qkv, int64_t T, int H, int Dk,
                                    const float* __restrict__ g, const float* __restrict__ betaLogits,
                                    float* __restrict__ state, float* __restrict__ out, float qScale) {
     extern __shared__ float sh[];
     const int Dv = Dk, RG = blockDim.y;
-    float* qs = sh;
-    float* ks = qs + Dk;
-    float* ds = ks + Dk;
-    float* red1 = ds + Dk;
-    float* red2 = red1 + RG * 32;
-    float* wsum = red2 + RG * 32;
+    float* stage = sh;               // [2][3·Dk]
+    float* wsum = stage + 6 * Dk;    // [2][64]: warp partial Σq² at [0, 32), Σk² at [32, 64)
+    float* red1 = wsum + 128;        // [2][RG·32]
+    float* red2 = red1 + 2 * RG * 32;  // [2][RG·32]
     const int h = blockIdx.x, lane = threadIdx.x, grp = threadIdx.y;
     const int tid = grp * 32 + lane;
     const int j = blockIdx.y * 32 + lane;
@@ -293,7 +306,7 @@ __global__ void __launch_bounds__(MAXT) kdaRecurrentKernel(const float* __restri
         S[r] = (i < Dk && colOk) ? Sh[int64_t(i) * Dv + j] : 0.0f;
     }
 
-    // Inputs of token t, prefetched one token ahead: q[i], k[i], g[i] for i = tid (< Dk), v[j], β logit.
+    // Raw inputs of one token, loaded ahead: q[i], k[i], g[i] for i = tid (< Dk), v[j], β logit.
     float qv = 0.0f, kv = 0.0f, gv = 0.0f, vv = 0.0f, bl = 0.0f;
     auto load = [&](int64_t t) {
         const float* row = qkv + t * 3 * C;
@@ -305,31 +318,43 @@ __global__ void __launch_bounds__(MAXT) kdaRecurrentKernel(const float* __restri
         vv = colOk ? row[2 * C + int64_t(h) * Dv + j] : 0.0f;
         bl = betaLogits[t * H + h];
     };
-    if (T > 0) load(0);
-
-    for (int64_t t = 0; t < T; ++t) {
+    // Writes the loaded token's q, k, exp(g) and warp-partial squared norms into parity p.
+    auto stageInto = [&](int p) {
+        float* b = stage + p * 3 * Dk;
         float qsq = 0.0f, ksq = 0.0f;
         if (tid < Dk) {
-            qs[tid] = qv;
-            ks[tid] = kv;
-            ds[tid] = expf(gv);
+            b[tid] = qv;
+            b[Dk + tid] = kv;
+            b[2 * Dk + tid] = expf(gv);
             qsq = qv * qv;
             ksq = kv * kv;
         }
-        const float vj = vv;
-        const float beta = sigmoidf_(bl);
-        if (t + 1 < T) load(t + 1);  // in flight while this token is computed
         qsq = warpSum(qsq);
         ksq = warpSum(ksq);
         if (lane == 0) {
-            wsum[grp] = qsq;
-            wsum[32 + grp] = ksq;
+            wsum[p * 64 + grp] = qsq;
+            wsum[p * 64 + 32 + grp] = ksq;
         }
-        __syncthreads();  // A: qs, ks, ds, wsum ready
+    };
+
+    float vCur = 0.0f, blCur = 0.0f;  // v[j] and the β logit of the token being computed
+    if (T > 0) {
+        load(0);
+        stageInto(0);
+        vCur = vv;
+        blCur = bl;
+        if (T > 1) load(1);
+    }
+    __syncthreads();
+
+    for (int64_t t = 0; t < T; ++t) {
+        const int p = int(t & 1);
+        // Phase 1.
+        const float* b = stage + p * 3 * Dk;
         float qn2 = 0.0f, kn2 = 0.0f;
         for (int w = 0; w < RG; ++w) {
-            qn2 += wsum[w];
-            kn2 += wsum[32 + w];
+            qn2 += wsum[p * 64 + w];
+            kn2 += wsum[p * 64 + 32 + w];
         }
         const float qn = sqrtf(qn2 + 1e-6f), kn = sqrtf(kn2 + 1e-6f);
         float kk[R], qq[R];
@@ -338,32 +363,46 @@ __global__ void __launch_bounds__(MAXT) kdaRecurrentKernel(const float* __restri
         for (int r = 0; r < R; ++r) {
             const int i = grp * R + r;
             if (i < Dk) {
-                kk[r] = ks[i] / kn;
-                qq[r] = qs[i] / qn * qScale;
-                S[r] *= ds[i];
+                kk[r] = b[Dk + i] / kn;
+                qq[r] = b[i] / qn * qScale;
+                S[r] *= b[2 * Dk + i];
                 part += S[r] * kk[r];
             } else {
-                kk[r] = qq[r] = 0.0f;
+                kk[r] = qq[r] = 0.0f;  // padded rows: S stays 0
             }
         }
-        red1[grp * 32 + lane] = part;
-        __syncthreads();  // B: partial Sᵀk of every row group
+        red1[p * RG * 32 + grp * 32 + lane] = part;
+        const float vNow = vCur, beta = sigmoidf_(blCur);
+        if (t + 1 < T) {  // uniform over the block
+            stageInto(1 - p);
+            vCur = vv;
+            blCur = bl;
+            if (t + 2 < T) load(t + 2);
+        }
+        __syncthreads();
+        // Phase 2.
         float mem = 0.0f;
-        for (int w = 0; w < RG; ++w) mem += red1[w * 32 + lane];
-        mem = (vj - mem) * beta;
+        for (int w = 0; w < RG; ++w) mem += red1[p * RG * 32 + w * 32 + lane];
+        mem = (vNow - mem) * beta;
         float op = 0.0f;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            S[r] += kk[r] * mem;  // padded rows stay 0 (kk = 0)
+            S[r] += kk[r] * mem;
             op += S[r] * qq[r];
         }
-        red2[grp * 32 + lane] = op;
-        __syncthreads();  // C: partial Sᵀq of every row group
-        if (grp == 0 && colOk) {
+        red2[p * RG * 32 + grp * 32 + lane] = op;
+        if (t > 0 && grp == 0 && colOk) {
             float o = 0.0f;
-            for (int w = 0; w < RG; ++w) o += red2[w * 32 + lane];
-            out[(t * H + h) * Dv + j] = o;
+            for (int w = 0; w < RG; ++w) o += red2[(1 - p) * RG * 32 + w * 32 + lane];
+            out[((t - 1) * H + h) * Dv + j] = o;
         }
+    }
+    __syncthreads();
+    if (T > 0 && grp == 0 && colOk) {
+        const int p = int((T - 1) & 1);
+        float o = 0.0f;
+        for (int w = 0; w < RG; ++w) o += red2[p * RG * 32 + w * 32 + lane];
+        out[((T - 1) * H + h) * Dv + j] = o;
     }
 
 #pragma unroll
@@ -378,7 +417,7 @@ void launchKdaRecurrent(cudaStream_t st, const float* qkv, int64_t T, int H, int
                         float* state, float* out) {
     const int RG = (Dk + R - 1) / R;
     const dim3 block{32u, unsigned(RG)}, grid{unsigned(H), unsigned((Dk + 31) / 32)};
-    const size_t smem = size_t(3 * Dk + 2 * RG * 32 + 64) * sizeof(float);
+    const size_t smem = size_t(6 * Dk + 128 + 4 * RG * 32) * sizeof(float);
     TS_CHECK(32 * RG <= MAXT, "kdaRecurrent: block too large");
     kdaRecurrentKernel<R, MAXT><<<grid, block, smem, st>>>(qkv, T, H, Dk, g, beta, state, out, 1.0f / sqrtf(float(Dk)));
 }
