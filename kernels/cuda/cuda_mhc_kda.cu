@@ -22,7 +22,8 @@
 // - kdaGate: elementwise, both branches (lower bound, or −exp(A_log)·softplus when lowerBound is NaN).
 // - kdaRecurrent: the gated delta rule, token by token, fp32 state [H, Dk, Dv] in place. Columns of
 //   the state are independent given (q, k, g, β, v[j]), so grid (H, ⌈Dv/32⌉), block (32 columns,
-//   RG row groups): each thread keeps R rows × 1 column of S in registers for the whole call (the
+//   RG = ⌈Dk/R⌉ row groups; R = 8 up to Dk 128, 16 up to 256, 32 up to 1024 (may spill; no real
+//   model)): each thread keeps R rows × 1 column of S in registers for the whole call (the
 //   state is read once and written once however long T is), the two column sums per token
 //   (Sᵀk and Sᵀq) are reduced over the row groups through double-buffered shared memory with one
 //   barrier per token; the next token's inputs are staged (and their norms reduced) during the current
@@ -33,7 +34,8 @@
 // - gatedRmsnorm: one warp per (t, h) row.
 //
 // Test:      twinspark-cli selftest --backend cuda --filter mhc_kda   (cases: engine/selftest/cases_mhc_kda.cpp)
-// Benchmark: twinspark-cli bench-device (KDA decode: app/cli/bench_cuda_kda.cpp, per-call µs and GB/s)
+// Benchmark: twinspark-cli bench-device --what kda (app/cli/bench_cuda_kda.cpp: decode µs per call and
+//            achieved state bandwidth, recurrent prefill µs per token)
 #include <cmath>
 
 #include "cuda/cuda_backend.h"
@@ -450,7 +452,7 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
                          const Buffer& post, const Buffer& comb) {
     const int n = p.n, mix = 2 * n + n * n;
     const int64_t width = int64_t(n) * D;
-    TS_CHECK(n >= 1 && p.sinkhornIters >= 1, "mhcPre: n and sinkhornIters must be ≥ 1");
+    TS_CHECK(n >= 1 && n <= kMixThreads && p.sinkhornIters >= 1, "mhcPre: n must be in [1, 256], sinkhornIters ≥ 1");
     TS_CHECK(p.fn.rows == mix && p.fn.cols == width, "mhcPre: fn must be [2n+n², n·D]");
     if (T <= 0 || D <= 0) return;
     const void* fn = deviceWeight(p.fn);
