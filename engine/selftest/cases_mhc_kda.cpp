@@ -230,7 +230,7 @@ void addMhcKdaCases(std::vector<Case>& out) {
     // chunks and of the 1024-column slices; n = 1..4; every fn dtype.
     const MhcPreShape pre[] = {
         {"real", 1, 4096, 4, 20, DType::BF16},     {"real", 3, 4096, 4, 20, DType::BF16},
-        {"real", 40, 4096, 4, 20, DType::BF16},    {"tiny_a", 7, 128, 4, 20, DType::BF16},
+        {"real", 32, 4096, 4, 20, DType::BF16},    {"tiny_a", 7, 128, 4, 20, DType::BF16},
         {"embedded", 5, 256, 4, 20, DType::F32},   {"odd", 3, 100, 3, 5, DType::F16},
         {"odd", 33, 37, 2, 3, DType::F32},         {"n=1", 2, 33, 1, 1, DType::F32},
         {"odd", 2, 1500, 4, 20, DType::BF16},
@@ -276,7 +276,7 @@ void addMhcKdaCases(std::vector<Case>& out) {
     // path (200) and the large fallback (300).
     add("kdaRecurrent real T=1", [](Context& c) { return kdaRecurrentCase(c, "real", {1}, 64, 128); });
     add("kdaRecurrent real T=2", [](Context& c) { return kdaRecurrentCase(c, "real", {2}, 64, 128); });
-    add("kdaRecurrent real T=24", [](Context& c) { return kdaRecurrentCase(c, "real", {24}, 64, 128); });
+    add("kdaRecurrent real T=8", [](Context& c) { return kdaRecurrentCase(c, "real", {8}, 64, 128); });
     add("kdaRecurrent real prefill+decode", [](Context& c) { return kdaRecurrentCase(c, "real", {6, 1, 1}, 64, 128, -0.5f); });
     add("kdaRecurrent tiny_a T=9", [](Context& c) { return kdaRecurrentCase(c, "tiny_a", {9}, 4, 32); });
     add("kdaRecurrent tiny_a T=1", [](Context& c) { return kdaRecurrentCase(c, "tiny_a", {1}, 4, 32); });
