@@ -1,8 +1,463 @@
-// PLACEHOLDER (being written): the attention family's op self-test cases.
+// Self-test cases of the attention family: DSA-MLA (mlaCacheWrite, mlaAbsorbQ, mlaUpV, mlaSparseAttention)
+// and the k-pool indexer (indexerCacheWrite, indexerSelect). Shapes: GLM-5.3-Flash's real widths (64 heads,
+// latent 512, dn = dv = 256, indexer 32 heads × 128, kp 16, top-2048, a 128k context), the golden tiny_a
+// (4 heads, latent 64, indexer 16 × 32, kp 4, top-32) and the embedded model (latent 128, top-128), odd
+// sizes (partial fp8 tiles, byte-unaligned cache entries, D not a power of two, kp 3), T = 1 and T > 1.
+//
+// Tolerances. Cache writes and the indexer's selection are discrete or bit-defined: compared exactly
+// (cache bytes, ring bytes, indices, tie counts, selection hashes). The one transcendental in a cache
+// write — the pool softmax's exp — is not bit-reproducible across math libraries (glibc's expf is within
+// 0.502 ulp, not correctly rounded), so pooled keys are compared exactly with gates built to make every
+// softmax term exact (e^0 and e^-500: a random subset of "winner" members per channel), and with random
+// gates within fp32 rounding (fp32 keys) or allowing a rare adjacent-code flip (fp8 keys). Float outputs
+// (GEMMs, attention) differ only by fp32 summation order and expf's last bits: bounds are stated at each.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "core/dtype.h"
 #include "selftest/op_selftest.h"
 
 namespace ts::selftest {
 
-void addAttentionCases(std::vector<Case>& /*out*/) {}
+namespace {
+
+const char* const kFamily = "attention";
+
+std::vector<int32_t> asInts(const std::vector<uint8_t>& b) { return std::vector<int32_t>(b.begin(), b.end()); }
+
+// `count` distinct physical blocks out of `poolBlocks`, shuffled: the sequence's page table.
+std::vector<int32_t> shuffledBlocks(Context& ctx, int64_t count, int64_t poolBlocks) {
+    std::vector<int32_t> all(static_cast<size_t>(poolBlocks));
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), ctx.rng());
+    all.resize(static_cast<size_t>(count));
+    return all;
+}
+
+std::string kvName(KvCacheDtype dt) { return dt == KvCacheDtype::Fp8 ? "fp8" : "fp32"; }
+
+// --- mlaCacheWrite ------------------------------------------------------------------------------------
+
+// Latent rows with a different magnitude per 128-tile (scales from 1e-3 to 30) and a few values far below
+// the tile's amax (the e4m3 subnormal range).
+std::vector<float> latentRows(Context& ctx, int64_t T, int64_t R) {
+    std::vector<float> x = ctx.randn(size_t(T * R));
+    std::uniform_int_distribution<int> mag(0, 3), pick(0, 15);
+    const float mags[] = {1e-3f, 0.3f, 1.0f, 30.0f};
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t tile = 0; tile * 128 < R; ++tile) {
+            const float m = mags[mag(ctx.rng())];
+            for (int64_t i = tile * 128; i < std::min(R, tile * 128 + 128); ++i) {
+                x[size_t(t * R + i)] *= m;
+                if (pick(ctx.rng()) == 0) x[size_t(t * R + i)] *= 1e-4f;
+            }
+        }
+    return x;
+}
+
+Case mlaCacheWriteCase(int64_t R, int64_t T, int64_t pos0, int64_t blockSize, KvCacheDtype dt) {
+    const std::string shape = "R=" + std::to_string(R) + " T=" + std::to_string(T) + " pos0=" + std::to_string(pos0) +
+                              " bs=" + std::to_string(blockSize) + " " + kvName(dt);
+    return {kFamily, "mlaCacheWrite " + shape, [=](Context& ctx) {
+                const size_t eb = mlaCacheEntryBytes(dt, R);
+                const int64_t seqBlocks = (pos0 + T + blockSize - 1) / blockSize, poolBlocks = seqBlocks + 3;
+                const auto blocks = shuffledBlocks(ctx, seqBlocks, poolBlocks);
+                const PageTable pages{blocks.data(), seqBlocks, blockSize};
+                const auto x = latentRows(ctx, T, R);
+                const size_t bytes = size_t(poolBlocks * blockSize) * eb;
+                std::vector<uint8_t> out[2];
+                Backend* bs[2] = {&ctx.ref(), &ctx.dut()};
+                for (int i = 0; i < 2; ++i) {
+                    Buffer cache = Context::poisoned(*bs[i], bytes);  // untouched slots must stay 0xFF
+                    bs[i]->mlaCacheWrite(Context::put(*bs[i], x), T, R, dt, cache, pages, pos0);
+                    out[i] = Context::getBytes(*bs[i], cache, bytes);
+                }
+                // The quantisation is defined bit for bit (amax/448 scale, RNE e4m3): bytes equal exactly.
+                return std::vector<OpResult>{
+                    Context::compareExact(kFamily, "mlaCacheWrite", shape + " (cache bytes)", asInts(out[0]), asInts(out[1]))};
+            }};
+}
+
+// --- mlaAbsorbQ / mlaUpV -------------------------------------------------------------------------------
+
+Case mlaProjectionCase(int64_t T, int64_t H, int64_t dn, int64_t dv, int64_t R, DType wt) {
+    const std::string shape = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " dn=" + std::to_string(dn) +
+                              " dv=" + std::to_string(dv) + " R=" + std::to_string(R) + " " +
+                              std::string(dtypeName(wt));
+    return {kFamily, "mlaAbsorbQ+mlaUpV " + shape, [=](Context& ctx) {
+                const float sw = 0.05f;
+                const WeightView kvb = ctx.weight(H * (dn + dv), R, wt, sw);
+                const auto q = ctx.randn(size_t(T * H * dn));
+                const auto oLat = ctx.randn(size_t(T * H * R));
+                std::vector<float> ql[2], o[2];
+                Backend* bs[2] = {&ctx.ref(), &ctx.dut()};
+                for (int i = 0; i < 2; ++i) {
+                    Buffer qLatB = Context::poisoned(*bs[i], size_t(T * H * R) * 4);
+                    Buffer oB = Context::poisoned(*bs[i], size_t(T * H * dv) * 4);
+                    bs[i]->mlaAbsorbQ(Context::put(*bs[i], q), T, H, dn, dv, kvb, qLatB);
+                    bs[i]->mlaUpV(Context::put(*bs[i], oLat), T, H, dn, dv, kvb, oB);
+                    ql[i] = Context::getF32(*bs[i], qLatB, size_t(T * H * R));
+                    o[i] = Context::getF32(*bs[i], oB, size_t(T * H * dv));
+                }
+                // Dot products of K terms of unit-variance inputs times N(0, sw²) weights: the output's rms is
+                // sw·√K; a different fp32 summation order moves it by ~√K·2^-24 of that (≈ 1e-6 relative at
+                // K = 512). Bound: 2e-5 of the rms (≥ 10× that), plus 1e-5 relative.
+                const double absorbTol = 2e-5 * sw * std::sqrt(double(dn)), upTol = 2e-5 * sw * std::sqrt(double(R));
+                return std::vector<OpResult>{Context::compare(kFamily, "mlaAbsorbQ", shape, ql[0], ql[1], absorbTol, 1e-5),
+                                             Context::compare(kFamily, "mlaUpV", shape, o[0], o[1], upTol, 1e-5)};
+            }};
+}
+
+// --- mlaSparseAttention ---------------------------------------------------------------------------------
+
+enum class IdxStyle {
+    Indexer,  // what indexerSelect emits: ≤ K whole pools ascending, the own tail, −1 padding
+    Messy,    // unsorted, duplicates, −1 and other negatives anywhere (the op takes a set)
+};
+
+std::vector<int32_t> attentionIndices(Context& ctx, IdxStyle style, int64_t T, int64_t width, int64_t L, int64_t kp,
+                                      int64_t topk) {
+    std::vector<int32_t> idx(size_t(T * width), -1);
+    for (int64_t t = 0; t < T; ++t) {
+        int32_t* row = idx.data() + t * width;
+        const int64_t p = L - T + t;  // the queries are the last T positions of the context
+        if (style == IdxStyle::Indexer) {
+            const int64_t nc = (p + 1) / kp, K = std::min(topk / kp, nc);
+            std::vector<int32_t> pools(static_cast<size_t>(nc));
+            std::iota(pools.begin(), pools.end(), 0);
+            std::shuffle(pools.begin(), pools.end(), ctx.rng());
+            pools.resize(size_t(K));
+            std::sort(pools.begin(), pools.end());
+            int64_t n = 0;
+            for (int32_t j : pools)
+                for (int64_t m = 0; m < kp; ++m) row[n++] = int32_t(j * kp + m);
+            for (int64_t tok = nc * kp; tok <= p; ++tok) row[n++] = int32_t(tok);
+        } else {
+            std::uniform_int_distribution<int32_t> pos(0, int32_t(p)), kind(0, 9);
+            for (int64_t i = 0; i < width; ++i) {
+                const int k = kind(ctx.rng());
+                row[i] = k == 0 ? -1 : k == 1 ? -7 : k == 2 && i > 0 ? row[i - 1] : pos(ctx.rng());
+            }
+            if (t == 1)  // one query with nothing selected: its output is zero
+                std::fill(row, row + width, -1);
+        }
+    }
+    return idx;
+}
+
+Case mlaSparseAttentionCase(int64_t T, int64_t H, int64_t R, int64_t L, int64_t kp, int64_t topk, int64_t blockSize,
+                            KvCacheDtype dt, IdxStyle style, float scale) {
+    const int64_t width = topk + kp - 1;
+    const std::string shape = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " R=" + std::to_string(R) +
+                              " ctx=" + std::to_string(L) + " width=" + std::to_string(width) + " " + kvName(dt) +
+                              (style == IdxStyle::Messy ? " unsorted+dups" : "");
+    return {kFamily, "mlaSparseAttention " + shape, [=](Context& ctx) {
+                const size_t eb = mlaCacheEntryBytes(dt, R);
+                const int64_t seqBlocks = (L + blockSize - 1) / blockSize, poolBlocks = seqBlocks + 2;
+                const auto blocks = shuffledBlocks(ctx, seqBlocks, poolBlocks);
+                const PageTable pages{blocks.data(), seqBlocks, blockSize};
+                const size_t bytes = size_t(poolBlocks * blockSize) * eb;
+                // The cache is written once by the reference and the same bytes are given to both sides,
+                // so this case tests attention alone.
+                Buffer refCache = Context::poisoned(ctx.ref(), bytes);
+                ctx.ref().mlaCacheWrite(Context::put(ctx.ref(), ctx.randn(size_t(L * R))), L, R, dt, refCache, pages, 0);
+                const auto cacheBytes = Context::getBytes(ctx.ref(), refCache, bytes);
+                const auto q = ctx.randn(size_t(T * H * R));
+                const auto idx = attentionIndices(ctx, style, T, width, L, kp, topk);
+                std::vector<float> o[2];
+                Backend* bs[2] = {&ctx.ref(), &ctx.dut()};
+                for (int i = 0; i < 2; ++i) {
+                    Buffer cache = i == 0 ? refCache : Context::put(*bs[i], cacheBytes);
+                    Buffer out = Context::poisoned(*bs[i], size_t(T * H * R) * 4);
+                    bs[i]->mlaSparseAttention(Context::put(*bs[i], q), T, H, R, cache, dt, pages,
+                                              Context::put(*bs[i], idx), width, scale, out);
+                    o[i] = Context::getF32(*bs[i], out, size_t(T * H * R));
+                }
+                // Scores scale·q·c (|score| ≲ 10) differ by fp32 summation order (~1e-6 absolute) and exp by
+                // ≤ 2 ulp, so each softmax weight is within ~1e-6 relative; the output is a convex combination
+                // of latents (|c| ≲ 5): errors ≲ 1e-6. Bound 1e-5 absolute + 1e-4 relative (one missing latent
+                // of 2,000 moves outputs by ~5e-4).
+                return std::vector<OpResult>{Context::compare(kFamily, "mlaSparseAttention", shape, o[0], o[1], 1e-5, 1e-4)};
+            }};
+}
+
+// --- indexerCacheWrite ----------------------------------------------------------------------------------
+
+enum class GateStyle {
+    Exact,   // every softmax term e^0 or e^-500: pooled keys are bit-defined
+    Random,  // N(0, 2) gates, N(0, 0.5) ape
+};
+
+// fp8 pool keys [D e4m3 | fp32 scale]: scales equal, codes equal except adjacent-code flips (a pooled key
+// one ulp apart from the CPU's, through expf, landing on an e4m3 rounding boundary), at most one per
+// thousand codes.
+OpResult compareFp8Keys(const std::string& shape, const std::vector<uint8_t>& ref, const std::vector<uint8_t>& dut,
+                        const std::vector<int64_t>& written, int64_t D) {
+    OpResult r;
+    r.family = kFamily;
+    r.op = "indexerCacheWrite";
+    r.shape = shape + " (fp8 pool keys, random gates)";
+    const size_t kb = size_t(D) + 4;
+    int64_t flips = 0, codes = 0;
+    for (int64_t slot : written) {
+        const uint8_t* a = ref.data() + size_t(slot) * kb;
+        const uint8_t* b = dut.data() + size_t(slot) * kb;
+        if (std::memcmp(a + D, b + D, 4) != 0) ++r.mismatches;
+        for (int64_t c = 0; c < D; ++c, ++codes) {
+            if (a[c] == b[c]) continue;
+            if ((a[c] & 0x80) == (b[c] & 0x80) && std::abs(int(a[c]) - int(b[c])) == 1) ++flips;
+            else ++r.mismatches;
+        }
+    }
+    if (flips > std::max<int64_t>(1, codes / 1000)) r.mismatches += flips;
+    r.maxAbsErr = double(r.mismatches + flips);
+    r.worst = r.mismatches ? INFINITY : 0.0;
+    r.pass = r.mismatches == 0 && codes > 0;
+    r.note = std::to_string(flips) + " adjacent-code flips in " + std::to_string(codes) + " codes";
+    return r;
+}
+
+Case indexerCacheWriteCase(int64_t D, int64_t kp, int64_t blockSize, KvCacheDtype dt, int64_t pos0,
+                           std::vector<int64_t> calls, GateStyle gates) {
+    std::string callStr;
+    for (int64_t n : calls) {
+        if (!callStr.empty()) callStr += '+';
+        callStr += std::to_string(n);
+    }
+    const std::string shape = "D=" + std::to_string(D) + " kp=" + std::to_string(kp) + " pos0=" + std::to_string(pos0) +
+                              " T=" + callStr + " " + kvName(dt) + (gates == GateStyle::Exact ? " exact-gates" : " random-gates");
+    return {kFamily, "indexerCacheWrite " + shape, [=](Context& ctx) {
+                const bool fp8 = dt == KvCacheDtype::Fp8;
+                const size_t kb = indexerKeyBytes(dt, D);
+                int64_t total = 0;
+                for (int64_t n : calls) total += n;
+                const int64_t start = pos0 / kp * kp;  // the first pool touched begins here
+                const int64_t end = pos0 + total, seqBlocks = (end + blockSize - 1) / blockSize;
+                const int64_t poolBlocks = seqBlocks + 2, poolSlots = poolBlocks * blockSize / kp;
+                const auto blocks = shuffledBlocks(ctx, seqBlocks, poolBlocks);
+                const PageTable pages{blocks.data(), seqBlocks, blockSize};
+
+                // Tokens [start, end): k and gate; ape [kp, D].
+                const int64_t N = end - start;
+                std::vector<float> k = ctx.randn(size_t(N * D)), gate(size_t(N * D)), ape(size_t(kp * D));
+                if (gates == GateStyle::Exact) {
+                    // g + ape is v[pool, c] for "winners" and ≈ −512 for the rest: the softmax terms are e^0 = 1
+                    // and e^(−500…) = 0 in any exp; v, ape and v − ape are dyadic with few bits, so exact in
+                    // bf16 and in every sum. At least one winner per (pool, channel).
+                    std::uniform_int_distribution<int> small(1, 8), coin(0, 9);
+                    for (float& a : ape) a = float(small(ctx.rng())) * 0.25f * (coin(ctx.rng()) < 5 ? 1.0f : -1.0f);
+                    for (int64_t j = 0; j * kp < N; ++j)
+                        for (int64_t c = 0; c < D; ++c) {
+                            const float v = float(small(ctx.rng()) - 4) + 0.5f;
+                            const int64_t forced = std::uniform_int_distribution<int64_t>(0, kp - 1)(ctx.rng());
+                            for (int64_t m = 0; m < kp && j * kp + m < N; ++m) {
+                                const bool win = m == forced || coin(ctx.rng()) < 4;
+                                gate[size_t((j * kp + m) * D + c)] = win ? v - ape[size_t(m * D + c)] : -512.0f;
+                            }
+                        }
+                } else {
+                    gate = ctx.randn(size_t(N * D), 2.0f);
+                    ape = ctx.randn(size_t(kp * D), 0.5f);
+                }
+                // The ring as earlier calls left it: members [start, pos0) of the current pool (rounded through
+                // bf16 in fp8 mode, as the op stores them); other slots poisoned (never read).
+                std::vector<float> ring(size_t(kp * 2 * D));
+                std::memset(ring.data(), 0xFF, ring.size() * 4);
+                for (int64_t p = start; p < pos0; ++p)
+                    for (int64_t c = 0; c < D; ++c) {
+                        float kv = k[size_t((p - start) * D + c)], gv = gate[size_t((p - start) * D + c)];
+                        if (fp8) {
+                            kv = bf16ToF32(f32ToBf16(kv));
+                            gv = bf16ToF32(f32ToBf16(gv));
+                        }
+                        ring[size_t((p % kp) * 2 * D + c)] = kv;
+                        ring[size_t((p % kp) * 2 * D + D + c)] = gv;
+                    }
+
+                std::vector<uint8_t> ringOut[2], store[2];
+                Backend* bs[2] = {&ctx.ref(), &ctx.dut()};
+                for (int i = 0; i < 2; ++i) {
+                    Backend& b = *bs[i];
+                    Buffer tail = Context::put(b, ring), pools = Context::poisoned(b, size_t(poolSlots) * kb);
+                    Buffer apeB = Context::put(b, ape);
+                    int64_t p = pos0;
+                    for (int64_t n : calls) {
+                        const size_t off = size_t((p - start) * D);
+                        b.indexerCacheWrite(Context::put(b, k.data() + off, size_t(n * D) * 4),
+                                            Context::put(b, gate.data() + off, size_t(n * D) * 4), n, D, kp, apeB, dt,
+                                            tail, pools, pages, p);
+                        p += n;
+                    }
+                    ringOut[i] = Context::getBytes(b, tail, ring.size() * 4);
+                    store[i] = Context::getBytes(b, pools, size_t(poolSlots) * kb);
+                }
+                std::vector<OpResult> rs;
+                // The ring holds inputs (bf16-rounded in fp8 mode): exact.
+                rs.push_back(Context::compareExact(kFamily, "indexerCacheWrite", shape + " (tail ring bytes)",
+                                                   asInts(ringOut[0]), asInts(ringOut[1])));
+                if (gates == GateStyle::Exact) {
+                    rs.push_back(Context::compareExact(kFamily, "indexerCacheWrite", shape + " (pool store bytes)",
+                                                       asInts(store[0]), asInts(store[1])));
+                    return rs;
+                }
+                std::vector<int64_t> written;
+                for (int64_t j = pos0 / kp; j < end / kp; ++j) written.push_back(pages.slot(j * kp) / kp);
+                if (fp8) {
+                    rs.push_back(compareFp8Keys(shape, store[0], store[1], written, D));
+                } else {
+                    // fp32 keys Σ_m prob_m·k_m with |k| ≲ 4: probabilities within a few ulp of the CPU's
+                    // (expf) move a key by ≲ 1e-6.
+                    std::vector<float> a, b;
+                    for (int64_t slot : written)
+                        for (int64_t c = 0; c < D; ++c) {
+                            float x, y;
+                            std::memcpy(&x, store[0].data() + size_t(slot) * kb + size_t(c) * 4, 4);
+                            std::memcpy(&y, store[1].data() + size_t(slot) * kb + size_t(c) * 4, 4);
+                            a.push_back(x);
+                            b.push_back(y);
+                        }
+                    rs.push_back(Context::compare(kFamily, "indexerCacheWrite", shape + " (fp32 pool keys)", a, b, 2e-6, 1e-5));
+                }
+                return rs;
+            }};
+}
+
+// --- indexerSelect ----------------------------------------------------------------------------------------
+
+// Pool keys: random fp8 codes (no NaN codes) with power-of-two scales, or N(0,1) fp32. With `distinct` > 0
+// every pool copies one of `distinct` keys (plus an all-zero key that scores exactly 0): exact ties.
+std::vector<uint8_t> poolStoreBytes(Context& ctx, KvCacheDtype dt, int64_t D, int64_t slots, int distinct) {
+    const size_t kb = indexerKeyBytes(dt, D);
+    std::vector<uint8_t> store(size_t(slots) * kb);
+    std::uniform_int_distribution<int> code(0, 253), ex(-9, -5);
+    auto fill = [&](uint8_t* e) {
+        if (dt == KvCacheDtype::Fp8) {
+            for (int64_t c = 0; c < D; ++c) {
+                const int v = code(ctx.rng());
+                e[c] = uint8_t(v >= 0x7f ? v + 1 : v);  // skip 0x7f (NaN); 0xff is out of range
+            }
+            const float s = std::ldexp(1.0f, ex(ctx.rng()));
+            std::memcpy(e + D, &s, 4);
+        } else {
+            const auto v = ctx.randn(size_t(D));
+            std::memcpy(e, v.data(), size_t(D) * 4);
+        }
+    };
+    if (distinct <= 0) {
+        for (int64_t s = 0; s < slots; ++s) fill(store.data() + size_t(s) * kb);
+        return store;
+    }
+    std::vector<std::vector<uint8_t>> keys(size_t(distinct) + 1, std::vector<uint8_t>(kb, 0));
+    for (int i = 0; i < distinct; ++i) fill(keys[size_t(i)].data());
+    if (dt == KvCacheDtype::Fp8) {
+        const float one = 1.0f;
+        std::memcpy(keys.back().data() + D, &one, 4);  // zero codes, scale 1: the zero key
+    }
+    std::uniform_int_distribution<int> pick(0, distinct);
+    for (int64_t s = 0; s < slots; ++s) std::memcpy(store.data() + size_t(s) * kb, keys[size_t(pick(ctx.rng()))].data(), kb);
+    return store;
+}
+
+Case indexerSelectCase(int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk, int64_t pos0, int64_t blockSize,
+                       KvCacheDtype dt, int distinct) {
+    const std::string shape = "T=" + std::to_string(T) + " H=" + std::to_string(H) + " D=" + std::to_string(D) +
+                              " kp=" + std::to_string(kp) + " topk=" + std::to_string(topk) + " pos0=" +
+                              std::to_string(pos0) + " " + kvName(dt) +
+                              (distinct > 0 ? " ties(" + std::to_string(distinct) + " keys)" : "");
+    return {kFamily, "indexerSelect " + shape, [=](Context& ctx) {
+                const int64_t width = topk + kp - 1, end = pos0 + T;
+                const int64_t seqBlocks = (end + blockSize - 1) / blockSize, poolBlocks = seqBlocks + 1;
+                const auto blocks = shuffledBlocks(ctx, seqBlocks, poolBlocks);
+                const PageTable pages{blocks.data(), seqBlocks, blockSize};
+                const auto store = poolStoreBytes(ctx, dt, D, poolBlocks * blockSize / kp, distinct);
+                const auto q = ctx.randn(size_t(T * H * D));
+                auto w = ctx.randn(size_t(T * H));
+                for (float& x : w) x /= std::sqrt(float(H));
+                std::vector<uint64_t> seeds(static_cast<size_t>(T));
+                for (uint64_t& s : seeds) s = ctx.rng()();
+
+                std::vector<int32_t> idx[2], stat[2], hash[2];
+                Backend* bs[2] = {&ctx.ref(), &ctx.dut()};
+                for (int i = 0; i < 2; ++i) {
+                    Backend& b = *bs[i];
+                    Buffer out = Context::poisoned(b, size_t(T * width) * 4);
+                    IndexerStats st;
+                    st.selectionHash = seeds;
+                    b.indexerSelect(Context::put(b, q), Context::put(b, w), T, H, D, kp, topk, dt, Context::put(b, store),
+                                    pages, pos0, out, &st);
+                    idx[i] = Context::getI32(b, out, size_t(T * width));
+                    stat[i] = {int32_t(st.tiedQueries), int32_t(st.firstTiedQuery)};
+                    for (uint64_t h : st.selectionHash) {
+                        hash[i].push_back(int32_t(uint32_t(h)));
+                        hash[i].push_back(int32_t(uint32_t(h >> 32)));
+                    }
+                }
+                // The scores are computed in the CPU's order on both sides, so the selection is exact even at
+                // near-ties; exact ties resolve to the earliest pool.
+                return std::vector<OpResult>{
+                    Context::compareExact(kFamily, "indexerSelect", shape + " (indices)", idx[0], idx[1]),
+                    Context::compareExact(kFamily, "indexerSelect", shape + " (tiedQueries, firstTiedQuery)", stat[0], stat[1]),
+                    Context::compareExact(kFamily, "indexerSelect", shape + " (selection hashes)", hash[0], hash[1])};
+            }};
+}
+
+}  // namespace
+
+void addAttentionCases(std::vector<Case>& out) {
+    using KV = KvCacheDtype;
+    // mlaCacheWrite: real latent (656-byte entries), tiny_a, embedded, a partial tile, byte-unaligned entries.
+    out.push_back(mlaCacheWriteCase(512, 1, 100, 64, KV::Fp8));
+    out.push_back(mlaCacheWriteCase(512, 150, 30, 64, KV::Fp8));
+    out.push_back(mlaCacheWriteCase(64, 9, 3, 4, KV::Fp8));
+    out.push_back(mlaCacheWriteCase(128, 5, 0, 16, KV::Fp8));
+    out.push_back(mlaCacheWriteCase(200, 3, 7, 8, KV::Fp8));
+    out.push_back(mlaCacheWriteCase(65, 2, 1, 2, KV::Fp8));
+    out.push_back(mlaCacheWriteCase(512, 7, 60, 64, KV::Fp32));
+    out.push_back(mlaCacheWriteCase(33, 4, 5, 4, KV::Fp32));
+
+    // kv_b_proj absorption: real (dn = dv = 256, R = 512) at decode and prefill, tiny_a, embedded, odd.
+    out.push_back(mlaProjectionCase(1, 64, 256, 256, 512, DType::BF16));
+    out.push_back(mlaProjectionCase(6, 64, 256, 256, 512, DType::BF16));
+    out.push_back(mlaProjectionCase(20, 4, 32, 32, 64, DType::BF16));
+    out.push_back(mlaProjectionCase(3, 4, 64, 64, 128, DType::F16));
+    out.push_back(mlaProjectionCase(70, 3, 20, 12, 70, DType::F32));
+
+    // Sparse attention: real decode (2,063-wide selection), batch of 4, fp32 cache, tiny_a and odd shapes
+    // with unsorted / duplicated / negative indices and an empty query, embedded.
+    out.push_back(mlaSparseAttentionCase(1, 64, 512, 4096, 16, 2048, 64, KV::Fp8, IdxStyle::Indexer, 1.0f / 16));
+    out.push_back(mlaSparseAttentionCase(4, 64, 512, 3000, 16, 2048, 64, KV::Fp8, IdxStyle::Indexer, 1.0f / 16));
+    out.push_back(mlaSparseAttentionCase(2, 64, 512, 1000, 16, 2048, 64, KV::Fp32, IdxStyle::Indexer, 1.0f / 16));
+    out.push_back(mlaSparseAttentionCase(7, 4, 64, 40, 4, 32, 4, KV::Fp8, IdxStyle::Messy, 1.0f / std::sqrt(32.0f)));
+    out.push_back(mlaSparseAttentionCase(5, 4, 128, 300, 4, 128, 16, KV::Fp32, IdxStyle::Indexer, 0.125f));
+    out.push_back(mlaSparseAttentionCase(3, 5, 200, 50, 3, 33, 6, KV::Fp8, IdxStyle::Messy, 0.1f));
+
+    // Indexer cache: real widths over several calls (pools completing inside a call and across calls, from
+    // the ring), decode-style single tokens on tiny_a widths, D not a power of two with kp 3 starting
+    // mid-pool, byte-unaligned fp8 keys (D = 23).
+    out.push_back(indexerCacheWriteCase(128, 16, 64, KV::Fp8, 0, {21, 40, 1, 1, 3}, GateStyle::Exact));
+    out.push_back(indexerCacheWriteCase(128, 16, 64, KV::Fp8, 5, {37, 1, 30}, GateStyle::Random));
+    out.push_back(indexerCacheWriteCase(128, 16, 64, KV::Fp32, 0, {50, 1, 14}, GateStyle::Exact));
+    out.push_back(indexerCacheWriteCase(128, 16, 64, KV::Fp32, 3, {33, 16}, GateStyle::Random));
+    out.push_back(indexerCacheWriteCase(32, 4, 4, KV::Fp8, 0, {1, 1, 1, 1, 1, 1, 1, 1, 1}, GateStyle::Exact));
+    out.push_back(indexerCacheWriteCase(32, 4, 16, KV::Fp32, 6, {1, 1, 1, 5}, GateStyle::Exact));
+    out.push_back(indexerCacheWriteCase(24, 3, 6, KV::Fp8, 2, {5, 7}, GateStyle::Exact));
+    out.push_back(indexerCacheWriteCase(23, 2, 4, KV::Fp8, 1, {6, 1}, GateStyle::Exact));
+
+    // Indexer selection: a 128k context at decode (8,192 pools, K = 128), prefill across the point where
+    // the candidates outnumber K, tiny_a / embedded widths with massive exact ties (few distinct keys and a
+    // zero key), odd shapes (D = 24 and 23, kp 3 and 2).
+    out.push_back(indexerSelectCase(2, 32, 128, 16, 2048, 131070, 64, KV::Fp8, 0));
+    out.push_back(indexerSelectCase(40, 32, 128, 16, 2048, 2030, 64, KV::Fp32, 0));
+    out.push_back(indexerSelectCase(5, 32, 128, 16, 2048, 5000, 64, KV::Fp8, 0));
+    out.push_back(indexerSelectCase(60, 16, 32, 4, 32, 0, 4, KV::Fp8, 3));
+    out.push_back(indexerSelectCase(60, 16, 32, 4, 32, 0, 4, KV::Fp32, 3));
+    out.push_back(indexerSelectCase(50, 16, 32, 4, 128, 100, 16, KV::Fp8, 0));
+    out.push_back(indexerSelectCase(20, 5, 24, 3, 12, 7, 6, KV::Fp8, 4));
+    out.push_back(indexerSelectCase(9, 3, 23, 2, 6, 3, 4, KV::Fp8, 0));
+    out.push_back(indexerSelectCase(9, 3, 23, 2, 6, 3, 4, KV::Fp32, 2));
+}
 
 }  // namespace ts::selftest

@@ -1,0 +1,499 @@
+// The k-pool lightning indexer on the GPU (glm_dsa.md §8.2, §11.4–5), the CUDA twin of the indexer half of
+// kernels/cpu/cpu_attention.cpp. Its outputs are discrete (cache bytes, selected positions), so both ops
+// reproduce the CPU's arithmetic bit for bit: same operation order, no FMA contraction (see
+// cuda_attention_common.cuh).
+//
+//   indexerCacheWrite  (1) one block per pool that completes in this call: per channel, the softmax over
+//                      the kp members (members before pos0 come from the tail ring, the others from the
+//                      input, rounded through bf16 in fp8 mode) in the CPU's sequential order, then
+//                      Hadamard (D a power of two) + e4m3 with a power-of-two scale, or the fp32 key;
+//                      (2) one block per ring slot the call leaves behind (the last min(T, kp) tokens).
+//                      The exponential is exp in double rounded to float (correctly rounded); glibc's
+//                      expf is within 0.502 ulp, so a pooled key can differ from the CPU's in the last bit
+//                      in rare channels — the self-test compares bytes exactly with gates whose softmax
+//                      terms are exact (e^0, e^-300), and within one fp8 step with random gates.
+//   indexerSelect      (1) fp8 mode: one block per (query, head) rotates and quantises q like the CPU;
+//                      (2) one warp per (query, pool), 32 pools per block: the score
+//                      Σ_h w[t,h]·relu(D^-1/2 · q_h·key) with the CPU's 8-lane dot order and sequential
+//                      head sum, so scores are bit-identical; queries with ≤ K candidates skip scoring;
+//                      (3) one block per query: radix select (4 × 8 bits) of the K-th largest score,
+//                      then the pools above it plus the earliest pools equal to it, emitted in ascending
+//                      order, expanded to tokens, the own tail appended, −1 padding; the tie flag and the
+//                      selection hash (CPU's FNV-style fold) are computed there and downloaded.
+//                      Score memory is bounded by processing queries in chunks of ≤ 64 MiB of scores.
+//
+// Test: `twinspark-cli selftest --backend cuda --filter indexer` (engine/selftest/cases_attention.cpp).
+// Benchmark: `twinspark-cli bench-device` (app/cli/bench_cuda_attention.cpp: select over 128k/kp pools).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cuda/cuda_attention_common.cuh"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_common.cuh"
+
+namespace ts {
+
+namespace {
+
+using namespace ts::cuda;
+
+bool isPow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// Correctly rounded e^x in fp32 (the CPU calls glibc's expf, ≤ 0.502 ulp).
+__device__ __forceinline__ float expRounded(float x) { return float(exp(double(x))); }
+
+// --- indexerCacheWrite ----------------------------------------------------------------------------------
+
+struct PoolArgs {
+    const float* k;       // [T, D]
+    const float* gate;    // [T, D]
+    const float* ape;     // [kp, D]
+    const float* ring;    // [kp, 2, D] as it was before the call
+    uint8_t* store;       // [poolSlots, kb]
+    const int32_t* poolSlots;  // [numPools] pool slot of pool jFirst + i
+    int64_t D, kp, kb, jFirst, pos0;
+    int fp8, hadamard;
+    float hs;             // 1/sqrt(D), as the CPU's hadamard computes it
+};
+
+// grid numPools, block 128; shared key[D].
+__global__ void __launch_bounds__(128) indexerPoolKernel(PoolArgs a) {
+    extern __shared__ float key[];
+    __shared__ float red[32];
+    const int64_t D = a.D, kp = a.kp, j = a.jFirst + blockIdx.x;
+    for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
+        // Member m: (k, gate + ape) exactly as the CPU's ring holds them.
+        auto member = [&](int64_t m, float& kv, float& gv) {
+            const int64_t p = j * kp + m;
+            if (p < a.pos0) {
+                kv = a.ring[m * 2 * D + c];
+                gv = a.ring[m * 2 * D + D + c];
+            } else {
+                kv = a.k[(p - a.pos0) * D + c];
+                gv = a.gate[(p - a.pos0) * D + c];
+                if (a.fp8) {
+                    kv = roundBf16(kv);
+                    gv = roundBf16(gv);
+                }
+            }
+            gv = __fadd_rn(gv, a.ape[m * D + c]);
+        };
+        float kv, gv, mx = -INFINITY;
+        for (int64_t m = 0; m < kp; ++m) {
+            member(m, kv, gv);
+            mx = fmaxf(mx, gv);
+        }
+        float sum = 0.0f;
+        for (int64_t m = 0; m < kp; ++m) {
+            member(m, kv, gv);
+            sum = __fadd_rn(sum, expRounded(__fsub_rn(gv, mx)));
+        }
+        float acc = 0.0f;
+        for (int64_t m = 0; m < kp; ++m) {
+            member(m, kv, gv);
+            const float prob = __fdiv_rn(expRounded(__fsub_rn(gv, mx)), sum);
+            acc = __fadd_rn(acc, __fmul_rn(prob, kv));
+        }
+        key[c] = acc;
+    }
+    __syncthreads();
+    uint8_t* out = a.store + int64_t(a.poolSlots[blockIdx.x]) * a.kb;
+    if (!a.fp8) {
+        for (int64_t c = threadIdx.x; c < D; c += blockDim.x) storeF32Bytes(out + 4 * c, key[c]);
+        return;
+    }
+    if (a.hadamard) blockHadamard(key, int(D), a.hs);  // rotation: exact scores unchanged, fp8 error spread
+    const float s = blockQuantPow2(key, int(D), out, nullptr, red);
+    if (threadIdx.x == 0) storeF32Bytes(out + D, s);
+}
+
+// grid = the last min(T, kp) tokens, block 128: their (k, gate) into ring slot (pos0 + t) % kp.
+__global__ void indexerRingKernel(const float* __restrict__ k, const float* __restrict__ gate, int64_t T, int64_t D,
+                                  int64_t kp, int64_t pos0, int fp8, float* __restrict__ ring) {
+    const int64_t t = T - gridDim.x + blockIdx.x, m = (pos0 + t) % kp;
+    float* dst = ring + m * 2 * D;
+    for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
+        float kv = k[t * D + c], gv = gate[t * D + c];
+        if (fp8) {
+            kv = roundBf16(kv);
+            gv = roundBf16(gv);
+        }
+        dst[c] = kv;
+        dst[D + c] = gv;
+    }
+}
+
+// --- indexerSelect ------------------------------------------------------------------------------------
+
+// grid T·H, block 128: q row → (Hadamard) → e4m3 with a power-of-two scale; qf = the e4m3 values, qs = scale.
+__global__ void __launch_bounds__(128) indexerQuantQKernel(const float* __restrict__ q, int64_t D, int hadamard,
+                                                           float hs, float* __restrict__ qf, float* __restrict__ qs) {
+    extern __shared__ float x[];
+    __shared__ float red[32];
+    const int64_t th = blockIdx.x;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) x[i] = q[th * D + i];
+    __syncthreads();
+    if (hadamard) blockHadamard(x, int(D), hs);
+    const float s = blockQuantPow2(x, int(D), nullptr, qf + th * D, red);
+    if (threadIdx.x == 0) qs[th] = s;
+}
+
+constexpr int kPoolsPerBlock = 32;  // 8 warps × 4 pools: ≥ 2 blocks per SM at 128k / kp 16
+
+struct ScoreArgs {
+    const float* q;       // [T, H, D]: e4m3 values (fp8) or the raw q (fp32)
+    const float* qScale;  // [T, H] (fp8) or null
+    const float* w;       // [T, H]
+    const uint8_t* store;
+    int64_t kb;
+    int fp8, aligned4;
+    const int32_t* blocks;
+    int64_t blockSize;
+    int64_t H, D, Dp, kp, K, pos0, t0, ncMax;
+    float softmaxScale;
+    float* scores;        // [chunk T, ncMax]
+};
+
+// grid (ceil(ncMax/32), queries of the chunk), block 256. Shared: q[H][Dp] | key[8][D] | qScale[H] | w[H].
+__global__ void __launch_bounds__(256) indexerScoreKernel(ScoreArgs a) {
+    extern __shared__ float sm[];
+    const int64_t H = a.H, D = a.D, Dp = a.Dp;
+    float* qsh = sm;
+    float* ksh = qsh + H * Dp;
+    float* qsc = ksh + 8 * D;
+    float* wsh = qsc + H;
+    const int64_t t = a.t0 + blockIdx.y, p = a.pos0 + t, nc = (p + 1) / a.kp;
+    const int64_t j0 = int64_t(blockIdx.x) * kPoolsPerBlock;
+    if (nc <= a.K || j0 >= nc) return;  // all candidates are taken without scores / nothing here
+
+    for (int64_t i = threadIdx.x; i < H * D; i += blockDim.x) qsh[(i / D) * Dp + i % D] = a.q[t * H * D + i];
+    for (int64_t h = threadIdx.x; h < H; h += blockDim.x) {
+        qsc[h] = a.fp8 ? a.qScale[t * H + h] : 1.0f;
+        wsh[h] = a.w[t * H + h];
+    }
+    __syncthreads();
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, l = lane & 7, hq = lane >> 3;
+    float* kw = ksh + warp * D;
+    for (int jj = 0; jj < kPoolsPerBlock / 8; ++jj) {
+        const int64_t j = j0 + warp * (kPoolsPerBlock / 8) + jj;
+        if (j >= nc) break;  // uniform over the warp
+        const int64_t tok = j * a.kp;
+        const int64_t slot = (int64_t(a.blocks[tok / a.blockSize]) * a.blockSize + tok % a.blockSize) / a.kp;
+        const uint8_t* e = a.store + slot * a.kb;
+        float ks = 1.0f;
+        if (a.fp8) {
+            for (int64_t i = lane; i < D; i += 32) kw[i] = fp8ToF32(e[i]);
+            ks = loadF32Bytes(e + D);
+        } else if (a.aligned4) {
+            for (int64_t i = lane; i < D; i += 32) kw[i] = reinterpret_cast<const float*>(e)[i];
+        } else {
+            for (int64_t i = lane; i < D; i += 32) kw[i] = loadF32Bytes(e + 4 * i);
+        }
+        __syncwarp();
+        // Lane (hq, l) holds the CPU's accumulator l of head hb + hq; the 8 lanes of a head combine as
+        // ((a0+a4)+(a1+a5)) + ((a2+a6)+(a3+a7)); lane 0 adds the heads' terms in head order.
+        float total = 0.0f;
+        for (int64_t hb = 0; hb < H; hb += 4) {
+            const int64_t h = hb + hq;
+            float acc = 0.0f;
+            if (h < H) {
+                const float* qh = qsh + h * Dp;
+                for (int64_t i = l; i < D; i += 8) acc = __fadd_rn(acc, __fmul_rn(qh[i], kw[i]));
+            }
+            acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
+            acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
+            acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
+            float term = 0.0f;
+            if (h < H) {
+                const float qk = a.fp8 ? __fmul_rn(acc, __fmul_rn(qsc[h], ks)) : acc;
+                term = __fmul_rn(wsh[h], fmaxf(0.0f, __fmul_rn(a.softmaxScale, qk)));
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const float tv = __shfl_sync(0xffffffffu, term, u * 8);
+                if (hb + u < H) total = __fadd_rn(total, tv);
+            }
+        }
+        if (lane == 0) a.scores[(t - a.t0) * a.ncMax + j] = total;
+        __syncwarp();  // kw is rewritten by the next pool
+    }
+}
+
+// Order-preserving map of a score to 32 bits (larger score → larger key; −0 and +0 equal, as the CPU's ==).
+__device__ __forceinline__ uint32_t orderKey(float f) {
+    uint32_t u = __float_as_uint(f);
+    if (u == 0x80000000u) u = 0;
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+struct TopArgs {
+    const float* scores;  // [chunk T, ncMax]
+    int64_t ncMax, kp, K, width, pos0, t0;
+    int32_t* idx;         // [T, width]
+    int32_t* ties;        // [T]
+    uint64_t* hashes;     // [T] (seeded) or null
+};
+
+constexpr int kTopThreads = 512;
+
+// grid = queries of the chunk, block 512.
+__global__ void __launch_bounds__(kTopThreads) indexerTopKernel(TopArgs a) {
+    __shared__ int hist[256];
+    __shared__ int scan[33];
+    __shared__ int sDigit, sNeed, sEq;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t t = a.t0 + blockIdx.x, p = a.pos0 + t, nc = (p + 1) / a.kp, kp = a.kp;
+    int32_t* out = a.idx + t * a.width;
+    int64_t chosen;
+    int tied = 0;
+    if (nc <= a.K) {
+        chosen = nc;
+        for (int64_t i = threadIdx.x; i < nc * kp; i += blockDim.x) out[i] = int32_t(i);
+    } else {
+        chosen = a.K;
+        const float* sc = a.scores + int64_t(blockIdx.x) * a.ncMax;
+        // Radix select of the K-th largest key, 8 bits at a time from the top.
+        uint32_t prefix = 0, mask = 0;
+        int need = int(a.K), eqCount = 0;
+        for (int shift = 24; shift >= 0; shift -= 8) {
+            for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+            __syncthreads();
+            for (int64_t base = 0; base < nc; base += blockDim.x) {
+                const int64_t j = base + threadIdx.x;
+                int digit = 256;  // no bin
+                if (j < nc) {
+                    const uint32_t u = orderKey(sc[j]);
+                    if ((u & mask) == prefix) digit = int((u >> shift) & 255u);
+                }
+                const unsigned peers = __match_any_sync(0xffffffffu, digit);
+                if (digit < 256 && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], __popc(peers));
+            }
+            __syncthreads();
+            if (warp == 0) {
+                int cnt[8], s = 0;
+#pragma unroll
+                for (int b = 0; b < 8; ++b) s += (cnt[b] = hist[255 - lane * 8 - b]);
+                int incl = s;
+                for (int o = 1; o < 32; o <<= 1) {
+                    const int v = __shfl_up_sync(0xffffffffu, incl, o);
+                    if (lane >= o) incl += v;
+                }
+                int cum = incl - s;
+                if (cum < need && need <= incl) {
+                    for (int b = 0; b < 8; ++b) {
+                        if (cum + cnt[b] >= need) {
+                            sDigit = 255 - lane * 8 - b;
+                            sNeed = need - cum;
+                            sEq = cnt[b];
+                            break;
+                        }
+                        cum += cnt[b];
+                    }
+                }
+            }
+            __syncthreads();
+            prefix |= uint32_t(sDigit) << shift;
+            mask |= 255u << shift;
+            need = sNeed;
+            eqCount = sEq;
+        }
+        // prefix = the K-th largest key; `need` of its copies are taken, the earliest pools first. Each
+        // thread owns a contiguous run of pools, so two block scans give every pool its rank.
+        tied = eqCount > need;
+        const int64_t per = (nc + blockDim.x - 1) / blockDim.x, j0 = imin64(nc, per * threadIdx.x),
+                      j1 = imin64(nc, j0 + per);
+        int eqHere = 0;
+        for (int64_t j = j0; j < j1; ++j) eqHere += orderKey(sc[j]) == prefix;
+        int total;
+        int eqBefore = blockScanInt(eqHere, scan, total);
+        int selHere = 0;
+        for (int64_t j = j0, e = eqBefore; j < j1; ++j) {
+            const uint32_t u = orderKey(sc[j]);
+            selHere += u > prefix || (u == prefix && e++ < need);
+        }
+        int r = blockScanInt(selHere, scan, total);
+        for (int64_t j = j0, e = eqBefore; j < j1; ++j) {
+            const uint32_t u = orderKey(sc[j]);
+            if (u > prefix || (u == prefix && e++ < need)) {
+                for (int64_t m = 0; m < kp; ++m) out[int64_t(r) * kp + m] = int32_t(j * kp + m);
+                ++r;
+            }
+        }
+    }
+    // The query's own incomplete pool, then −1.
+    const int64_t tail0 = chosen * kp, nTail = p + 1 - nc * kp;
+    for (int64_t i = threadIdx.x; i < nTail; i += blockDim.x) out[tail0 + i] = int32_t(nc * kp + i);
+    for (int64_t i = tail0 + nTail + threadIdx.x; i < a.width; i += blockDim.x) out[i] = -1;
+    if (a.hashes) {
+        __syncthreads();  // the chosen pools are in `out`
+        if (threadIdx.x == 0) {
+            uint64_t hsh = a.hashes[t] * 0x100000001b3ull + uint64_t(nc);
+            for (int64_t r = 0; r < chosen; ++r) {
+                const int64_t j = nc <= a.K ? r : out[r * kp] / kp;
+                hsh = (hsh ^ uint64_t(j + 1)) * 0x100000001b3ull;
+            }
+            a.hashes[t] = hsh;
+        }
+    }
+    if (threadIdx.x == 0) a.ties[t] = tied;
+}
+
+void setSharedLimit(const void* kernel, size_t bytes) {
+    if (bytes > 48 * 1024)
+        TS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+}  // namespace
+
+void CudaBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp,
+                                    const Buffer& ape, KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore,
+                                    const PageTable& pages, int64_t pos0) {
+    const size_t kb = indexerKeyBytes(dt, D);
+    TS_CHECK(kp > 0 && pages.blockSize % kp == 0, "indexerCacheWrite: block size must be a multiple of index_kpool");
+    TS_CHECK(tail.size() >= size_t(kp * 2 * D) * 4, "indexerCacheWrite: tail ring too small");
+    if (T <= 0 || D <= 0) return;
+    TS_CHECK(size_t(D) * 4 <= 48 * 1024, "indexerCacheWrite: key dimension too large");
+    const int64_t jFirst = pos0 / kp, jEnd = (pos0 + T) / kp, numPools = jEnd - jFirst;
+    cudaStream_t st = stream();
+    if (numPools > 0) {
+        std::vector<int32_t> slots(static_cast<size_t>(numPools));
+        for (int64_t j = jFirst; j < jEnd; ++j) {
+            TS_CHECK(j * kp < pages.capacity(), "indexerCacheWrite: pool beyond the sequence's pages");
+            const int64_t poolSlot = pages.slot(j * kp) / kp;
+            TS_CHECK(poolSlot >= 0 && size_t(poolSlot + 1) * kb <= poolStore.size(),
+                     "indexerCacheWrite: pool slot outside the store");
+            slots[size_t(j - jFirst)] = int32_t(poolSlot);
+        }
+        PoolArgs a{};
+        a.k = k.f32();
+        a.gate = gate.f32();
+        a.ape = ape.f32();
+        a.ring = tail.f32();
+        a.store = poolStore.bytes();
+        a.poolSlots = uploadInts(kScratchSel, slots.data(), numPools);
+        a.D = D;
+        a.kp = kp;
+        a.kb = int64_t(kb);
+        a.jFirst = jFirst;
+        a.pos0 = pos0;
+        a.fp8 = dt == KvCacheDtype::Fp8;
+        a.hadamard = isPow2(D);
+        a.hs = 1.0f / std::sqrt(float(D));  // = cpu::hadamard's scale
+        indexerPoolKernel<<<unsigned(numPools), 128, size_t(D) * 4, st>>>(a);
+        TS_CUDA_LAUNCH_CHECK();
+    }
+    const int64_t last = std::min(T, kp);  // ring slots this call leaves behind (after the pools read it)
+    indexerRingKernel<<<unsigned(last), 128, 0, st>>>(k.f32(), gate.f32(), T, D, kp, pos0,
+                                                      dt == KvCacheDtype::Fp8, tail.f32());
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp,
+                                int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages,
+                                int64_t pos0, const Buffer& idx, IndexerStats* stats) {
+    const size_t kb = indexerKeyBytes(dt, D);
+    TS_CHECK(kp > 0 && topk >= kp, "indexerSelect: index_topk must be at least index_kpool");
+    const int64_t K = topk / kp, width = topk + kp - 1;
+    if (T <= 0) return;
+    TS_CHECK(T <= 0x7fffffff && H > 0 && D > 0, "indexerSelect: bad shape");
+    const bool fp8 = dt == KvCacheDtype::Fp8;
+    const bool wantHash = stats && stats->selectionHash.size() == size_t(T);
+    cudaStream_t st = stream();
+    const int64_t ncMax = (pos0 + T) / kp;  // complete pools visible to the last query
+
+    const float* dq = q.f32();
+    const float* dqs = nullptr;
+    if (fp8 && ncMax > K) {
+        auto* mem = static_cast<float*>(scratch(kScratchA, size_t(T * H * D + T * H) * 4));
+        TS_CHECK(size_t(D) * 4 <= 48 * 1024, "indexerSelect: key dimension too large");
+        indexerQuantQKernel<<<unsigned(T * H), 128, size_t(D) * 4, st>>>(q.f32(), D, isPow2(D),
+                                                                        1.0f / std::sqrt(float(D)), mem,
+                                                                        mem + T * H * D);
+        TS_CUDA_LAUNCH_CHECK();
+        dq = mem;
+        dqs = mem + T * H * D;
+    }
+    // Per-query outputs: ties [T] int32 and hashes [T] uint64 (8-byte aligned first).
+    auto* flagMem = static_cast<uint8_t*>(scratch(kScratchC, size_t(T) * 12));
+    auto* hashes = reinterpret_cast<uint64_t*>(flagMem);
+    auto* ties = reinterpret_cast<int32_t*>(flagMem + size_t(T) * 8);
+    if (wantHash)
+        TS_CUDA_CHECK(cudaMemcpyAsync(hashes, stats->selectionHash.data(), size_t(T) * 8, cudaMemcpyHostToDevice, st));
+
+    if (ncMax > K) {
+        // The device reads pool slots through the page table unchecked: bound them here once (the blocks
+        // holding pools 0..ncMax−1), so a bad table is an error, not a stray read.
+        TS_CHECK((ncMax - 1) * kp < pages.capacity(), "indexerSelect: pools beyond the sequence's pages");
+        int64_t maxBlock = 0;
+        for (int64_t b = 0; b <= (ncMax - 1) * kp / pages.blockSize; ++b) maxBlock = std::max<int64_t>(maxBlock, pages.blocks[b]);
+        TS_CHECK(size_t((maxBlock + 1) * pages.blockSize / kp) * kb <= poolStore.size(),
+                 "indexerSelect: pool slot outside the store");
+    }
+    const int32_t* dBlocks = devicePages(pages);
+    ScoreArgs sa{};
+    sa.q = dq;
+    sa.qScale = dqs;
+    sa.w = w.f32();
+    sa.store = poolStore.bytes();
+    sa.kb = int64_t(kb);
+    sa.fp8 = fp8;
+    sa.aligned4 = reinterpret_cast<uintptr_t>(poolStore.bytes()) % 4 == 0;
+    sa.blocks = dBlocks;
+    sa.blockSize = pages.blockSize;
+    sa.H = H;
+    sa.D = D;
+    sa.Dp = (D + 31) / 32 * 32 + 8;  // 4 heads' rows land 8 banks apart
+    sa.kp = kp;
+    sa.K = K;
+    sa.pos0 = pos0;
+    sa.ncMax = std::max<int64_t>(ncMax, 1);
+    sa.softmaxScale = 1.0f / std::sqrt(float(D));  // = the CPU's softmaxScale
+    const size_t scoreShmem = size_t(H * sa.Dp + 8 * D + 2 * H) * 4;
+    TS_CHECK(scoreShmem <= size_t(props().sharedMemPerBlockOptin), "indexerSelect: q too large for shared memory");
+    setSharedLimit(reinterpret_cast<const void*>(indexerScoreKernel), scoreShmem);
+
+    // Queries in chunks whose score rows fit 64 MiB.
+    const int64_t chunkT = std::clamp<int64_t>((int64_t(64) << 20) / (sa.ncMax * 4), 1, std::min<int64_t>(T, 65535));
+    float* scores = ncMax > K ? static_cast<float*>(scratch(kScratchB, size_t(chunkT * sa.ncMax) * 4)) : nullptr;
+    sa.scores = scores;
+    TopArgs ta{};
+    ta.scores = scores;
+    ta.ncMax = sa.ncMax;
+    ta.kp = kp;
+    ta.K = K;
+    ta.width = width;
+    ta.pos0 = pos0;
+    ta.idx = idx.i32();
+    ta.ties = ties;
+    ta.hashes = wantHash ? hashes : nullptr;
+    for (int64_t t0 = 0; t0 < T; t0 += chunkT) {
+        const int64_t n = std::min(chunkT, T - t0);
+        if (ncMax > K) {
+            sa.t0 = t0;
+            const dim3 grid(unsigned((ncMax + kPoolsPerBlock - 1) / kPoolsPerBlock), unsigned(n));
+            indexerScoreKernel<<<grid, 256, scoreShmem, st>>>(sa);
+            TS_CUDA_LAUNCH_CHECK();
+        }
+        ta.t0 = t0;
+        indexerTopKernel<<<unsigned(n), kTopThreads, 0, st>>>(ta);
+        TS_CUDA_LAUNCH_CHECK();
+    }
+
+    if (stats) {
+        std::vector<int32_t> tied(static_cast<size_t>(T));
+        TS_CUDA_CHECK(cudaMemcpyAsync(tied.data(), ties, size_t(T) * 4, cudaMemcpyDeviceToHost, st));
+        if (wantHash)
+            TS_CUDA_CHECK(cudaMemcpyAsync(stats->selectionHash.data(), hashes, size_t(T) * 8, cudaMemcpyDeviceToHost, st));
+        TS_CUDA_CHECK(cudaStreamSynchronize(st));
+        for (int64_t t = 0; t < T; ++t)
+            if (tied[size_t(t)]) {
+                if (stats->firstTiedQuery < 0) stats->firstTiedQuery = t;
+                ++stats->tiedQueries;
+            }
+    }
+}
+
+}  // namespace ts
