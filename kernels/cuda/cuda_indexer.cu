@@ -13,7 +13,7 @@
 //                      in rare channels — the self-test compares bytes exactly with gates whose softmax
 //                      terms are exact (e^0, e^-300), and within one fp8 step with random gates.
 //   indexerSelect      (1) fp8 mode: one block per (query, head) rotates and quantises q like the CPU;
-//                      (2) one warp per (query, pool), 32 pools per block: the score
+//                      (2) one warp per (query, pool), ≥ 32 pools per block: the score
 //                      Σ_h w[t,h]·relu(D^-1/2 · q_h·key) with the CPU's 8-lane dot order and sequential
 //                      head sum, so scores are bit-identical; queries with ≤ K candidates skip scoring;
 //                      (3) one block per query: radix select (4 × 8 bits) of the K-th largest score,
@@ -140,7 +140,6 @@ __global__ void __launch_bounds__(128) indexerQuantQKernel(const float* __restri
     if (threadIdx.x == 0) qs[th] = s;
 }
 
-constexpr int kPoolsPerBlock = 32;  // 8 warps × 4 pools: ≥ 2 blocks per SM at 128k / kp 16
 
 struct ScoreArgs {
     const float* q;       // [T, H, D]: e4m3 values (fp8) or the raw q (fp32)
@@ -152,11 +151,13 @@ struct ScoreArgs {
     const int32_t* blocks;
     int64_t blockSize;
     int64_t H, D, Dp, kp, K, pos0, t0, ncMax;
+    int64_t poolsPerWarp;  // a block scores 8 · poolsPerWarp consecutive pools of one query
     float softmaxScale;
     float* scores;        // [chunk T, ncMax]
 };
 
-// grid (ceil(ncMax/32), queries of the chunk), block 256. Shared: q[H][Dp] | key[8][D] | qScale[H] | w[H].
+// grid (ceil(ncMax / (8·poolsPerWarp)), queries of the chunk), block 256.
+// Shared: q[H][Dp] | key[8][D] | qScale[H] | w[H].
 __global__ void __launch_bounds__(256) indexerScoreKernel(ScoreArgs a) {
     extern __shared__ float sm[];
     const int64_t H = a.H, D = a.D, Dp = a.Dp;
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(256) indexerScoreKernel(ScoreArgs a) {
     float* qsc = ksh + 8 * D;
     float* wsh = qsc + H;
     const int64_t t = a.t0 + blockIdx.y, p = a.pos0 + t, nc = (p + 1) / a.kp;
-    const int64_t j0 = int64_t(blockIdx.x) * kPoolsPerBlock;
+    const int64_t j0 = int64_t(blockIdx.x) * 8 * a.poolsPerWarp;
     if (nc <= a.K || j0 >= nc) return;  // all candidates are taken without scores / nothing here
 
     for (int64_t i = threadIdx.x; i < H * D; i += blockDim.x) qsh[(i / D) * Dp + i % D] = a.q[t * H * D + i];
@@ -177,8 +178,8 @@ __global__ void __launch_bounds__(256) indexerScoreKernel(ScoreArgs a) {
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, l = lane & 7, hq = lane >> 3;
     float* kw = ksh + warp * D;
-    for (int jj = 0; jj < kPoolsPerBlock / 8; ++jj) {
-        const int64_t j = j0 + warp * (kPoolsPerBlock / 8) + jj;
+    for (int64_t jj = 0; jj < a.poolsPerWarp; ++jj) {
+        const int64_t j = j0 + warp * a.poolsPerWarp + jj;
         if (j >= nc) break;  // uniform over the warp
         const int64_t tok = j * a.kp;
         const int64_t slot = (int64_t(a.blocks[tok / a.blockSize]) * a.blockSize + tok % a.blockSize) / a.kp;
@@ -457,6 +458,13 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
 
     // Queries in chunks whose score rows fit 64 MiB.
     const int64_t chunkT = std::clamp<int64_t>((int64_t(64) << 20) / (sa.ncMax * 4), 1, std::min<int64_t>(T, 65535));
+    // Pools per warp: ≥ 4 (decode: many small blocks over the pools), more when many queries already fill
+    // the device (prefill: each block loads its query's q once for a long run of pools).
+    {
+        const int64_t sms = std::max(1, props().multiProcessorCount);
+        const int64_t blocksPerQuery = std::max<int64_t>(1, 4 * sms / std::min(T, chunkT));
+        sa.poolsPerWarp = std::max<int64_t>(4, (sa.ncMax + 8 * blocksPerQuery - 1) / (8 * blocksPerQuery));
+    }
     float* scores = ncMax > K ? static_cast<float*>(scratch(kScratchB, size_t(chunkT * sa.ncMax) * 4)) : nullptr;
     sa.scores = scores;
     TopArgs ta{};
@@ -473,7 +481,7 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
         const int64_t n = std::min(chunkT, T - t0);
         if (ncMax > K) {
             sa.t0 = t0;
-            const dim3 grid(unsigned((ncMax + kPoolsPerBlock - 1) / kPoolsPerBlock), unsigned(n));
+            const dim3 grid(unsigned((ncMax + 8 * sa.poolsPerWarp - 1) / (8 * sa.poolsPerWarp)), unsigned(n));
             indexerScoreKernel<<<grid, 256, scoreShmem, st>>>(sa);
             TS_CUDA_LAUNCH_CHECK();
         }
