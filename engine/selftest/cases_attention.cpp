@@ -418,9 +418,9 @@ void addAttentionCases(std::vector<Case>& out) {
     out.push_back(mlaCacheWriteCase(512, 7, 60, 64, KV::Fp32));
     out.push_back(mlaCacheWriteCase(33, 4, 5, 4, KV::Fp32));
 
-    // kv_b_proj absorption: real (dn = dv = 256, R = 512) at decode and prefill, tiny_a, embedded, odd.
+    // kv_b_proj absorption: real (dn = dv = 256, R = 512) at decode (the ≤ 16-row tile), tiny_a (T = 20) and
+    // odd (T = 70) on the 64-row prefill tile, embedded.
     out.push_back(mlaProjectionCase(1, 64, 256, 256, 512, DType::BF16));
-    out.push_back(mlaProjectionCase(6, 64, 256, 256, 512, DType::BF16));
     out.push_back(mlaProjectionCase(20, 4, 32, 32, 64, DType::BF16));
     out.push_back(mlaProjectionCase(3, 4, 64, 64, 128, DType::F16));
     out.push_back(mlaProjectionCase(70, 3, 20, 12, 70, DType::F32));
@@ -431,7 +431,7 @@ void addAttentionCases(std::vector<Case>& out) {
     out.push_back(mlaSparseAttentionCase(4, 64, 512, 3000, 16, 2048, 64, KV::Fp8, IdxStyle::Indexer, 1.0f / 16));
     out.push_back(mlaSparseAttentionCase(2, 64, 512, 1000, 16, 2048, 64, KV::Fp32, IdxStyle::Indexer, 1.0f / 16));
     // A prefill chunk (many queries: one chunk of the selection per block, no merge step).
-    out.push_back(mlaSparseAttentionCase(48, 64, 512, 700, 16, 2048, 64, KV::Fp8, IdxStyle::Indexer, 1.0f / 16));
+    out.push_back(mlaSparseAttentionCase(36, 64, 512, 150, 16, 2048, 64, KV::Fp8, IdxStyle::Indexer, 1.0f / 16));
     out.push_back(mlaSparseAttentionCase(7, 4, 64, 40, 4, 32, 4, KV::Fp8, IdxStyle::Messy, 1.0f / std::sqrt(32.0f)));
     out.push_back(mlaSparseAttentionCase(5, 4, 128, 300, 4, 128, 16, KV::Fp32, IdxStyle::Indexer, 0.125f));
     out.push_back(mlaSparseAttentionCase(3, 5, 200, 50, 3, 33, 6, KV::Fp8, IdxStyle::Messy, 0.1f));
@@ -457,8 +457,8 @@ void addAttentionCases(std::vector<Case>& out) {
     out.push_back(indexerSelectCase(60, 16, 32, 4, 32, 0, 4, KV::Fp8, 3));
     out.push_back(indexerSelectCase(60, 16, 32, 4, 32, 0, 4, KV::Fp32, 3));
     out.push_back(indexerSelectCase(50, 16, 32, 4, 128, 100, 16, KV::Fp8, 0));
-    // A prefill chunk of 600 queries over ~900 pools: the device scores long runs of pools per block.
-    out.push_back(indexerSelectCase(600, 16, 32, 4, 128, 3000, 16, KV::Fp8, 0));
+    // A prefill chunk of 300 queries over ~800 pools: the device scores long runs of pools per block.
+    out.push_back(indexerSelectCase(300, 16, 32, 4, 128, 3000, 16, KV::Fp8, 0));
     out.push_back(indexerSelectCase(20, 5, 24, 3, 12, 7, 6, KV::Fp8, 4));
     out.push_back(indexerSelectCase(9, 3, 23, 2, 6, 3, 4, KV::Fp8, 0));
     out.push_back(indexerSelectCase(9, 3, 23, 2, 6, 3, 4, KV::Fp32, 2));
