@@ -448,7 +448,8 @@ def main():
     log(f"MTP top-1 draft agreement on held-out completions: {hits / tot:.3f}")
     report = {"versions": {"torch": torch.__version__, "transformers": transformers.__version__},
               "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "args": vars(args) | {
-                  "out": str(args.out), "init_state": str(args.init_state), "tokenizer": str(args.tokenizer)},
+                  "out": str(args.out), "init_state": str(args.init_state), "tokenizer": str(args.tokenizer),
+                  "init_ckpt": str(args.init_ckpt)},
               "params_main": nparam, "steps": step, "train_seconds": train_time, "padded_tokens": toks,
               "loss_history": hist, "heldout_accuracy": acc, "per_family": fam, "mtp_top1": hits / tot,
               "checkpoint_bytes": size, "total_seconds": time.time() - T0}
