@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "selftest/verify_backend.h"
 #include "text/reasoning_parser.h"
 #include "ui/api_server.h"
 #include "ui/loaded_engine.h"
@@ -151,7 +152,14 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
         const std::string dir = QDir(modelDir).absolutePath().toStdString();
         loaded->dir = dir;
         emit loadProgress(5, tr("Reading config.json"));
-        loaded->backend = makeCpuBackend();
+        loaded->backend = makeBackend(qEnvironmentVariable("TWINSPARK_BACKEND", QStringLiteral("auto")).toStdString());
+        log(tr("Backend: %1").arg(QString::fromStdString(loaded->backend->name())));
+        if (loaded->backend->name() != "cpu") {
+            emit loadProgress(7, tr("GPU self-test (every kernel against the CPU reference)"));
+            const auto verified = selftest::verifyBackendOrThrow(*loaded->backend);
+            log(verified.skipped ? tr("GPU self-test skipped (SKIP_OVERLAY_VERIFY=1)")
+                                 : tr("GPU self-test passed: %1 checks").arg(verified.checks));
+        }
         emit loadProgress(10, tr("Mapping and checking the weights"));
         loaded->model = std::make_unique<Glm5NextModel>(dir, *loaded->backend);
         emit loadProgress(80, tr("Loading the tokenizer"));

@@ -20,7 +20,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/glm5_next.h"
-#include "selftest/op_selftest.h"
+#include "selftest/verify_backend.h"
 #include "runtime/engine.h"
 #include "serve/handlers.h"
 #include "serve/server.h"
@@ -133,8 +133,6 @@ int cmdServe(const Args& args) {
     const std::string backendName = args.get("backend").value_or("auto");
     if (backendName != "auto" && backendName != "cpu" && backendName != "cuda")
         fail(ErrorKind::InvalidArgument, "--backend must be auto, cpu or cuda, got '" + backendName + "'");
-    const char* skipVerifyEnv = std::getenv("SKIP_OVERLAY_VERIFY");
-    const bool skipVerify = skipVerifyEnv && std::string(skipVerifyEnv) == "1";
     const int64_t threads = args.getInt("threads", 0, 0, 1024);
     if (threads > 0) ThreadPool::setGlobalThreads(int(threads));
 
@@ -164,26 +162,11 @@ int cmdServe(const Args& args) {
             std::fprintf(stderr, "serve: loading %s\n", modelDir.c_str());
             loaded->backend = makeBackend(backendName);
             std::fprintf(stderr, "serve: backend %s\n", loaded->backend->name().c_str());
-            if (loaded->backend->name() != "cpu") {
-                if (skipVerify) {
-                    std::fprintf(stderr, "serve: GPU self-test skipped (SKIP_OVERLAY_VERIFY=1)\n");
-                } else {
-                    auto cpu = makeCpuBackend();
-                    int64_t failed = 0, total = 0;
-                    std::string first;
-                    selftest::run(*cpu, *loaded->backend, 20261129, {}, [&](const selftest::OpResult& r) {
-                        ++total;
-                        if (!r.pass && failed++ == 0) first = r.family + "/" + r.op + " " + r.shape + ": " + r.note;
-                    });
-                    if (failed || total == 0)
-                        fail(ErrorKind::Internal, "GPU self-test failed: " + std::to_string(failed) + " of " +
-                                                      std::to_string(total) + " op checks (first: " + first +
-                                                      "); run 'twinspark-cli selftest --backend cuda' for the table, "
-                                                      "or set SKIP_OVERLAY_VERIFY=1 to serve anyway");
-                    std::fprintf(stderr, "serve: GPU self-test passed (%lld op checks against the CPU reference)\n",
-                                 (long long)total);
-                }
-            }
+            const auto verified = selftest::verifyBackendOrThrow(*loaded->backend);
+            if (verified.skipped) std::fprintf(stderr, "serve: GPU self-test skipped (SKIP_OVERLAY_VERIFY=1)\n");
+            if (verified.ran)
+                std::fprintf(stderr, "serve: GPU self-test passed (%lld op checks against the CPU reference)\n",
+                             (long long)verified.checks);
             loaded->model = std::make_unique<Glm5NextModel>(modelDir, *loaded->backend);
             size_t freeBytes = 0, totalBytes = 0;
             if (loaded->backend->deviceMemory(&freeBytes, &totalBytes)) {

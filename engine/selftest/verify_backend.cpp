@@ -1,0 +1,33 @@
+#include "selftest/verify_backend.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+#include "selftest/op_selftest.h"
+
+namespace ts::selftest {
+
+VerifySummary verifyBackendOrThrow(Backend& backend) {
+    VerifySummary s;
+    if (backend.name() == "cpu") return s;
+    const char* skip = std::getenv("SKIP_OVERLAY_VERIFY");
+    if (skip && std::string(skip) == "1") {
+        s.skipped = true;
+        return s;
+    }
+    auto cpu = makeCpuBackend();
+    int64_t failed = 0;
+    std::string first;
+    run(*cpu, backend, 20261129, {}, [&](const OpResult& r) {
+        ++s.checks;
+        if (!r.pass && failed++ == 0) first = r.family + "/" + r.op + " " + r.shape + ": " + r.note;
+    });
+    if (failed || s.checks == 0)
+        fail(ErrorKind::Internal, "GPU self-test failed: " + std::to_string(failed) + " of " + std::to_string(s.checks) +
+                                      " op checks (first: " + first + "); run 'twinspark-cli selftest --backend " +
+                                      backend.name() + "' for the table, or set SKIP_OVERLAY_VERIFY=1 to serve anyway");
+    s.ran = true;
+    return s;
+}
+
+}  // namespace ts::selftest

@@ -1,0 +1,23 @@
+// The recipe's GPU self-test before serving: every op of a non-CPU backend against the CPU reference
+// (engine/selftest). Used by `twinspark-cli serve` and the control center when they open a backend.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend.h"
+
+namespace ts::selftest {
+
+struct VerifySummary {
+    bool ran = false;      // false for the CPU backend (it is the reference) or when skipped
+    bool skipped = false;  // SKIP_OVERLAY_VERIFY=1
+    int64_t checks = 0;
+};
+
+// For a CPU backend: nothing. Otherwise runs every op case unless SKIP_OVERLAY_VERIFY=1 is set, and
+// throws ts::Error(Internal) naming the first failing check, how many failed, and how to see the table
+// or skip the check.
+VerifySummary verifyBackendOrThrow(Backend& backend);
+
+}  // namespace ts::selftest
