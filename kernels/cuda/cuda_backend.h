@@ -27,6 +27,8 @@
 
 namespace ts {
 
+struct Exl3Cache;  // cuda_exl3.cuh: the EXL3 files' per-backend scratch and expert tables
+
 class CudaBackend final : public Backend {
 public:
     explicit CudaBackend(int device);
@@ -138,6 +140,11 @@ private:
     // cuda_exl3.cu: y[T, p.outFeatures()] = x[T, p.inFeatures()] · Wᵀ for a packed EXL3 linear (called by
     // linear() in cuda_math.cu for w.packed).
     void exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y);
+    // cuda_exl3.cu: the EXL3 state (created on first use) and a grow-only scratch buffer of it (waits for
+    // the stream before replacing a buffer; new memory is zero-filled).
+    Exl3Cache& exl3Cache();
+    Buffer& exl3Scratch(Buffer& b, size_t bytes);
+    std::shared_ptr<Exl3Cache> m_exl3;
 
     int m_device = 0;
     cudaStream_t m_stream = nullptr;

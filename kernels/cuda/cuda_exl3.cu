@@ -1,11 +1,648 @@
-// PLACEHOLDER (being written): cuda_exl3. Every op throws until its kernel lands.
+// EXL3 on the GPU: y[T, out] = x[T, in] · Wᵀ straight from the packed trellis (CudaBackend::exl3Linear),
+// and the kernel the fused MoE (cuda_exl3_moe.cu) runs its gate/up and down projections with. W is
+// never expanded in device memory: every 16×16 tile is decoded in registers by the warp that uses it.
+// The CPU reference is engine/quant/exl3_gemm.cpp; the format is /work/shared/specs/exl3.md.
+//
+//   xr = BH_k(x ⊙ suh)   (per 128-block; inputs ≥ in are zero)      — in-block, per stage
+//   yr = xr · Ŵ          (tiles decoded on the fly; mma.m16n8k16)   — the main loop
+//   y  = BH_n(yr) ⊙ svh + bias, columns < out                        — the epilogue of the last unit
+//
+// One kernel, exl3Kernel<K, codebook>, 128 threads. Its work is a list of jobs (one matrix × up to 16
+// token rows; a linear with T > 16 is ⌈T/16⌉ jobs of the same matrix) cut into units: job × slice of k ×
+// block of 128 output columns (8 tiles wide). blockIdx = unit; the grid is sized so that every SM holds
+// several units at once (decode: ~6 per SM, each ~32 KiB of trellis in flight), which is what keeps
+// HBM busy — there is no persistent loop.
+//
+// A unit, per stage of stageTiles(K) k-tiles (≈ 32 KiB of trellis; a decode unit is one stage):
+//   1. cp.async (16 B per thread, coalesced rows of 8 consecutive tiles) brings the stage's trellis into
+//      shared memory; two stages in flight when a slice has several (prefill), one otherwise.
+//   2. Meanwhile one warp per token row computes its slice of xr exactly as the CPU does (x·suh, the same
+//      butterfly order, ·1/√128), then splits each value into fp16 hi + lo parts after scaling the row
+//      by a power of two 2^e (max |xr| → [2^14, 2^15)), so that hi + lo carries ~22 bits whatever the
+//      activation's range. e only decreases from stage to stage; accumulators are rescaled (exactly)
+//      when it does, and divided by 2^e at the end.
+//   3. Warp w owns n-tiles 2w, 2w+1 of the unit. Per k-tile, each lane decodes its 8 positions of the
+//      tile (spec §3.1: positions 8·lane..8·lane+7 are exactly one lane's two mma B fragments): the 16-bit
+//      states come from a ≤ 96-bit window of the tile's words (laneStates), the codebook hash gives the
+//      fp16 value (codebookDup) — placed in BOTH halves of the B register. The A fragment pairs the hi
+//      and lo parts of the same activation in the two k slots the duplicate meets, so one
+//      mma.m16n8k16 (fp16 × fp16 → fp32) computes v·(hi + lo) for 8 real k-rows × 8 columns × 16 tokens:
+//      near-fp32 products at the price of half the tensor throughput, which decode never misses.
+//      Four mmas per tile; rows ≥ the job's token count are zero.
+//   4. Split-K: with S > 1 slices (or a gate/up pair) each unit writes its partial sums [rows, 128] to
+//      global memory, and the last unit to arrive at an arrival counter (atomicAdd; the counter is reset
+//      by that unit) sums the partials in slice order — so the result does not depend on which unit came
+//      last — applies the output Hadamard, ·svh, +bias, and stores. With one slice it does that directly
+//      from shared memory. Modes: linear (store y), swiglu (gate/up pair → silu(min(g, l))·clamp(u) into
+//      the MoE's activation rows), down (the expert's output rows, then the routed-weight combine).
+//
+// Numerics vs the CPU (fp32 throughout): identical input transform; products exact (fp16 × fp16 in
+// fp32), activation kept to ~2^-22; the tensor core's fp32 accumulation order and truncation differ from
+// the CPU's sequential sums (~1e-6..1e-5 relative to the row's RMS); the output transform, svh, bias and
+// swiglu repeat the CPU's operations in its order (no FMA contraction: __fmul_rn / __fadd_rn).
+//
+// Test:      twinspark-cli selftest --backend cuda --filter exl3   (engine/selftest/cases_exl3.cpp)
+// Benchmark: twinspark-cli bench-device --what exl3                (app/cli/bench_cuda_exl3.cpp: GEMV
+//            4096→12288 at K = 2..6 × 3 codebooks and the fused MoE layer, as a fraction of copy bandwidth)
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/cuda_exl3.cuh"
 
 namespace ts {
+namespace exl3cuda {
+namespace {
 
-bool CudaBackend::moeExpertsFused(const Buffer& /*x*/, int64_t /*T*/, int64_t /*D*/, int64_t /*I*/, const int32_t* /*hostIdx*/, const float* /*hostWeight*/, int64_t /*topk*/, const WeightView* /*gate*/, const WeightView* /*up*/, const WeightView* /*down*/, int64_t /*E*/, float /*limit*/, const Buffer& /*y*/) {
-    return false;  // no fused path yet: the model runs the per-expert loop
+constexpr float kHadScale = 0.088388347648f;  // 1/√128 as the CPU's kExl3HadScale
+
+__device__ __forceinline__ void cpAsync16(void* smemDst, const void* gsrc) {
+    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smemDst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(gsrc) : "memory");
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// d += A·B, m16n8k16, fp16 inputs, fp32 accumulators (PTX ISA fragment layouts).
+__device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                    uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// 2^e as a float for e in [−126, 127]; 0 below (only used for tiny rescale factors).
+__device__ __forceinline__ float pow2(int e) { return e < -126 ? 0.0f : __int_as_float((127 + e) << 23); }
+
+// Ĥ on one 128-vector held by a warp, lane l owning elements 4l..4l+3: the CPU's butterfly network
+// (hadamard128: h = 1, 2, ..., 64, pairs (u, v) → (u + v, u − v)), then ·1/√128 — the same operations on the
+// same operands, so the result is bit-identical to the CPU's.
+__device__ __forceinline__ void had128(float (&v)[4], int lane) {
+    float a = v[0], b = v[1];
+    v[0] = __fadd_rn(a, b);
+    v[1] = __fsub_rn(a, b);
+    a = v[2];
+    b = v[3];
+    v[2] = __fadd_rn(a, b);
+    v[3] = __fsub_rn(a, b);
+    a = v[0];
+    b = v[2];
+    v[0] = __fadd_rn(a, b);
+    v[2] = __fsub_rn(a, b);
+    a = v[1];
+    b = v[3];
+    v[1] = __fadd_rn(a, b);
+    v[3] = __fsub_rn(a, b);
+#pragma unroll
+    for (int m = 1; m < 32; m <<= 1) {
+        const bool upper = (lane & m) != 0;  // holds the "+h" element of each pair: gets u − v
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float p = __shfl_xor_sync(0xffffffffu, v[i], m);
+            v[i] = upper ? __fsub_rn(p, v[i]) : __fadd_rn(v[i], p);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = __fmul_rn(v[i], kHadScale);
+}
+
+__device__ __forceinline__ float warpMaxF(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Word index of element (k-tile kt, row, r = k within the tile) in the staged input: per (kt, row) and
+// c = 0..3, 16 bytes = the half2 (hi, lo) pairs of k = 2c, 2c+8, 2c+1, 2c+9 — exactly the A registers
+// a0, a2 of the "even rows" mma and a0, a2 of the "odd rows" mma for lanes with lane % 4 = c.
+__device__ __forceinline__ int xsWord(int kt, int row, int r, int R) {
+    return ((kt * R + row) * 4 + ((r & 7) >> 1)) * 4 + (((r & 1) << 1) | ((r >> 3) & 1));
+}
+
+// x_i for i in [kk, kk + 4) of one row, zero at and beyond kIn.
+__device__ __forceinline__ void loadX4(const float* xrow, int kk, int kIn, float (&v)[4]) {
+    const float* p = xrow + kk;
+    if (kk + 4 <= kIn && (reinterpret_cast<uintptr_t>(p) & 15u) == 0) {
+        const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+        v[0] = q.x;
+        v[1] = q.y;
+        v[2] = q.z;
+        v[3] = q.w;
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = kk + i < kIn ? __ldg(p + i) : 0.0f;
+    }
+}
+
+// Step 2 of a stage for one token row (one warp): xr of k-tiles [ktA, ktA + kts) → hi/lo pairs in xs, and
+// the row's scale exponent for this stage (min of the previous one and this stage's own) → eCur[row].
+template <int KS>
+__device__ __forceinline__ void transformRow(const Params& P, const Job& job, int row, int ktA, int kts, uint32_t* xs,
+                                             int* eCur, const int* ePrev, int lane) {
+    constexpr int HB = KS / 8;  // 128-wide Hadamard blocks per stage
+    const float* xrow = job.x + int64_t(job.rows ? job.rows[row] : row) * job.ldx;
+    float v[HB][4];
+    float mx = 0.0f;
+#pragma unroll
+    for (int hb = 0; hb < HB; ++hb) {
+        if (hb * 8 < kts) {
+            const int kk = ktA * 16 + hb * 128 + 4 * lane;
+            loadX4(xrow, kk, P.kIn, v[hb]);
+            const float4 s = __ldg(reinterpret_cast<const float4*>(job.suh + kk));
+            v[hb][0] = __fmul_rn(v[hb][0], s.x);
+            v[hb][1] = __fmul_rn(v[hb][1], s.y);
+            v[hb][2] = __fmul_rn(v[hb][2], s.z);
+            v[hb][3] = __fmul_rn(v[hb][3], s.w);
+            had128(v[hb], lane);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) mx = fmaxf(mx, fabsf(v[hb][i]));
+        }
+    }
+    mx = warpMaxF(mx);
+    int e = kEInit;  // an all-zero stage keeps the previous scale
+    if (mx > 0.0f) {
+        int p = 0;
+        frexpf(mx, &p);  // mx = f·2^p, f in [0.5, 1): mx·2^(15−p) in [2^14, 2^15)
+        e = isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
+    }
+    e = min(e, ePrev ? ePrev[row] : kEInit);
+    const float sc = pow2(e);
+#pragma unroll
+    for (int hb = 0; hb < HB; ++hb) {
+        if (hb * 8 < kts) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float t = __fmul_rn(v[hb][i], sc);  // exact (power of two)
+                const __half hi = __float2half_rn(t);
+                const __half lo = __float2half_rn(__fsub_rn(t, __half2float(hi)));  // t − hi is exact
+                const int kl = hb * 128 + 4 * lane + i;                               // k within the stage
+                xs[xsWord(kl >> 4, row, kl & 15, P.R)] =
+                    uint32_t(__half_as_ushort(hi)) | (uint32_t(__half_as_ushort(lo)) << 16);
+            }
+        }
+    }
+    if (lane == 0) eCur[row] = e;
+}
+
+// Σ over slices (in slice order) of the partial sums of one row, columns [col, col + 4).
+__device__ __forceinline__ void sumPartials(const Params& P, int prow, int col, float (&v)[4]) {
+    const float* p = P.part + int64_t(prow) * P.S * P.n + col;
+    float4 q = __ldcg(reinterpret_cast<const float4*>(p));
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+    for (int s = 1; s < P.S; ++s) {
+        q = __ldcg(reinterpret_cast<const float4*>(p + int64_t(s) * P.n));
+        v[0] = __fadd_rn(v[0], q.x);
+        v[1] = __fadd_rn(v[1], q.y);
+        v[2] = __fadd_rn(v[2], q.z);
+        v[3] = __fadd_rn(v[3], q.w);
+    }
+}
+
+// yr of a row → BH_n · ⊙ svh (+ bias) for the lane's 4 columns (the CPU's exl3OutputTransform).
+__device__ __forceinline__ void outputTransform(const Job& job, int col, int lane, float (&v)[4]) {
+    had128(v, lane);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        v[i] = __fmul_rn(v[i], __ldg(job.svh + col + i));
+        if (job.bias) v[i] = __fadd_rn(v[i], __ldg(job.bias + col + i));
+    }
+}
+
+// The CPU's swiglu: silu(min(g, lim)) · clamp(u, −lim, lim), lim ≤ 0: no clamping.
+__device__ __forceinline__ float swigluOne(float g, float u, float lim) {
+    if (lim > 0.0f) {
+        g = lim < g ? lim : g;
+        u = u < -lim ? -lim : (lim < u ? lim : u);
+    }
+    return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
+}
+
+// Final y[t, col] += Σ_choices weight · expert_out[col], choices in ascending expert order, for rows
+// [t0, t1) of column block b; threads stride over (row, column).
+__device__ __forceinline__ void combineRange(const Params& P, int b, int t0, int t1, int tid, int nth) {
+    const int cols = min(128, P.nOut - b * 128);
+    for (int idx = tid; idx < (t1 - t0) * 128; idx += nth) {
+        const int t = t0 + (idx >> 7), cl = idx & 127;
+        if (cl >= cols) continue;
+        const int col = b * 128 + cl;
+        float* dst = P.yFinal + int64_t(t) * P.nOut + col;
+        float a = *dst;
+        for (int e = P.combOffsets[t]; e < P.combOffsets[t + 1]; ++e) {
+            const CombineEntry ce = P.combEntries[e];
+            a = __fadd_rn(a, __fmul_rn(ce.weight, __ldcg(ce.src + col)));
+        }
+        *dst = a;
+    }
+}
+
+__device__ __forceinline__ Job jobOf(const Params& P, int j) {
+    if (P.jobs) return P.jobs[j];
+    Job job = P.inlineJob;
+    job.x += int64_t(16) * j * job.ldx;
+    job.y += int64_t(16) * j * job.ldy;
+    job.m = min(16, P.T - 16 * j);
+    job.partRow = 16 * j;
+    return job;
+}
+
+// The epilogue of column block b for job j (all its rows), run by the unit that completed it. `red`:
+// the block's own sums [16, 128] in shared memory (one slice, unpaired), else the partial buffer.
+__device__ void epilogue(const Params& P, const Job& job, int j, int b, const float* red, int* flag) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int col = b * 128 + 4 * lane;
+    if (P.mode == kModeSwiglu) {
+        const Job gj = jobOf(P, j & ~1), uj = jobOf(P, j | 1);
+        for (int row = warp; row < gj.m; row += kWarps) {
+            float g[4], u[4];
+            sumPartials(P, gj.partRow + row, col, g);
+            sumPartials(P, uj.partRow + row, col, u);
+            outputTransform(gj, col, lane, g);
+            outputTransform(uj, col, lane, u);
+            float* dst = gj.y + int64_t(row) * gj.ldy;
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                if (col + i < P.nOut) dst[col + i] = swigluOne(g[i], u[i], P.limit);
+        }
+        return;
+    }
+    for (int row = warp; row < job.m; row += kWarps) {
+        float v[4];
+        if (red) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) v[i] = red[row * 128 + 4 * lane + i];
+        } else {
+            sumPartials(P, job.partRow + row, col, v);
+        }
+        outputTransform(job, col, lane, v);
+        float* dst = job.y + int64_t(row) * job.ldy;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            if (col + i < P.nOut) dst[col + i] = v[i];
+    }
+    if (P.mode == kModeDown && P.fusedCombine) {
+        // Second level: the last of the J job epilogues of this column block combines all tokens.
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) {
+            int* cnt = P.counters + P.groups * P.NB + b;
+            const int old = atomicAdd(cnt, 1);
+            const bool last = old == P.J - 1;
+            if (last) *cnt = 0;
+            *flag = last;
+        }
+        __syncthreads();
+        if (!*flag) return;
+        __threadfence();
+        combineRange(P, b, 0, P.Tf, tid, kThreads);
+    }
+}
+
+template <int K, int CB>
+__global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ Params P) {
+    constexpr int KS = stageTiles(K);
+    constexpr int TW = tileWords(K);
+    constexpr int STAGE_WORDS = KS * kUnitTilesN * TW;
+    constexpr int CH = kUnitTilesN * TW / 4;  // 16-byte chunks in one k-tile row of the unit
+    extern __shared__ __align__(16) uint32_t smem[];
+    const int nBufs = P.steps > 1 ? 2 : 1;
+    uint32_t* stage = smem;                                       // [nBufs][KS][8 tiles][8K words]
+    uint32_t* xs = smem + nBufs * STAGE_WORDS;                    // [KS][R][4][4 words]
+    int* eBuf = reinterpret_cast<int*>(xs + KS * P.R * 16);       // [2][16] row scale exponents
+    int* flag = eBuf + 2 * kMaxRows;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, c = lane & 3;  // mma fragment coordinates
+    const int64_t u = blockIdx.x;
+    const int j = int(u % P.J);  // jobs innermost: units reading the same trellis run side by side
+    const int64_t sb = u / P.J;
+    const int b = int(sb % P.NB);
+    const int s = int(sb / P.NB);
+    const Job job = jobOf(P, j);
+    const int m = job.m;
+
+    const int kt0 = s * P.KSL;
+    const int ktEnd = min(kt0 + P.KSL, P.tilesK);
+    const int nSteps = (ktEnd - kt0 + KS - 1) / KS;
+    const uint32_t* trellis = reinterpret_cast<const uint32_t*>(job.trellis);
+
+    // Stage st's trellis: kts rows (k-tiles) of 8 consecutive tiles (8·32K bytes each, contiguous).
+    auto issue = [&](int st) {
+        if (st < nSteps) {
+            const int ktA = kt0 + st * KS, kts = min(KS, ktEnd - ktA);
+            uint32_t* dst = stage + (st % nBufs) * STAGE_WORDS;
+            const uint32_t* src = trellis + (int64_t(ktA) * P.tilesN + int64_t(b) * kUnitTilesN) * TW;
+            for (int i = tid; i < kts * CH; i += kThreads) {
+                const int r = i / CH, q = i - r * CH;
+                cpAsync16(dst + r * (CH * 4) + q * 4, src + int64_t(r) * P.tilesN * TW + q * 4);
+            }
+        }
+        cpAsyncCommit();  // always one group per stage (maybe empty): keeps wait_group counting simple
+    };
+
+    float acc[2][2][4];
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[a][h][i] = 0.0f;
+    int eAcc0 = kEInit, eAcc1 = kEInit;  // scale exponents of this lane's rows g and g + 8
+
+    issue(0);
+    issue(1);
+    for (int st = 0; st < nSteps; ++st) {
+        const int ktA = kt0 + st * KS, kts = min(KS, ktEnd - ktA);
+        int* eCur = eBuf + (st & 1) * kMaxRows;
+        const int* ePrev = st ? eBuf + ((st - 1) & 1) * kMaxRows : nullptr;
+        for (int row = warp; row < m; row += kWarps) transformRow<KS>(P, job, row, ktA, kts, xs, eCur, ePrev, lane);
+        cpAsyncWait<1>();  // this stage's group has landed (the next one may still be in flight)
+        __syncthreads();
+        if (g < m && eCur[g] != eAcc0) {
+            const float f = pow2(eCur[g] - eAcc0);
+#pragma unroll
+            for (int a = 0; a < 2; ++a)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    acc[a][h][0] *= f;
+                    acc[a][h][1] *= f;
+                }
+            eAcc0 = eCur[g];
+        }
+        if (g + 8 < m && eCur[g + 8] != eAcc1) {
+            const float f = pow2(eCur[g + 8] - eAcc1);
+#pragma unroll
+            for (int a = 0; a < 2; ++a)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    acc[a][h][2] *= f;
+                    acc[a][h][3] *= f;
+                }
+            eAcc1 = eCur[g + 8];
+        }
+        const uint32_t* sbuf = stage + (st % nBufs) * STAGE_WORDS;
+        const uint4* xs4 = reinterpret_cast<const uint4*>(xs);
+        const bool rowLo = g < m, rowHi = g + 8 < m;
+#pragma unroll 2
+        for (int kt = 0; kt < kts; ++kt) {
+            uint4 a0 = make_uint4(0, 0, 0, 0), a1 = make_uint4(0, 0, 0, 0);
+            if (rowLo) a0 = xs4[(kt * P.R + g) * 4 + c];
+            if (rowHi) a1 = xs4[(kt * P.R + g + 8) * 4 + c];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                uint32_t st8[8], bq[8];
+                laneStates<K>(sbuf + (kt * kUnitTilesN + 2 * warp + nt) * TW, lane, st8);
+#pragma unroll
+                for (int q = 0; q < 8; ++q) bq[q] = codebookDup<CB>(st8[q]);
+                // Lane (g, c)'s positions j: row 2c + (j&1) + 8·((j>>1)&1), column g + 8·(j>>2).
+                mma(acc[nt][0], a0.x, a1.x, a0.y, a1.y, bq[0], bq[2]);  // rows 2c, 2c+8; columns 0..7
+                mma(acc[nt][0], a0.z, a1.z, a0.w, a1.w, bq[1], bq[3]);  // rows 2c+1, 2c+9
+                mma(acc[nt][1], a0.x, a1.x, a0.y, a1.y, bq[4], bq[6]);  // columns 8..15
+                mma(acc[nt][1], a0.z, a1.z, a0.w, a1.w, bq[5], bq[7]);
+            }
+        }
+        __syncthreads();  // everyone is done with this stage's buffers
+        issue(st + 2);
+    }
+    cpAsyncWait<0>();
+
+    // Results of this unit: rows g and g + 8, columns 32·warp + 16·nt + 8·h + 2c + {0, 1} of the block.
+    const float f0 = pow2(-eAcc0), f1 = pow2(-eAcc1);
+    const int arrivals = P.S * (P.mode == kModeSwiglu ? 2 : 1);
+    if (arrivals == 1) {
+        float* red = reinterpret_cast<float*>(smem);  // [16][128], over the stage buffer (no longer read)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int col = 32 * warp + 16 * nt + 8 * h + 2 * c;
+                if (g < m) {
+                    red[g * 128 + col] = acc[nt][h][0] * f0;
+                    red[g * 128 + col + 1] = acc[nt][h][1] * f0;
+                }
+                if (g + 8 < m) {
+                    red[(g + 8) * 128 + col] = acc[nt][h][2] * f1;
+                    red[(g + 8) * 128 + col + 1] = acc[nt][h][3] * f1;
+                }
+            }
+        __syncthreads();
+        epilogue(P, job, j, b, red, flag);
+        return;
+    }
+    float* prow = P.part + (int64_t(job.partRow) * P.S + s) * P.n + b * 128;  // row r at + r·S·n
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = 32 * warp + 16 * nt + 8 * h + 2 * c;
+            if (g < m)
+                *reinterpret_cast<float2*>(prow + int64_t(g) * P.S * P.n + col) =
+                    make_float2(acc[nt][h][0] * f0, acc[nt][h][1] * f0);
+            if (g + 8 < m)
+                *reinterpret_cast<float2*>(prow + int64_t(g + 8) * P.S * P.n + col) =
+                    make_float2(acc[nt][h][2] * f1, acc[nt][h][3] * f1);
+        }
+    __threadfence();  // partials visible device-wide before this unit is counted
+    __syncthreads();
+    if (tid == 0) {
+        const int grp = P.mode == kModeSwiglu ? (j >> 1) : j;
+        int* cnt = P.counters + grp * P.NB + b;
+        const int old = atomicAdd(cnt, 1);
+        const bool last = old == arrivals - 1;
+        if (last) *cnt = 0;  // ready for the next launch
+        *flag = last;
+    }
+    __syncthreads();
+    if (!*flag) return;
+    __threadfence();  // see the other units' partials
+    epilogue(P, job, j, b, nullptr, flag);
+}
+
+__global__ void combineKernel(const __grid_constant__ Params P) {
+    const int b = blockIdx.x;
+    const int t0 = blockIdx.y * 8, t1 = min(P.Tf, t0 + 8);
+    combineRange(P, b, t0, t1, threadIdx.x, blockDim.x);
+}
+
+using KernelFn = void (*)(Params);
+
+template <int K>
+KernelFn kernelFor(int cb) {
+    switch (cb) {
+    case 0: return exl3Kernel<K, 0>;
+    case 1: return exl3Kernel<K, 1>;
+    default: return exl3Kernel<K, 2>;
+    }
+}
+
+KernelFn kernelFor(int bits, int cb) {
+    switch (bits) {
+    case 1: return kernelFor<1>(cb);
+    case 2: return kernelFor<2>(cb);
+    case 3: return kernelFor<3>(cb);
+    case 4: return kernelFor<4>(cb);
+    case 5: return kernelFor<5>(cb);
+    case 6: return kernelFor<6>(cb);
+    case 7: return kernelFor<7>(cb);
+    default: return kernelFor<8>(cb);
+    }
+}
+
+size_t stageBytes(int bits) { return size_t(stageTiles(bits)) * kUnitTilesN * tileWords(bits) * 4; }
+
+}  // namespace
+
+Plan planLaunch(int bits, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs) {
+    Plan p;
+    const int KS = stageTiles(bits);
+    const int groups8 = tilesK / 8;  // k-tiles come in 8s (128-wide Hadamard blocks)
+    const int sSingle = (tilesK + KS - 1) / KS;  // fewest slices with one stage each
+    const int64_t unitsPerSlice = int64_t(J) * NB;
+    const int64_t target = 6 * int64_t(std::max(1, numSMs));  // units in flight per SM ≈ 6 (smem/regs allow it)
+    int S = int(std::max<int64_t>(sSingle, (target + unitsPerSlice - 1) / unitsPerSlice));
+    // Split-K partials cost rows·S·n·4 bytes written and read again: keep that under ~10% of the
+    // trellis bytes a job reads (k·n·K/8), i.e. S ≤ k·K / (640·rows per job), and under 64 MiB in all.
+    const double rowsPerJob = double(rowsTotal) / std::max(1, J);
+    S = std::min(S, std::max(1, int(double(tilesK) * 16.0 * bits / (640.0 * rowsPerJob))));
+    const double partBytesPerSlice = double(rowsTotal) * NB * 128 * 4;
+    S = std::min(S, std::max(1, int((64.0 * 1024 * 1024) / std::max(1.0, partBytesPerSlice))));
+    S = std::max(1, std::min(S, groups8));
+    const int KSL = 8 * ((groups8 + S - 1) / S);
+    S = (tilesK + KSL - 1) / KSL;
+    p.S = S;
+    p.KSL = KSL;
+    p.steps = (KSL + KS - 1) / KS;
+    p.R = std::max(1, std::min(R, kMaxRows));
+    p.partials = S > 1 || pairMode;
+    p.smem = size_t(p.steps > 1 ? 2 : 1) * stageBytes(bits) + size_t(KS) * p.R * 64 + (2 * kMaxRows + 4) * 4;
+    p.blocks = unitsPerSlice * S;
+    return p;
+}
+
+void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream) {
+    TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "EXL3 CUDA: bad K or codebook");
+    TS_CHECK(plan.blocks > 0 && plan.blocks < (int64_t(1) << 31), "EXL3 CUDA: grid too large");
+    const KernelFn fn = kernelFor(bits, codebook);
+    if (plan.smem > 48 * 1024) {
+        // Per device and kernel; cheap enough to repeat for the (prefill-sized) launches that need it.
+        TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plan.smem)));
+    }
+    fn<<<unsigned(plan.blocks), kThreads, plan.smem, stream>>>(p);
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void launchCombine(const Params& p, cudaStream_t stream) {
+    if (p.Tf <= 0) return;
+    const dim3 grid(unsigned(p.NB), unsigned((p.Tf + 7) / 8));
+    combineKernel<<<grid, 256, 0, stream>>>(p);
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace exl3cuda
+
+// ---- Exl3Cache ------------------------------------------------------------------------------------------
+
+Exl3Cache::~Exl3Cache() {
+    for (Staging& st : staging) {
+        if (st.done) {
+            cudaEventSynchronize(st.done);
+            cudaEventDestroy(st.done);
+        }
+        if (st.host) cudaFreeHost(st.host);
+    }
+}
+
+void* Exl3Cache::stagingBuffer(size_t bytes) {
+    Staging& st = staging[nextStaging];
+    if (st.pending) {
+        TS_CUDA_CHECK(cudaEventSynchronize(st.done));  // normally long done (4 calls ago)
+        st.pending = false;
+    }
+    if (!st.done) TS_CUDA_CHECK(cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming));
+    if (st.cap < bytes) {
+        if (st.host) TS_CUDA_CHECK(cudaFreeHost(st.host));
+        st.host = nullptr;
+        size_t cap = std::max<size_t>(st.cap * 2, 64 * 1024);
+        while (cap < bytes) cap *= 2;
+        TS_CUDA_CHECK(cudaMallocHost(&st.host, cap));
+        st.cap = cap;
+    }
+    return st.host;
+}
+
+void Exl3Cache::stagingCopied(cudaStream_t stream) {
+    Staging& st = staging[nextStaging];
+    TS_CUDA_CHECK(cudaEventRecord(st.done, stream));
+    st.pending = true;
+    nextStaging = (nextStaging + 1) % int(sizeof(staging) / sizeof(staging[0]));
+}
+
+// ---- CudaBackend -----------------------------------------------------------------------------------------
+
+Exl3Cache& CudaBackend::exl3Cache() {
+    if (!m_exl3) m_exl3 = std::make_shared<Exl3Cache>();
+    return *m_exl3;
+}
+
+Buffer& CudaBackend::exl3Scratch(Buffer& b, size_t bytes) {
+    if (b.empty() || b.size() < bytes) {
+        if (!b.empty()) synchronize();  // enqueued kernels may still use the old one
+        size_t grown = b.empty() ? 4096 : b.size();
+        while (grown < bytes) grown *= 2;
+        b = alloc(grown);  // zero-filled: arrival counters start at 0
+    }
+    return b;
+}
+
+void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y) {
+    using namespace exl3cuda;
+    if (T <= 0) return;
+    const int64_t in = p.inFeatures(), out = p.outFeatures();
+    TS_CHECK(x.size() >= size_t(T * in) * 4 && y.size() >= size_t(T * out) * 4, "exl3Linear: buffer too small");
+    TS_CHECK(T < (int64_t(1) << 30), "exl3Linear: too many rows");
+    const DeviceTrellis& d = deviceTrellis(p);
+    TS_CHECK(d.k % 128 == 0 && d.n % 128 == 0 && in <= d.k && out <= d.n, "exl3Linear: bad EXL3 shape");
+
+    Params P;
+    P.inlineJob.trellis = d.trellis;
+    P.inlineJob.suh = d.suh;
+    P.inlineJob.svh = d.svh;
+    P.inlineJob.bias = d.bias;
+    P.inlineJob.x = x.f32();
+    P.inlineJob.ldx = int(in);
+    P.inlineJob.y = y.f32();
+    P.inlineJob.ldy = int(out);
+    P.J = int((T + 15) / 16);
+    P.T = int(T);
+    P.k = int(d.k);
+    P.n = int(d.n);
+    P.tilesK = int(d.k / 16);
+    P.tilesN = int(d.n / 16);
+    P.NB = int(d.n / 128);
+    P.kIn = int(in);
+    P.nOut = int(out);
+    P.mode = kModeLinear;
+    const Plan plan = planLaunch(d.bits, P.tilesK, P.NB, P.J, int(T), int(std::min<int64_t>(T, 16)), false,
+                                 props().multiProcessorCount);
+    P.S = plan.S;
+    P.KSL = plan.KSL;
+    P.steps = plan.steps;
+    P.R = plan.R;
+    if (plan.partials) {
+        Exl3Cache& cache = exl3Cache();
+        P.part = exl3Scratch(cache.part, size_t(T) * plan.S * d.n * 4).f32();
+        P.counters = exl3Scratch(cache.counters, size_t(P.J) * P.NB * 4).i32();
+        P.groups = P.J;
+    }
+    launch(P, plan, d.bits, d.codebook, stream());
 }
 
 }  // namespace ts

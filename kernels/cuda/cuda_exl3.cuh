@@ -1,0 +1,204 @@
+// Private to the EXL3 CUDA files (cuda_exl3.cu: the kernel and linear; cuda_exl3_moe.cu: the fused MoE):
+// the work description the kernel reads (jobs, launch parameters), the per-lane trellis decoder, and the
+// host-side planner and launcher. See cuda_exl3.cu's header comment for the algorithm.
+//
+// The decoder functions are __host__ __device__ so that the lane arithmetic (bit windows, fragment
+// placement) can be checked against the CPU decoder on a machine without a GPU.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backend.h"
+
+namespace ts {
+
+class CudaBackend;
+
+namespace exl3cuda {
+
+constexpr int kThreads = 128;  // 4 warps per block
+constexpr int kWarps = kThreads / 32;
+constexpr int kUnitTilesN = 8;  // n-tiles per work unit: 128 output columns = one output Hadamard block
+constexpr int kMaxRows = 16;    // token rows per job: the M of mma.m16n8k16
+constexpr int kEInit = 100;     // "no scale yet" exponent (see the x transform in cuda_exl3.cu)
+
+// k-tiles per pipeline stage: about 32 KiB of trellis for the unit's 8 n-tiles (8·32·K bytes per k-tile),
+// a multiple of 8 so that a stage covers whole 128-wide input Hadamard blocks.
+__host__ __device__ constexpr int stageTiles(int K) {
+    return K <= 2 ? 64 : K == 3 ? 40 : K == 4 ? 32 : K <= 6 ? 24 : 16;
+}
+__host__ __device__ constexpr int tileWords(int K) { return 8 * K; }  // uint32 words of one 16×16 tile
+
+enum Mode : int {
+    kModeLinear = 0,  // y rows = x rows · W (+ bias), cols < nOut
+    kModeSwiglu = 1,  // jobs come in (gate, up) pairs 2p, 2p+1 sharing x rows: act = swiglu(gate, up) → job 2p's y
+    kModeDown = 2,    // y rows of the job (the expert's output), then the routed-weight combine into the final y
+};
+
+// One matrix applied to up to 16 token rows. Device memory (a table) or the inline chunking of a linear.
+struct Job {
+    const uint16_t* trellis = nullptr;  // [k/16, n/16, 16K]
+    const float* suh = nullptr;         // [k]
+    const float* svh = nullptr;         // [n]
+    const float* bias = nullptr;        // [n] or null
+    const float* x = nullptr;           // input rows (fp32)
+    const int32_t* rows = nullptr;      // row i of the job is x + rows[i]·ldx (null: x + i·ldx)
+    float* y = nullptr;                 // output row i at y + i·ldy
+    int ldx = 0, ldy = 0;
+    int m = 0;        // rows, 1..16
+    int partRow = 0;  // first row of this job in the split-K partial buffer (rows of all jobs, packed)
+};
+
+// One entry of the down projection's combine: final y[t] += weight · src[col] for each of t's choices in
+// ascending expert order (the CPU loop's order).
+struct CombineEntry {
+    const float* src = nullptr;  // the expert's output row (device), [nOut]
+    float weight = 0.0f;
+    int pad = 0;
+};
+
+struct Params {
+    Job inlineJob;               // jobs == null: job j = rows [16j, 16j+16) ∩ [0, T) of this one
+    const Job* jobs = nullptr;   // device table [J]
+    int J = 0, T = 0;
+    int k = 0, n = 0, tilesK = 0, tilesN = 0, NB = 0;  // padded dims; NB = n / 128
+    int kIn = 0, nOut = 0;       // logical widths: inputs ≥ kIn are zero, outputs ≥ nOut are dropped
+    int S = 1, KSL = 0, steps = 1;  // slices of k, k-tiles per slice, stages per slice (max)
+    int R = 1;                   // rows reserved per k-tile in the staged input (max m over jobs)
+    int mode = kModeLinear;
+    float limit = 0.0f;          // swiglu clamp (≤ 0: none)
+    float* part = nullptr;       // split-K partials [(partRow + row)·S + s][n]
+    int* counters = nullptr;     // arrival counters, zero between launches: [groups·NB] then [NB] (combine)
+    int groups = 0;
+    // kModeDown: the combine into the final output.
+    int fusedCombine = 0;        // 1: the last unit of each column block combines; 0: a separate kernel does
+    const int32_t* combOffsets = nullptr;  // [Tf + 1]
+    const CombineEntry* combEntries = nullptr;
+    float* yFinal = nullptr;     // [Tf, nOut], accumulated into (y += ...)
+    int Tf = 0;
+};
+
+// ---- the per-lane trellis decoder -----------------------------------------------------------------------
+
+// The 16-bit states of tile positions 8·lane .. 8·lane+7 (one lane's two mma B fragments, spec §3.1), from
+// the tile's 8K stream words (smem or host memory). Position p's state is the circular window of stream
+// bits [(p+1)K − 16, (p+1)K) (spec §3.2); the lane's eight windows lie in the 7K+16 bits starting at
+// bs = 8·lane·K + K − 16, which span at most three words. Those words are shifted so that bit bs is the
+// top bit of a 64-bit (K ≥ 7: 96-bit) window, and state j is then bits [jK, jK + 16) of it.
+template <int K>
+__host__ __device__ __forceinline__ void laneStates(const uint32_t* tw, int lane, uint32_t st[8]) {
+    constexpr uint32_t W = tileWords(K);
+    // Three words are needed unless the lane's region starts early enough in its first word (K = 1, 2, 4).
+    constexpr bool kThird = !(K == 1 || K == 2 || K == 4);
+    const uint32_t bs = 8u * uint32_t(lane) * K + 256u * K + K - 16u;  // + 256K keeps it positive (wrap)
+    uint32_t i0 = bs >> 5;
+    i0 = i0 >= W ? i0 - W : i0;  // bs >> 5 < 2W
+    const uint32_t o = bs & 31u;  // compile-time for K = 4, 8
+    const uint32_t i1 = i0 + 1 == W ? 0 : i0 + 1;
+    const uint64_t w0 = tw[i0], w1 = tw[i1];
+    uint64_t win = ((w0 << 32) | w1) << o;  // stream bits [bs, bs + 64 − o) at the top, zeros below
+    uint32_t tail = 0;                      // K ≥ 7: stream bits [bs + 64, bs + 96)
+    if constexpr (kThird) {
+        const uint32_t i2 = i1 + 1 == W ? 0 : i1 + 1;
+        const uint64_t w2 = tw[i2];
+        win |= w2 >> (32 - o);  // the next word's top o bits fill the low o bits (o = 0 adds nothing)
+        if constexpr (K >= 7) tail = uint32_t(w2 << o);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const int lo = j * K;  // window bits [lo, lo + 16)
+        if (lo + 16 <= 64) {
+            st[j] = uint32_t(win >> (48 - lo)) & 0xFFFFu;
+        } else {  // K ≥ 7, last positions: straddles the 64-bit window and the tail word
+            const uint64_t w = (win << 32) | tail;  // bits [32, 96) of the 96-bit window
+            st[j] = uint32_t(w >> (80 - lo)) & 0xFFFFu;
+        }
+    }
+}
+
+// Codebook value of a state as an fp16 pair with the value in both halves (the bits of a half2): the
+// duplicate lets one mma multiply it by the hi and lo parts of the activation (cuda_exl3.cu).
+// 3INST/MCG: x = s·M (+A); x = (x & 0x8FFF8FFF) ^ 0x3B603B60; value = fp16(lo) + fp16(hi), one rounding.
+// MUL1: x = s·M; h = fp16 bits 0x6400 + bytesum(x) (= 1024 + bytesum exactly); value = fma(h, kinv, kbias).
+template <int CB>
+__device__ __forceinline__ uint32_t codebookDup(uint32_t s) {
+    if constexpr (CB == 2) {
+        const uint32_t x = s * 0x83DCD12Du;
+        const uint32_t t = __dp4a(x, 0x01010101u, 0x6400u);  // 0x6400 + the sum of the four unsigned bytes
+        const __half2 h = *reinterpret_cast<const __half2*>(&t);  // (1024 + bytesum, 0)
+        const __half2 kinv = __halves2half2(__ushort_as_half(0x1EEE), __ushort_as_half(0x1EEE));
+        const __half2 kbias = __halves2half2(__ushort_as_half(0xC931), __ushort_as_half(0xC931));
+        const __half2 r = __hfma2(__low2half2(h), kinv, kbias);  // low half in both lanes: a .H0_H0 operand
+        return *reinterpret_cast<const uint32_t*>(&r);
+    } else {
+        uint32_t x = CB == 0 ? s * 89226354u + 64248484u : s * 0xCBAC1FEDu;
+        x = (x & 0x8FFF8FFFu) ^ 0x3B603B60u;
+        const __half2 h = *reinterpret_cast<const __half2*>(&x);
+        const __half2 r = __hadd2(__low2half2(h), __high2half2(h));  // (lo + hi) in both halves
+        return *reinterpret_cast<const uint32_t*>(&r);
+    }
+}
+
+// ---- host side --------------------------------------------------------------------------------------------
+
+// How one launch splits its work: S slices of k (KSL k-tiles each) × NB column blocks × J jobs = blocks.
+struct Plan {
+    int S = 1, KSL = 0, steps = 1, R = 1;
+    size_t smem = 0;
+    int64_t blocks = 0;
+    bool partials = false;  // units combine through the partial buffer (S > 1 or paired jobs)
+};
+// bits: K; tilesK: k/16; NB: n/128; J jobs of up to R rows, rowsTotal rows in all; pairMode: swiglu jobs.
+Plan planLaunch(int bits, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs);
+// Enqueues the kernel for (bits, codebook) on `stream`.
+void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream);
+// The combine of kModeDown as its own kernel (when fusedCombine = 0).
+void launchCombine(const Params& p, cudaStream_t stream);
+
+}  // namespace exl3cuda
+
+// Per-backend EXL3 state: device scratch that must outlive one call (arrival counters, which the kernels
+// leave at zero), grown on demand, pinned host staging for the per-call tables, and the fused MoE's
+// per-layer expert tables.
+struct Exl3Cache {
+    Exl3Cache() = default;
+    Exl3Cache(const Exl3Cache&) = delete;
+    Exl3Cache& operator=(const Exl3Cache&) = delete;
+    ~Exl3Cache();
+
+    Buffer part;      // split-K partial sums (fp32)
+    Buffer counters;  // int32 arrival counters, zero between launches
+    Buffer args;      // per-call job tables, row lists and combine lists (device)
+    Buffer act;       // the fused MoE's swiglu output rows
+    Buffer expertOut; // the fused MoE's per-expert down outputs
+
+    // Pinned host staging: a ring of slots, each reused only after the copy that last read it has run
+    // (its event), so the host never waits on the stream and never overwrites bytes still being copied.
+    struct Staging {
+        void* host = nullptr;
+        size_t cap = 0;
+        cudaEvent_t done = nullptr;
+        bool pending = false;
+    };
+    Staging staging[4];
+    int nextStaging = 0;
+    // A pinned host buffer of at least `bytes`; copy from it on `stream`, then call stagingCopied().
+    void* stagingBuffer(size_t bytes);
+    void stagingCopied(cudaStream_t stream);
+    struct ExpertDev {
+        const void* gate = nullptr;  // const CudaBackend::DeviceTrellis*, filled on first use
+        const void* up = nullptr;
+        const void* down = nullptr;
+    };
+    // Keyed by the first expert's gate PackedLinear (stable for the model's life), E entries.
+    std::unordered_map<const PackedLinear*, std::vector<ExpertDev>> layers;
+};
+
+}  // namespace ts

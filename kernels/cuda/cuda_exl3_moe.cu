@@ -1,0 +1,295 @@
+// The fused EXL3 MoE (CudaBackend::moeExpertsFused): all routed experts of one layer in two launches of the
+// EXL3 kernel (cuda_exl3.cu), for every (token, choice) pair of the step:
+//
+//   launch 1 (mode swiglu): for each selected expert and its tokens (≤ 16 rows per job; more tokens make
+//            more jobs), the gate and up GEMVs D → I as two jobs of one pair; the unit that completes a
+//            128-column block of the pair applies both output transforms and swiglu(limit) and writes the
+//            activation rows [rows, I].
+//   launch 2 (mode down): the down GEMV I → D of each expert on its activation rows → the expert's output
+//            rows; then y[t] += Σ weight · out over t's choices in ascending expert order (ties: choice
+//            order), the CPU loop's order, so the sum is deterministic and matches its rounding. For a
+//            small step (T·topk ≤ 256) the last unit of each column block does this combine; otherwise a
+//            third, tiny launch does it.
+//
+// No float atomics anywhere: split-K partials and the combine are summed in a fixed order by whichever
+// unit completes last (arrival counters). The host builds the step's work list: experts used (ascending),
+// their token rows (token-major, choice-minor, as the CPU gathers them), jobs with the experts' device
+// pointers, and the combine lists; it goes to the device in one copy. The experts' packed weights are
+// uploaded once (deviceTrellis) and a per-layer table of their device copies, keyed by the layer's first
+// gate linear, saves the lookups on later steps.
+//
+// Returns false (the model then runs its per-expert loop) when a selected expert is not EXL3-packed, when
+// shapes disagree with D and I, or when the selected gate/up (or down) projections do not share one K,
+// codebook and padded shape (each launch is compiled for one K and codebook).
+//
+// Test:      twinspark-cli selftest --backend cuda --filter exl3/moe   (engine/selftest/cases_exl3.cpp)
+// Benchmark: twinspark-cli bench-device --what exl3   (a GLM-5.3-Flash routed layer: 8 of 288 experts,
+//            4096 → 2048 → 4096 at 4 bpw, batch 1 and 4)
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_common.cuh"
+#include "cuda/cuda_exl3.cuh"
+
+namespace ts {
+
+namespace {
+
+// Shape/format signature of one projection: what one launch is compiled and planned for.
+struct ProjSig {
+    int bits = 0, codebook = 0;
+    int64_t k = 0, n = 0;
+    bool operator==(const ProjSig& o) const {
+        return bits == o.bits && codebook == o.codebook && k == o.k && n == o.n;
+    }
+};
+
+// The packed form of one expert projection with the logical shape [outF, inF], or null.
+const TrellisView* packedView(const WeightView& w, int64_t outF, int64_t inF) {
+    if (!w.packed || w.rows != outF || w.cols != inF) return nullptr;
+    if (w.packed->inFeatures() != inF || w.packed->outFeatures() != outF) return nullptr;
+    const TrellisView* t = w.packed->trellis();
+    if (!t || t->bits < 1 || t->bits > 8 || t->codebook > 2 || t->k % 128 || t->n % 128) return nullptr;
+    return t;
+}
+
+size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
+
+}  // namespace
+
+bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t I, const int32_t* hostIdx,
+                                  const float* hostWeight, int64_t topk, const WeightView* gate, const WeightView* up,
+                                  const WeightView* down, int64_t E, float limit, const Buffer& y) {
+    using namespace exl3cuda;
+    if (!gate || !up || !down || E <= 0 || topk <= 0 || T < 0 || D <= 0 || I <= 0) return false;
+    if (!gate[0].packed) return false;  // dense experts: the model's loop (dense linear kernels)
+    if (T == 0) return true;
+    TS_CHECK(x.size() >= size_t(T * D) * 4 && y.size() >= size_t(T * D) * 4, "moeExpertsFused: buffer too small");
+    TS_CHECK(T * topk < (int64_t(1) << 28) && D < (int64_t(1) << 30) && I < (int64_t(1) << 30),
+             "moeExpertsFused: too large");
+
+    // Choices per expert, token-major then choice-minor (the order the CPU loop gathers rows in).
+    const int64_t P0 = T * topk;
+    std::vector<int32_t> count(size_t(E) + 1, 0);
+    for (int64_t i = 0; i < P0; ++i) {
+        const int32_t e = hostIdx[i];
+        if (e >= 0 && e < E) ++count[size_t(e)];
+    }
+    std::vector<int32_t> first(size_t(E) + 1, 0);
+    for (int64_t e = 0; e < E; ++e) first[size_t(e) + 1] = first[size_t(e)] + count[size_t(e)];
+    const int32_t nChoices = first[size_t(E)];
+    if (nChoices == 0) return true;  // nothing routed: y unchanged, as the loop leaves it
+    std::vector<int32_t> byExpert(static_cast<size_t>(nChoices));  // flat (t·topk + k) indices
+    {
+        std::vector<int32_t> fill(first.begin(), first.end() - 1);
+        for (int64_t i = 0; i < P0; ++i) {
+            const int32_t e = hostIdx[i];
+            if (e >= 0 && e < E) byExpert[size_t(fill[size_t(e)]++)] = int32_t(i);
+        }
+    }
+
+    // Eligibility: every used expert packed with the right shapes, one signature per projection kind.
+    ProjSig sigGU, sigD;
+    bool haveSig = false;
+    for (int64_t e = 0; e < E; ++e) {
+        if (!count[size_t(e)]) continue;
+        const TrellisView* tg = packedView(gate[e], I, D);
+        const TrellisView* tu = packedView(up[e], I, D);
+        const TrellisView* td = packedView(down[e], D, I);
+        if (!tg || !tu || !td) return false;
+        const ProjSig g{tg->bits, tg->codebook, tg->k, tg->n}, u{tu->bits, tu->codebook, tu->k, tu->n},
+            d{td->bits, td->codebook, td->k, td->n};
+        if (!(g == u)) return false;
+        if (!haveSig) {
+            sigGU = g;
+            sigD = d;
+            haveSig = true;
+        } else if (!(g == sigGU) || !(d == sigD)) {
+            return false;
+        }
+    }
+
+    // The layer's table of device copies (uploaded on first use of each expert).
+    Exl3Cache& cache = exl3Cache();
+    std::vector<Exl3Cache::ExpertDev>& table = cache.layers[gate[0].packed];
+    if (table.size() != size_t(E)) table.assign(size_t(E), Exl3Cache::ExpertDev{});
+    for (int64_t e = 0; e < E; ++e) {
+        if (!count[size_t(e)]) continue;
+        Exl3Cache::ExpertDev& ed = table[size_t(e)];
+        if (!ed.gate) {
+            ed.gate = &deviceTrellis(*gate[e].packed);
+            ed.up = &deviceTrellis(*up[e].packed);
+            ed.down = &deviceTrellis(*down[e].packed);
+        }
+    }
+
+    // Pairs: (expert, ≤ 16 of its rows). rowStart indexes the packed row space of the step (act rows,
+    // expert-output rows, partial rows); each choice remembers its (pair, row).
+    struct Pair {
+        int32_t e, rowStart, m;
+    };
+    std::vector<Pair> pairs;
+    std::vector<int32_t> tokRows(static_cast<size_t>(nChoices));  // token of each packed row
+    std::vector<int32_t> rowOfChoice(size_t(P0), -1);
+    int maxM = 1;
+    for (int64_t e = 0; e < E; ++e) {
+        for (int32_t r0 = first[size_t(e)]; r0 < first[size_t(e) + 1]; r0 += kMaxRows) {
+            const int32_t m = std::min<int32_t>(kMaxRows, first[size_t(e) + 1] - r0);
+            pairs.push_back({int32_t(e), r0, m});
+            maxM = std::max(maxM, int(m));
+        }
+    }
+    for (int32_t r = 0; r < nChoices; ++r) {
+        tokRows[size_t(r)] = byExpert[size_t(r)] / int32_t(topk);
+        rowOfChoice[size_t(byExpert[size_t(r)])] = r;
+    }
+    const int nPairs = int(pairs.size());
+
+    // Combine lists: per token, its choices by ascending expert, then choice order.
+    std::vector<int32_t> combOffsets(size_t(T) + 1, 0);
+    std::vector<std::pair<int32_t, int32_t>> order;  // (expert, flat choice) of one token
+    std::vector<int32_t> combChoice;                  // flat choice per entry
+    combChoice.reserve(size_t(nChoices));
+    for (int64_t t = 0; t < T; ++t) {
+        order.clear();
+        for (int64_t k = 0; k < topk; ++k) {
+            const int32_t e = hostIdx[t * topk + k];
+            if (e >= 0 && e < E) order.emplace_back(e, int32_t(t * topk + k));
+        }
+        std::sort(order.begin(), order.end());
+        for (const auto& o : order) combChoice.push_back(o.second);
+        combOffsets[size_t(t) + 1] = int32_t(combChoice.size());
+    }
+
+    // Plans (they size the partial buffer) and scratch, before any device pointer is taken.
+    const int numSMs = props().multiProcessorCount;
+    const int tilesKG = int(sigGU.k / 16), NBG = int(sigGU.n / 128);
+    const int tilesKD = int(sigD.k / 16), NBD = int(sigD.n / 128);
+    const Plan planGU = planLaunch(sigGU.bits, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
+    const Plan planD = planLaunch(sigD.bits, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
+    const bool fusedCombine = T * topk <= 256;
+
+    const size_t offJobsD = align256(size_t(2 * nPairs) * sizeof(Job));
+    const size_t offRows = offJobsD + align256(size_t(nPairs) * sizeof(Job));
+    const size_t offCombOff = offRows + align256(size_t(nChoices) * 4);
+    const size_t offCombEnt = offCombOff + align256((size_t(T) + 1) * 4);
+    const size_t argBytes = offCombEnt + size_t(nChoices) * sizeof(CombineEntry);
+    uint8_t* args = exl3Scratch(cache.args, argBytes).bytes();
+    float* act = exl3Scratch(cache.act, size_t(nChoices) * size_t(I) * 4).f32();
+    float* eout = exl3Scratch(cache.expertOut, size_t(nChoices) * size_t(D) * 4).f32();
+    const size_t partGU = planGU.partials ? size_t(2 * nChoices) * planGU.S * size_t(sigGU.n) : 0;
+    const size_t partD = planD.partials ? size_t(nChoices) * planD.S * size_t(sigD.n) : 0;
+    float* part = exl3Scratch(cache.part, std::max<size_t>(1, std::max(partGU, partD)) * 4).f32();
+    const size_t cntN = std::max(size_t(nPairs) * NBG, size_t(nPairs) * NBD + NBD);
+    int* counters = exl3Scratch(cache.counters, cntN * 4).i32();
+
+    // The step's tables in one pinned host image, copied once (asynchronously: the host goes on to the
+    // next layer's work while the GPU runs this one).
+    uint8_t* host = static_cast<uint8_t*>(cache.stagingBuffer(argBytes));
+    Job* jobsGU = reinterpret_cast<Job*>(host);
+    Job* jobsD = reinterpret_cast<Job*>(host + offJobsD);
+    const int32_t* devRows = reinterpret_cast<const int32_t*>(args + offRows);
+    for (int p = 0; p < nPairs; ++p) {
+        const Pair& pr = pairs[size_t(p)];
+        const Exl3Cache::ExpertDev& ed = table[size_t(pr.e)];
+        const auto* dg = static_cast<const DeviceTrellis*>(ed.gate);
+        const auto* du = static_cast<const DeviceTrellis*>(ed.up);
+        const auto* dd = static_cast<const DeviceTrellis*>(ed.down);
+        Job g;
+        g.x = x.f32();
+        g.rows = devRows + pr.rowStart;
+        g.ldx = int(D);
+        g.m = pr.m;
+        g.y = act + size_t(pr.rowStart) * size_t(I);
+        g.ldy = int(I);
+        Job u = g;
+        g.trellis = dg->trellis;
+        g.suh = dg->suh;
+        g.svh = dg->svh;
+        g.bias = dg->bias;
+        g.partRow = pr.rowStart;
+        u.trellis = du->trellis;
+        u.suh = du->suh;
+        u.svh = du->svh;
+        u.bias = du->bias;
+        u.partRow = nChoices + pr.rowStart;
+        jobsGU[2 * p] = g;
+        jobsGU[2 * p + 1] = u;
+        Job d;
+        d.trellis = dd->trellis;
+        d.suh = dd->suh;
+        d.svh = dd->svh;
+        d.bias = dd->bias;
+        d.x = act + size_t(pr.rowStart) * size_t(I);
+        d.ldx = int(I);
+        d.m = pr.m;
+        d.y = eout + size_t(pr.rowStart) * size_t(D);
+        d.ldy = int(D);
+        d.partRow = pr.rowStart;
+        jobsD[p] = d;
+    }
+    std::memcpy(host + offRows, tokRows.data(), size_t(nChoices) * 4);
+    std::memcpy(host + offCombOff, combOffsets.data(), (size_t(T) + 1) * 4);
+    auto* ent = reinterpret_cast<CombineEntry*>(host + offCombEnt);
+    for (size_t i = 0; i < combChoice.size(); ++i) {
+        const int32_t ch = combChoice[i];
+        ent[i].src = eout + size_t(rowOfChoice[size_t(ch)]) * size_t(D);
+        ent[i].weight = hostWeight[ch];
+    }
+    TS_CUDA_CHECK(cudaMemcpyAsync(args, host, argBytes, cudaMemcpyHostToDevice, stream()));
+    cache.stagingCopied(stream());
+
+    // Launch 1: gate + up + swiglu.
+    Params pg;
+    pg.jobs = reinterpret_cast<const Job*>(args);
+    pg.J = 2 * nPairs;
+    pg.k = int(sigGU.k);
+    pg.n = int(sigGU.n);
+    pg.tilesK = tilesKG;
+    pg.tilesN = int(sigGU.n / 16);
+    pg.NB = NBG;
+    pg.kIn = int(D);
+    pg.nOut = int(I);
+    pg.S = planGU.S;
+    pg.KSL = planGU.KSL;
+    pg.steps = planGU.steps;
+    pg.R = planGU.R;
+    pg.mode = kModeSwiglu;
+    pg.limit = limit;
+    pg.part = part;
+    pg.counters = counters;
+    pg.groups = nPairs;
+    launch(pg, planGU, sigGU.bits, sigGU.codebook, stream());
+
+    // Launch 2: down, then the combine into y.
+    Params pd;
+    pd.jobs = reinterpret_cast<const Job*>(args + offJobsD);
+    pd.J = nPairs;
+    pd.k = int(sigD.k);
+    pd.n = int(sigD.n);
+    pd.tilesK = tilesKD;
+    pd.tilesN = int(sigD.n / 16);
+    pd.NB = NBD;
+    pd.kIn = int(I);
+    pd.nOut = int(D);
+    pd.S = planD.S;
+    pd.KSL = planD.KSL;
+    pd.steps = planD.steps;
+    pd.R = planD.R;
+    pd.mode = kModeDown;
+    pd.part = part;
+    pd.counters = counters;
+    pd.groups = nPairs;
+    pd.fusedCombine = fusedCombine ? 1 : 0;
+    pd.combOffsets = reinterpret_cast<const int32_t*>(args + offCombOff);
+    pd.combEntries = reinterpret_cast<const CombineEntry*>(args + offCombEnt);
+    pd.yFinal = y.f32();
+    pd.Tf = int(T);
+    launch(pd, planD, sigD.bits, sigD.codebook, stream());
+    if (!fusedCombine) launchCombine(pd, stream());
+    return true;
+}
+
+}  // namespace ts
