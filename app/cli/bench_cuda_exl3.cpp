@@ -1,11 +1,220 @@
-// PLACEHOLDER (being written): benchExl3Cuda. Replace this file.
+// `bench-device --what exl3`: EXL3 decode at GLM-5.3-Flash's widths (issue 6, benchmark 1), as achieved
+// bandwidth = packed trellis bytes read / time, over the device-to-device copy bandwidth (read + write)
+// measured in the same run.
+// (a) one routed-expert MoE layer through Backend::moeExpertsFused: 288 experts with gate/up 4096→2048 and
+//     down 2048→4096 at 4 bpw (MUL1, the codebook of current conversions), top-8 routing, batch 1 and 4.
+//     Bytes = the packed bytes of the distinct experts a call reads (8 × 12.6 MB ≈ 100 MB at batch 1).
+// (b) one large GEMV 4096→12288 through Backend::linear on a packed view, K = 2..6 × each codebook,
+//     batch 1 and 4 (25 MB at K = 4).
+// Every call reads weights that are not in L2 (50 MB on an H200): the GEMV cycles over enough copies of the
+// matrix to span ≥ 256 MiB, and each MoE call draws a fresh routing (288 experts = 3.6 GB). Method: warm-up,
+// then the median over `reps` of a timed batch of calls closed by backend.synchronize() (bench_cuda.h);
+// the time per call includes the host's per-call work (for the MoE: routing tables, one copy, launches).
+// Weights are random trellis bits (a valid EXL3 code for any bits) with random ±scales. Only the Backend
+// interface is used: it builds everywhere; on a non-CUDA backend only K = 4 MUL1 batch 1 runs (slowly).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "cli/bench_cuda.h"
-#include "core/error.h"
+#include "quant/exl3_linear.h"
 
 namespace ts::cli {
 
-nlohmann::json benchExl3Cuda(Backend& /*backend*/, int /*reps*/) {
-    fail(ErrorKind::Unsupported, "bench-device: benchExl3Cuda is not written yet");
+namespace {
+
+constexpr int64_t kHidden = 4096, kInter = 2048, kExperts = 288, kTopk = 8, kWideOut = 12288;
+constexpr size_t kSpanBytes = size_t(256) << 20;  // ≥ 5× the H200's L2
+
+// Random bytes (xorshift64*: fast enough for hundreds of MB).
+std::vector<uint8_t> randomBytes(size_t n, uint64_t seed) {
+    std::vector<uint8_t> v(n);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i += 8) {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        const uint64_t r = s * 0x2545F4914F6CDD1Dull;
+        for (size_t b = 0; b < 8 && i + b < n; ++b) v[i + b] = uint8_t(r >> (8 * b));
+    }
+    return v;
+}
+
+// Owns the host trellis bytes that packed linears point into (shared between copies: the device keeps
+// one upload per PackedLinear object, so copies still occupy distinct device memory).
+struct Weights {
+    std::vector<std::unique_ptr<std::vector<uint8_t>>> bytes;
+    std::vector<std::unique_ptr<Exl3PackedLinear>> linears;  // alive for the whole benchmark: the backend's
+                                                             // upload cache is keyed by their addresses
+    const uint8_t* newBytes(size_t n, uint64_t seed) {
+        bytes.push_back(std::make_unique<std::vector<uint8_t>>(randomBytes(n, seed)));
+        return bytes.back()->data();
+    }
+    const Exl3PackedLinear* make(const uint8_t* trellis, int64_t in, int64_t out, int bits, Exl3Codebook cb,
+                                 std::mt19937& rng) {
+        Exl3Linear w;
+        w.prefix = "bench";
+        w.k = in;  // multiples of 128 here
+        w.n = out;
+        w.bits = bits;
+        w.codebook = cb;
+        w.trellis = trellis;
+        std::uniform_real_distribution<float> mag(0.5f, 1.5f);
+        std::bernoulli_distribution sign(0.5);
+        for (int64_t i = 0; i < in; ++i) w.suh.push_back(sign(rng) ? -mag(rng) : mag(rng));
+        const float sv = 1.0f / std::sqrt(float(in));
+        for (int64_t j = 0; j < out; ++j) w.svh.push_back((sign(rng) ? -mag(rng) : mag(rng)) * sv);
+        linears.push_back(std::make_unique<Exl3PackedLinear>(std::move(w), in, out));
+        return linears.back().get();
+    }
+};
+
+WeightView viewOf(const PackedLinear* p) {
+    WeightView v;
+    v.dtype = DType::F32;
+    v.rows = p->outFeatures();
+    v.cols = p->inFeatures();
+    v.packed = p;
+    return v;
+}
+
+const char* cbName(Exl3Codebook cb) { return cb == Exl3Codebook::Inst3 ? "3inst" : cb == Exl3Codebook::Mcg ? "mcg" : "mul1"; }
+
+Buffer randomBuffer(Backend& backend, size_t n, std::mt19937& rng) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng);
+    return backend.upload(v.data(), n * 4);
+}
+
+}  // namespace
+
+nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
+    const bool device = backend.name() == "cuda";
+    const double copyBw = measureCopyBandwidth(backend, reps);
+    std::printf("EXL3 decode: packed bytes / time vs device-to-device copy %.1f GB/s (read + write)\n", copyBw / 1e9);
+    nlohmann::json rows = nlohmann::json::array();
+    std::mt19937 rng(7);
+    Weights store;
+
+    // (a) the routed-expert MoE layer ---------------------------------------------------------------------
+    {
+        const int bits = 4;
+        const Exl3Codebook cb = Exl3Codebook::Mul1;
+        const size_t guBytes = size_t(kHidden * kInter * bits / 8), dBytes = guBytes;
+        // 8 host bit patterns per projection, shared round-robin by the 288 experts (each expert is its
+        // own object, hence its own device copy).
+        std::vector<const uint8_t*> hg, hu, hd;
+        for (int i = 0; i < 8; ++i) {
+            hg.push_back(store.newBytes(guBytes, 100 + uint64_t(i)));
+            hu.push_back(store.newBytes(guBytes, 200 + uint64_t(i)));
+            hd.push_back(store.newBytes(dBytes, 300 + uint64_t(i)));
+        }
+        std::vector<WeightView> gv, uv, dv;
+        for (int64_t e = 0; e < kExperts; ++e) {
+            gv.push_back(viewOf(store.make(hg[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
+            uv.push_back(viewOf(store.make(hu[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
+            dv.push_back(viewOf(store.make(hd[size_t(e % 8)], kInter, kHidden, bits, cb, rng)));
+        }
+        const size_t expertBytes = 2 * guBytes + dBytes;
+        std::printf("\n(a) routed MoE layer: %lld experts, top-%lld, %lld -> %lld -> %lld at K=%d %s (%.1f MB per expert)\n",
+                    static_cast<long long>(kExperts), static_cast<long long>(kTopk), static_cast<long long>(kHidden),
+                    static_cast<long long>(kInter), static_cast<long long>(kHidden), bits, cbName(cb), double(expertBytes) / 1e6);
+        std::printf("%6s %10s %12s %10s %10s %8s\n", "batch", "experts", "MB/call", "us/call", "GB/s", "of copy");
+        for (int64_t T : {int64_t(1), int64_t(4)}) {
+            if (!device && T > 1) continue;
+            // A list of routings (distinct experts per token), cycled so no call repeats the previous one's.
+            const int nRoutings = 64;
+            std::vector<std::vector<int32_t>> idx(nRoutings);
+            std::vector<float> wt(size_t(T * kTopk), 0.125f);
+            double distinct = 0;
+            std::vector<int32_t> pool(kExperts);
+            for (auto& r : idx) {
+                std::set<int32_t> used;
+                for (int64_t t = 0; t < T; ++t) {
+                    for (int64_t e = 0; e < kExperts; ++e) pool[size_t(e)] = int32_t(e);
+                    for (int64_t k = 0; k < kTopk; ++k) {
+                        std::uniform_int_distribution<int64_t> pick(k, kExperts - 1);
+                        std::swap(pool[size_t(k)], pool[size_t(pick(rng))]);
+                        r.push_back(pool[size_t(k)]);
+                        used.insert(pool[size_t(k)]);
+                    }
+                }
+                distinct += double(used.size());
+            }
+            distinct /= nRoutings;
+            const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
+            const Buffer y = backend.alloc(size_t(T * kHidden) * 4);
+            // Upload every expert once (first use), outside the timing.
+            for (int64_t e = 0; e < kExperts; e += kTopk) {
+                std::vector<int32_t> one;
+                for (int64_t k = 0; k < kTopk; ++k) one.push_back(int32_t((e + k) % kExperts));
+                if (!device) break;
+                backend.moeExpertsFused(x, 1, kHidden, kInter, one.data(), wt.data(), kTopk, gv.data(), uv.data(),
+                                        dv.data(), kExperts, 10.0f, y);
+            }
+            backend.synchronize();
+            int call = 0;
+            bool fused = true;
+            auto fn = [&] {
+                const std::vector<int32_t>& r = idx[size_t(call++ % nRoutings)];
+                fused = backend.moeExpertsFused(x, T, kHidden, kInter, r.data(), wt.data(), kTopk, gv.data(), uv.data(),
+                                                dv.data(), kExperts, 10.0f, y) && fused;
+            };
+            const double s = medianSeconds(backend, device ? reps : 1, device ? nRoutings : 1, fn);
+            if (!fused) {
+                std::printf("%6lld  (backend %s has no fused MoE path: skipped)\n", static_cast<long long>(T),
+                            backend.name().c_str());
+                rows.push_back({{"bench", "exl3_moe"}, {"batch", T}, {"fused", false}});
+                continue;
+            }
+            const double bytes = distinct * double(expertBytes);
+            const double bw = bytes / s;
+            std::printf("%6lld %10.1f %12.1f %10.1f %10.1f %7.1f%%\n", static_cast<long long>(T), distinct, bytes / 1e6,
+                        s * 1e6, bw / 1e9, 100.0 * bw / copyBw);
+            rows.push_back({{"bench", "exl3_moe"}, {"batch", T}, {"bits", bits}, {"codebook", cbName(cb)},
+                            {"experts_read", distinct}, {"packed_MB", bytes / 1e6}, {"us", s * 1e6},
+                            {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}});
+        }
+    }
+
+    // (b) the large GEMV ----------------------------------------------------------------------------------
+    std::printf("\n(b) GEMV %lld -> %lld (Backend::linear on a packed view)\n", static_cast<long long>(kHidden),
+                static_cast<long long>(kWideOut));
+    std::printf("%4s %6s %6s %10s %8s %10s %10s %8s\n", "K", "cb", "batch", "MB/call", "copies", "us/call", "GB/s",
+                "of copy");
+    const Exl3Codebook cbs[3] = {Exl3Codebook::Inst3, Exl3Codebook::Mcg, Exl3Codebook::Mul1};
+    for (int bits = 2; bits <= 6; ++bits) {
+        if (!device && bits != 4) continue;
+        const size_t bytes = size_t(kHidden * kWideOut * bits / 8);
+        const uint8_t* host = store.newBytes(bytes, 1000 + uint64_t(bits));
+        const int copies = device ? int(std::max<size_t>(2, (kSpanBytes + bytes - 1) / bytes)) : 1;
+        for (Exl3Codebook cb : cbs) {
+            if (!device && cb != Exl3Codebook::Mul1) continue;
+            std::vector<WeightView> w;
+            for (int i = 0; i < copies; ++i) w.push_back(viewOf(store.make(host, kHidden, kWideOut, bits, cb, rng)));
+            for (int64_t T : {int64_t(1), int64_t(4)}) {
+                if (!device && T > 1) continue;
+                const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
+                const Buffer y = backend.alloc(size_t(T * kWideOut) * 4);
+                int call = 0;
+                auto fn = [&] { backend.linear(x, T, w[size_t(call++ % copies)], y); };
+                const double s = medianSeconds(backend, device ? reps : 1, device ? 4 * copies : 1, fn);
+                const double bw = double(bytes) / s;
+                std::printf("%4d %6s %6lld %10.1f %8d %10.1f %10.1f %7.1f%%\n", bits, cbName(cb), static_cast<long long>(T),
+                            double(bytes) / 1e6, copies, s * 1e6, bw / 1e9, 100.0 * bw / copyBw);
+                rows.push_back({{"bench", "exl3_gemv"}, {"in", kHidden}, {"out", kWideOut}, {"bits", bits},
+                                {"codebook", cbName(cb)}, {"batch", T}, {"packed_MB", double(bytes) / 1e6}, {"us", s * 1e6},
+                                {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}});
+            }
+        }
+    }
+    return {{"copy_bandwidth_GBps", copyBw / 1e9}, {"rows", rows}};
 }
 
 }  // namespace ts::cli
