@@ -157,10 +157,26 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
 
     // Only the selected experts run, each over the tokens routed to it. Per token the expert outputs
     // are summed in ascending expert order (as the reference does), then the shared expert is added.
+    // A backend with a fused path for these (packed) experts runs them all at once; the calibration
+    // observer needs each expert's own call, so it keeps the loop.
     Buffer y = allocF(b, T * D);
+    bool fused = false;
+    if (!m_mlpObserver && !w.experts.empty() && w.experts[0].gate.packed) {
+        std::vector<WeightView> gv, uv, dv;
+        gv.reserve(w.experts.size());
+        uv.reserve(w.experts.size());
+        dv.reserve(w.experts.size());
+        for (const MlpWeights& ex : w.experts) {
+            gv.push_back(ex.gate);
+            uv.push_back(ex.up);
+            dv.push_back(ex.down);
+        }
+        fused = b.moeExpertsFused(x, T, D, c.moe_intermediate_size, idx.data(), wt.data(), K, gv.data(), uv.data(),
+                                  dv.data(), int64_t(w.experts.size()), c.swiglu_limit ? *c.swiglu_limit : 0.0f, y);
+    }
     std::vector<int32_t> rows;
     std::vector<float> scales;
-    for (int64_t e = 0; e < E; ++e) {
+    for (int64_t e = 0; e < E && !fused; ++e) {
         rows.clear();
         scales.clear();
         for (int64_t t = 0; t < T; ++t)
