@@ -8,8 +8,9 @@
 // random signs × magnitudes (svh ∝ 1/√k keeps outputs O(1)); some cases carry a bias. Shapes: every
 // K = 2..6 × the three codebooks at 128→256 and at an unpadded 200→300 (k 256, n 384); GLM-5.3-Flash's
 // routed-expert and large shapes 4096→2048, 2048→4096, 4096→12288 and an unpadded 4000→2000 (k 4096,
-// n 2048); T = 1, 4 (decode: split-K), 33 (three 16-row jobs, multi-stage slices). MoE: small experts
-// with heavy sharing (an expert with more than 16 tokens: several jobs), mixed K between projections,
+// n 2048); T = 1, 4 (decode: split-K), 33 (three 16-row jobs, multi-stage slices), 100 (64-row jobs that
+// reuse each decoded tile for 4 m-groups). MoE: small experts with heavy sharing (an expert with more
+// than 16 tokens: several jobs; ~70 tokens per expert: 64-row jobs), mixed K between projections,
 // a swiglu limit that clamps, and the real layer (288 experts, top-8, 4096 → 2048 → 4096).
 //
 // Tolerance (|dut − ref| ≤ atol + rtol·|ref|, atol = tol·RMS(ref), rtol = tol): the CUDA kernel computes
@@ -226,14 +227,16 @@ void addExl3Cases(std::vector<Case>& out) {
     for (int bits = 2; bits <= 6; ++bits)
         for (CB cb : cbs) {
             out.push_back({kFamily, std::string("linear small K=") + str(bits) + " " + cbName(cb),
-                           [bits, cb](Context& c) { return linearCase(c, "small", 128, 256, bits, cb, {1, 4, 33}, false); }});
+                           [bits, cb](Context& c) { return linearCase(c, "small", 128, 256, bits, cb, {1, 4, 33, 100}, false); }});
             out.push_back({kFamily, std::string("linear unpadded K=") + str(bits) + " " + cbName(cb),
                            [bits, cb](Context& c) { return linearCase(c, "unpadded", 200, 300, bits, cb, {1, 17}, bits == 3); }});
         }
     // GLM-5.3-Flash shapes: routed-expert gate/up and down, the large 4096→12288, an unpadded one.
     for (CB cb : cbs) {
         out.push_back({kFamily, std::string("linear glm gate 4096→2048 K=4 ") + cbName(cb),
-                       [cb](Context& c) { return linearCase(c, "glm", 4096, 2048, 4, cb, {1, 4, 33}, false); }});
+                       [cb](Context& c) {
+                           return linearCase(c, "glm", 4096, 2048, 4, cb, {1, 4, 33}, false);
+                       }});
         out.push_back({kFamily, std::string("linear glm down 2048→4096 K=4 ") + cbName(cb),
                        [cb](Context& c) { return linearCase(c, "glm", 2048, 4096, 4, cb, {1, 4}, false); }});
         out.push_back({kFamily, std::string("linear glm 4096→12288 K=4 ") + cbName(cb),
@@ -243,7 +246,7 @@ void addExl3Cases(std::vector<Case>& out) {
         out.push_back({kFamily, "linear glm 4096→12288 K=" + str(bits) + " mul1",
                        [bits](Context& c) { return linearCase(c, "glm", 4096, 12288, bits, CB::Mul1, {1}, false); }});
     out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias",
-                   [](Context& c) { return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {1, 4, 33}, true); }});
+                   [](Context& c) { return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {1, 4, 33, 100}, true); }});
 
     // Fused MoE.
     const MoeShape moes[] = {
@@ -252,6 +255,7 @@ void addExl3Cases(std::vector<Case>& out) {
         {"moe small", 4, 256, 384, 16, 4, 16, 3, 5, CB::Mcg, 0.5f, false, 16},
         {"moe small", 33, 256, 384, 16, 4, 16, 4, 4, CB::Inst3, 0.0f, false, 16},
         {"moe shared", 40, 200, 300, 8, 4, 8, 2, 6, CB::Mul1, 0.3f, false, 6},  // > 16 tokens per expert
+        {"moe prefill", 70, 256, 384, 8, 4, 8, 4, 3, CB::Mcg, 0.0f, false, 4},  // 64-row jobs (+ a short one)
         {"moe mixed-K", 4, 256, 256, 8, 2, 4, 4, 4, CB::Mcg, 0.0f, true, 8},
         {"moe glm", 1, 4096, 2048, 288, 8, 16, 4, 4, CB::Mul1, 10.0f, false, 288},
         {"moe glm", 4, 4096, 2048, 288, 8, 16, 4, 4, CB::Mcg, 10.0f, false, 288},

@@ -7,11 +7,13 @@
 //   yr = xr · Ŵ          (tiles decoded on the fly; mma.m16n8k16)   — the main loop
 //   y  = BH_n(yr) ⊙ svh + bias, columns < out                        — the epilogue of the last unit
 //
-// One kernel, exl3Kernel<K, codebook>, 128 threads. Its work is a list of jobs (one matrix × up to 16
-// token rows; a linear with T > 16 is ⌈T/16⌉ jobs of the same matrix) cut into units: job × slice of k ×
-// block of 128 output columns (8 tiles wide). blockIdx = unit; the grid is sized so that every SM holds
-// several units at once (decode: ~6 per SM, each ~32 KiB of trellis in flight), which is what keeps
-// HBM busy — there is no persistent loop.
+// One kernel, exl3Kernel<K, codebook, MG>, 128 threads. Its work is a list of jobs (one matrix × up to
+// 16·MG token rows; a linear with more rows is several jobs of the same matrix) cut into units: job ×
+// slice of k × block of 128 output columns (8 tiles wide). blockIdx = unit; the grid is sized so that
+// every SM holds several units at once (decode: 4–5 per SM, each ~32 KiB of trellis in flight), which is
+// what keeps HBM busy — there is no persistent loop. Variants: MG = 1 (decode, T ≤ ~40 rows per matrix:
+// 16-row jobs) and MG = 4 (prefill: 64-row jobs, every decoded tile feeds 4 m-groups of mmas, so the
+// decode work per token drops 4×; stages are half as deep to leave shared memory for 64 staged rows).
 //
 // A unit, per stage of stageTiles(K) k-tiles (≈ 32 KiB of trellis; a decode unit is one stage):
 //   1. cp.async (16 B per thread, coalesced rows of 8 consecutive tiles) brings the stage's trellis into
@@ -28,7 +30,7 @@
 //      and lo parts of the same activation in the two k slots the duplicate meets, so one
 //      mma.m16n8k16 (fp16 × fp16 → fp32) computes v·(hi + lo) for 8 real k-rows × 8 columns × 16 tokens:
 //      near-fp32 products at the price of half the tensor throughput, which decode never misses.
-//      Four mmas per tile; rows ≥ the job's token count are zero.
+//      Four mmas per tile and m-group; rows ≥ the job's token count are zero.
 //   4. Split-K: with S > 1 slices (or a gate/up pair) each unit writes its partial sums [rows, 128] to
 //      global memory, and the last unit to arrive at an arrival counter (atomicAdd; the counter is reset
 //      by that unit) sums the partials in slice order — so the result does not depend on which unit came
@@ -247,10 +249,11 @@ __device__ __forceinline__ void combineRange(const Params& P, int b, int t0, int
 __device__ __forceinline__ Job jobOf(const Params& P, int j) {
     if (P.jobs) return P.jobs[j];
     Job job = P.inlineJob;
-    job.x += int64_t(16) * j * job.ldx;
-    job.y += int64_t(16) * j * job.ldy;
-    job.m = min(16, P.T - 16 * j);
-    job.partRow = 16 * j;
+    const int r0 = P.rowsPerJob * j;
+    job.x += int64_t(r0) * job.ldx;
+    job.y += int64_t(r0) * job.ldy;
+    job.m = min(P.rowsPerJob, P.T - r0);
+    job.partRow = r0;
     return job;
 }
 
@@ -306,9 +309,9 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
     }
 }
 
-template <int K, int CB>
+template <int K, int CB, int MG>
 __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ Params P) {
-    constexpr int KS = stageTiles(K);
+    constexpr int KS = stageTiles(K, MG);
     constexpr int TW = tileWords(K);
     constexpr int STAGE_WORDS = KS * kUnitTilesN * TW;
     constexpr int CH = kUnitTilesN * TW / 4;  // 16-byte chunks in one k-tile row of the unit
@@ -316,7 +319,7 @@ __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ P
     const int nBufs = P.steps > 1 ? 2 : 1;
     uint32_t* stage = smem;                                       // [nBufs][KS][8 tiles][8K words]
     uint32_t* xs = smem + nBufs * STAGE_WORDS;                    // [KS][R][4][4 words]
-    int* eBuf = reinterpret_cast<int*>(xs + KS * P.R * 16);       // [2][16] row scale exponents
+    int* eBuf = reinterpret_cast<int*>(xs + KS * P.R * 16);       // [2][kMaxRows] row scale exponents
     int* flag = eBuf + 2 * kMaxRows;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -348,14 +351,20 @@ __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ P
         cpAsyncCommit();  // always one group per stage (maybe empty): keeps wait_group counting simple
     };
 
-    float acc[2][2][4];
+    // acc[mg][nt][h][i]: rows 16·mg + g (i = 0, 1) and 16·mg + g + 8 (i = 2, 3), columns
+    // 32·warp + 16·nt + 8·h + 2c + (i & 1) of the unit's 128.
+    float acc[MG][2][2][4];
 #pragma unroll
-    for (int a = 0; a < 2; ++a)
+    for (int mg = 0; mg < MG; ++mg)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+        for (int a = 0; a < 2; ++a)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) acc[a][h][i] = 0.0f;
-    int eAcc0 = kEInit, eAcc1 = kEInit;  // scale exponents of this lane's rows g and g + 8
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[mg][a][h][i] = 0.0f;
+    int eAcc[MG][2];  // scale exponents of this lane's rows
+#pragma unroll
+    for (int mg = 0; mg < MG; ++mg) eAcc[mg][0] = eAcc[mg][1] = kEInit;
 
     issue(0);
     issue(1);
@@ -366,47 +375,45 @@ __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ P
         for (int row = warp; row < m; row += kWarps) transformRow<KS>(P, job, row, ktA, kts, xs, eCur, ePrev, lane);
         cpAsyncWait<1>();  // this stage's group has landed (the next one may still be in flight)
         __syncthreads();
-        if (g < m && eCur[g] != eAcc0) {
-            const float f = pow2(eCur[g] - eAcc0);
 #pragma unroll
-            for (int a = 0; a < 2; ++a)
+        for (int mg = 0; mg < MG; ++mg)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    acc[a][h][0] *= f;
-                    acc[a][h][1] *= f;
+            for (int hi = 0; hi < 2; ++hi) {
+                const int row = 16 * mg + 8 * hi + g;
+                if (row < m && eCur[row] != eAcc[mg][hi]) {  // the row's scale went down: rescale (exact)
+                    const float f = pow2(eCur[row] - eAcc[mg][hi]);
+#pragma unroll
+                    for (int a = 0; a < 2; ++a)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            acc[mg][a][h][2 * hi] *= f;
+                            acc[mg][a][h][2 * hi + 1] *= f;
+                        }
+                    eAcc[mg][hi] = eCur[row];
                 }
-            eAcc0 = eCur[g];
-        }
-        if (g + 8 < m && eCur[g + 8] != eAcc1) {
-            const float f = pow2(eCur[g + 8] - eAcc1);
-#pragma unroll
-            for (int a = 0; a < 2; ++a)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    acc[a][h][2] *= f;
-                    acc[a][h][3] *= f;
-                }
-            eAcc1 = eCur[g + 8];
-        }
+            }
         const uint32_t* sbuf = stage + (st % nBufs) * STAGE_WORDS;
         const uint4* xs4 = reinterpret_cast<const uint4*>(xs);
-        const bool rowLo = g < m, rowHi = g + 8 < m;
-#pragma unroll 2
+#pragma unroll(MG == 1 ? 2 : 1)
         for (int kt = 0; kt < kts; ++kt) {
-            uint4 a0 = make_uint4(0, 0, 0, 0), a1 = make_uint4(0, 0, 0, 0);
-            if (rowLo) a0 = xs4[(kt * P.R + g) * 4 + c];
-            if (rowHi) a1 = xs4[(kt * P.R + g + 8) * 4 + c];
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt) {
                 uint32_t st8[8], bq[8];
                 laneStates<K>(sbuf + (kt * kUnitTilesN + 2 * warp + nt) * TW, lane, st8);
 #pragma unroll
                 for (int q = 0; q < 8; ++q) bq[q] = codebookDup<CB>(st8[q]);
-                // Lane (g, c)'s positions j: row 2c + (j&1) + 8·((j>>1)&1), column g + 8·(j>>2).
-                mma(acc[nt][0], a0.x, a1.x, a0.y, a1.y, bq[0], bq[2]);  // rows 2c, 2c+8; columns 0..7
-                mma(acc[nt][0], a0.z, a1.z, a0.w, a1.w, bq[1], bq[3]);  // rows 2c+1, 2c+9
-                mma(acc[nt][1], a0.x, a1.x, a0.y, a1.y, bq[4], bq[6]);  // columns 8..15
-                mma(acc[nt][1], a0.z, a1.z, a0.w, a1.w, bq[5], bq[7]);
+#pragma unroll
+                for (int mg = 0; mg < MG; ++mg) {
+                    if (16 * mg >= m) break;  // uniform: rows of this group are all padding
+                    uint4 a0 = make_uint4(0, 0, 0, 0), a1 = make_uint4(0, 0, 0, 0);
+                    if (16 * mg + g < m) a0 = xs4[(kt * P.R + 16 * mg + g) * 4 + c];
+                    if (16 * mg + g + 8 < m) a1 = xs4[(kt * P.R + 16 * mg + g + 8) * 4 + c];
+                    // Lane (g, c)'s positions j: row 2c + (j&1) + 8·((j>>1)&1), column g + 8·(j>>2).
+                    mma(acc[mg][nt][0], a0.x, a1.x, a0.y, a1.y, bq[0], bq[2]);  // rows 2c, 2c+8; columns 0..7
+                    mma(acc[mg][nt][0], a0.z, a1.z, a0.w, a1.w, bq[1], bq[3]);  // rows 2c+1, 2c+9
+                    mma(acc[mg][nt][1], a0.x, a1.x, a0.y, a1.y, bq[4], bq[6]);  // columns 8..15
+                    mma(acc[mg][nt][1], a0.z, a1.z, a0.w, a1.w, bq[5], bq[7]);
+                }
             }
         }
         __syncthreads();  // everyone is done with this stage's buffers
@@ -414,42 +421,35 @@ __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ P
     }
     cpAsyncWait<0>();
 
-    // Results of this unit: rows g and g + 8, columns 32·warp + 16·nt + 8·h + 2c + {0, 1} of the block.
-    const float f0 = pow2(-eAcc0), f1 = pow2(-eAcc1);
     const int arrivals = P.S * (P.mode == kModeSwiglu ? 2 : 1);
-    if (arrivals == 1) {
-        float* red = reinterpret_cast<float*>(smem);  // [16][128], over the stage buffer (no longer read)
+    float* red = reinterpret_cast<float*>(smem);  // [R][128] over the stage and input buffers (no longer read)
+    float* prow = P.part + (int64_t(job.partRow) * P.S + s) * P.n + b * 128;  // row r at + r·S·n
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
+    for (int mg = 0; mg < MG; ++mg)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int col = 32 * warp + 16 * nt + 8 * h + 2 * c;
-                if (g < m) {
-                    red[g * 128 + col] = acc[nt][h][0] * f0;
-                    red[g * 128 + col + 1] = acc[nt][h][1] * f0;
+        for (int hi = 0; hi < 2; ++hi) {
+            const int row = 16 * mg + 8 * hi + g;
+            if (row >= m) continue;
+            const float f = pow2(-eAcc[mg][hi]);  // back to the true magnitude
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int col = 32 * warp + 16 * nt + 8 * h + 2 * c;
+                    const float v0 = acc[mg][nt][h][2 * hi] * f, v1 = acc[mg][nt][h][2 * hi + 1] * f;
+                    if (arrivals == 1) {
+                        red[row * 128 + col] = v0;
+                        red[row * 128 + col + 1] = v1;
+                    } else {
+                        *reinterpret_cast<float2*>(prow + int64_t(row) * P.S * P.n + col) = make_float2(v0, v1);
+                    }
                 }
-                if (g + 8 < m) {
-                    red[(g + 8) * 128 + col] = acc[nt][h][2] * f1;
-                    red[(g + 8) * 128 + col + 1] = acc[nt][h][3] * f1;
-                }
-            }
+        }
+    if (arrivals == 1) {  // the whole k range was this unit's: finish here
         __syncthreads();
         epilogue(P, job, j, b, red, flag);
         return;
     }
-    float* prow = P.part + (int64_t(job.partRow) * P.S + s) * P.n + b * 128;  // row r at + r·S·n
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int col = 32 * warp + 16 * nt + 8 * h + 2 * c;
-            if (g < m)
-                *reinterpret_cast<float2*>(prow + int64_t(g) * P.S * P.n + col) =
-                    make_float2(acc[nt][h][0] * f0, acc[nt][h][1] * f0);
-            if (g + 8 < m)
-                *reinterpret_cast<float2*>(prow + int64_t(g + 8) * P.S * P.n + col) =
-                    make_float2(acc[nt][h][2] * f1, acc[nt][h][3] * f1);
-        }
     __threadfence();  // partials visible device-wide before this unit is counted
     __syncthreads();
     if (tid == 0) {
@@ -474,35 +474,37 @@ __global__ void combineKernel(const __grid_constant__ Params P) {
 
 using KernelFn = void (*)(Params);
 
-template <int K>
+template <int K, int MG>
 KernelFn kernelFor(int cb) {
     switch (cb) {
-    case 0: return exl3Kernel<K, 0>;
-    case 1: return exl3Kernel<K, 1>;
-    default: return exl3Kernel<K, 2>;
+    case 0: return exl3Kernel<K, 0, MG>;
+    case 1: return exl3Kernel<K, 1, MG>;
+    default: return exl3Kernel<K, 2, MG>;
     }
 }
 
+template <int MG>
 KernelFn kernelFor(int bits, int cb) {
     switch (bits) {
-    case 1: return kernelFor<1>(cb);
-    case 2: return kernelFor<2>(cb);
-    case 3: return kernelFor<3>(cb);
-    case 4: return kernelFor<4>(cb);
-    case 5: return kernelFor<5>(cb);
-    case 6: return kernelFor<6>(cb);
-    case 7: return kernelFor<7>(cb);
-    default: return kernelFor<8>(cb);
+    case 1: return kernelFor<1, MG>(cb);
+    case 2: return kernelFor<2, MG>(cb);
+    case 3: return kernelFor<3, MG>(cb);
+    case 4: return kernelFor<4, MG>(cb);
+    case 5: return kernelFor<5, MG>(cb);
+    case 6: return kernelFor<6, MG>(cb);
+    case 7: return kernelFor<7, MG>(cb);
+    default: return kernelFor<8, MG>(cb);
     }
 }
 
-size_t stageBytes(int bits) { return size_t(stageTiles(bits)) * kUnitTilesN * tileWords(bits) * 4; }
+size_t stageBytes(int bits, int MG) { return size_t(stageTiles(bits, MG)) * kUnitTilesN * tileWords(bits) * 4; }
 
 }  // namespace
 
-Plan planLaunch(int bits, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs) {
+Plan planLaunch(int bits, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs) {
     Plan p;
-    const int KS = stageTiles(bits);
+    p.MG = MG > 1 ? kMaxMG : 1;
+    const int KS = stageTiles(bits, p.MG);
     const int groups8 = tilesK / 8;  // k-tiles come in 8s (128-wide Hadamard blocks)
     const int sSingle = (tilesK + KS - 1) / KS;  // fewest slices with one stage each
     const int64_t unitsPerSlice = int64_t(J) * NB;
@@ -520,9 +522,9 @@ Plan planLaunch(int bits, int tilesK, int NB, int J, int rowsTotal, int R, bool 
     p.S = S;
     p.KSL = KSL;
     p.steps = (KSL + KS - 1) / KS;
-    p.R = std::max(1, std::min(R, kMaxRows));
+    p.R = std::max(1, std::min(R, kGroupRows * p.MG));
     p.partials = S > 1 || pairMode;
-    p.smem = size_t(p.steps > 1 ? 2 : 1) * stageBytes(bits) + size_t(KS) * p.R * 64 + (2 * kMaxRows + 4) * 4;
+    p.smem = size_t(p.steps > 1 ? 2 : 1) * stageBytes(bits, p.MG) + size_t(KS) * p.R * 64 + (2 * kMaxRows + 4) * 4;
     p.blocks = unitsPerSlice * S;
     return p;
 }
@@ -530,7 +532,7 @@ Plan planLaunch(int bits, int tilesK, int NB, int J, int rowsTotal, int R, bool 
 void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream) {
     TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "EXL3 CUDA: bad K or codebook");
     TS_CHECK(plan.blocks > 0 && plan.blocks < (int64_t(1) << 31), "EXL3 CUDA: grid too large");
-    const KernelFn fn = kernelFor(bits, codebook);
+    const KernelFn fn = plan.MG > 1 ? kernelFor<kMaxMG>(bits, codebook) : kernelFor<1>(bits, codebook);
     if (plan.smem > 48 * 1024) {
         // Per device and kernel; cheap enough to repeat for the (prefill-sized) launches that need it.
         TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plan.smem)));
@@ -620,7 +622,9 @@ void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, 
     P.inlineJob.ldx = int(in);
     P.inlineJob.y = y.f32();
     P.inlineJob.ldy = int(out);
-    P.J = int((T + 15) / 16);
+    const int MG = chooseMG(double(T));
+    P.rowsPerJob = kGroupRows * MG;
+    P.J = int((T + P.rowsPerJob - 1) / P.rowsPerJob);
     P.T = int(T);
     P.k = int(d.k);
     P.n = int(d.n);
@@ -630,8 +634,8 @@ void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, 
     P.kIn = int(in);
     P.nOut = int(out);
     P.mode = kModeLinear;
-    const Plan plan = planLaunch(d.bits, P.tilesK, P.NB, P.J, int(T), int(std::min<int64_t>(T, 16)), false,
-                                 props().multiProcessorCount);
+    const Plan plan = planLaunch(d.bits, MG, P.tilesK, P.NB, P.J, int(T), int(std::min<int64_t>(T, P.rowsPerJob)),
+                                 false, props().multiProcessorCount);
     P.S = plan.S;
     P.KSL = plan.KSL;
     P.steps = plan.steps;

@@ -26,13 +26,19 @@ namespace exl3cuda {
 constexpr int kThreads = 128;  // 4 warps per block
 constexpr int kWarps = kThreads / 32;
 constexpr int kUnitTilesN = 8;  // n-tiles per work unit: 128 output columns = one output Hadamard block
-constexpr int kMaxRows = 16;    // token rows per job: the M of mma.m16n8k16
+constexpr int kGroupRows = 16;  // token rows of one m-group: the M of mma.m16n8k16
+constexpr int kMaxMG = 4;       // m-groups per job in the prefill variant (64 rows share each decoded tile)
+constexpr int kMaxRows = kGroupRows * kMaxMG;
 constexpr int kEInit = 100;     // "no scale yet" exponent (see the x transform in cuda_exl3.cu)
 
 // k-tiles per pipeline stage: about 32 KiB of trellis for the unit's 8 n-tiles (8·32·K bytes per k-tile),
-// a multiple of 8 so that a stage covers whole 128-wide input Hadamard blocks.
-__host__ __device__ constexpr int stageTiles(int K) {
+// a multiple of 8 so that a stage covers whole 128-wide input Hadamard blocks. The 64-row variant (MG = 4)
+// halves it: its staged activations (64 rows × 64 B per k-tile) would otherwise not fit.
+__host__ __device__ constexpr int stageTilesBase(int K) {
     return K <= 2 ? 64 : K == 3 ? 40 : K == 4 ? 32 : K <= 6 ? 24 : 16;
+}
+__host__ __device__ constexpr int stageTiles(int K, int MG = 1) {
+    return MG == 1 ? stageTilesBase(K) : (stageTilesBase(K) / 2 < 8 ? 8 : stageTilesBase(K) / 2 / 8 * 8);
 }
 __host__ __device__ constexpr int tileWords(int K) { return 8 * K; }  // uint32 words of one 16×16 tile
 
@@ -42,7 +48,7 @@ enum Mode : int {
     kModeDown = 2,    // y rows of the job (the expert's output), then the routed-weight combine into the final y
 };
 
-// One matrix applied to up to 16 token rows. Device memory (a table) or the inline chunking of a linear.
+// One matrix applied to up to 16·MG token rows. Device memory (a table) or the inline chunking of a linear.
 struct Job {
     const uint16_t* trellis = nullptr;  // [k/16, n/16, 16K]
     const float* suh = nullptr;         // [k]
@@ -52,7 +58,7 @@ struct Job {
     const int32_t* rows = nullptr;      // row i of the job is x + rows[i]·ldx (null: x + i·ldx)
     float* y = nullptr;                 // output row i at y + i·ldy
     int ldx = 0, ldy = 0;
-    int m = 0;        // rows, 1..16
+    int m = 0;        // rows, 1..16·MG
     int partRow = 0;  // first row of this job in the split-K partial buffer (rows of all jobs, packed)
 };
 
@@ -65,7 +71,8 @@ struct CombineEntry {
 };
 
 struct Params {
-    Job inlineJob;               // jobs == null: job j = rows [16j, 16j+16) ∩ [0, T) of this one
+    Job inlineJob;               // jobs == null: job j = rows [rpj·j, rpj·(j+1)) ∩ [0, T) of this one
+    int rowsPerJob = kGroupRows; // rpj: 16·MG
     const Job* jobs = nullptr;   // device table [J]
     int J = 0, T = 0;
     int k = 0, n = 0, tilesK = 0, tilesN = 0, NB = 0;  // padded dims; NB = n / 128
@@ -150,14 +157,18 @@ __device__ __forceinline__ uint32_t codebookDup(uint32_t s) {
 
 // How one launch splits its work: S slices of k (KSL k-tiles each) × NB column blocks × J jobs = blocks.
 struct Plan {
+    int MG = 1;  // m-groups per job: 1 (decode) or kMaxMG (prefill: each decoded tile serves 64 rows)
     int S = 1, KSL = 0, steps = 1, R = 1;
     size_t smem = 0;
     int64_t blocks = 0;
     bool partials = false;  // units combine through the partial buffer (S > 1 or paired jobs)
 };
-// bits: K; tilesK: k/16; NB: n/128; J jobs of up to R rows, rowsTotal rows in all; pairMode: swiglu jobs.
-Plan planLaunch(int bits, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs);
-// Enqueues the kernel for (bits, codebook) on `stream`.
+// bits: K; MG: m-groups per job; tilesK: k/16; NB: n/128; J jobs of up to R rows, rowsTotal rows in all;
+// pairMode: swiglu jobs.
+Plan planLaunch(int bits, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs);
+// The m-groups to use for jobs of about `rowsPerJob` rows (at most 16·MG rows each).
+inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1; }
+// Enqueues the kernel for (bits, codebook, plan.MG) on `stream`.
 void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream);
 // The combine of kModeDown as its own kernel (when fusedCombine = 0).
 void launchCombine(const Params& p, cudaStream_t stream);

@@ -1,8 +1,8 @@
 // The fused EXL3 MoE (CudaBackend::moeExpertsFused): all routed experts of one layer in two launches of the
 // EXL3 kernel (cuda_exl3.cu), for every (token, choice) pair of the step:
 //
-//   launch 1 (mode swiglu): for each selected expert and its tokens (≤ 16 rows per job; more tokens make
-//            more jobs), the gate and up GEMVs D → I as two jobs of one pair; the unit that completes a
+//   launch 1 (mode swiglu): for each selected expert and its tokens (≤ 16 rows per job, or 64 when the
+//            step has many tokens per expert; more tokens make more jobs), the gate and up GEMVs D → I as two jobs of one pair; the unit that completes a
 //            128-column block of the pair applies both output transforms and swiglu(limit) and writes the
 //            activation rows [rows, I].
 //   launch 2 (mode down): the down GEMV I → D of each expert on its activation rows → the expert's output
@@ -125,7 +125,7 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
         }
     }
 
-    // Pairs: (expert, ≤ 16 of its rows). rowStart indexes the packed row space of the step (act rows,
+    // Pairs: (expert, ≤ 16·MG of its rows). rowStart indexes the packed row space of the step (act rows,
     // expert-output rows, partial rows); each choice remembers its (pair, row).
     struct Pair {
         int32_t e, rowStart, m;
@@ -133,10 +133,15 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     std::vector<Pair> pairs;
     std::vector<int32_t> tokRows(static_cast<size_t>(nChoices));  // token of each packed row
     std::vector<int32_t> rowOfChoice(size_t(P0), -1);
+    int64_t nUsed = 0;
+    for (int64_t e = 0; e < E; ++e) nUsed += count[size_t(e)] ? 1 : 0;
+    // Prefill-sized steps (many tokens per expert) take the 64-row jobs: each decoded tile serves 64 rows.
+    const int MG = chooseMG(double(nChoices) / double(nUsed));
+    const int32_t chunk = kGroupRows * MG;
     int maxM = 1;
     for (int64_t e = 0; e < E; ++e) {
-        for (int32_t r0 = first[size_t(e)]; r0 < first[size_t(e) + 1]; r0 += kMaxRows) {
-            const int32_t m = std::min<int32_t>(kMaxRows, first[size_t(e) + 1] - r0);
+        for (int32_t r0 = first[size_t(e)]; r0 < first[size_t(e) + 1]; r0 += chunk) {
+            const int32_t m = std::min<int32_t>(chunk, first[size_t(e) + 1] - r0);
             pairs.push_back({int32_t(e), r0, m});
             maxM = std::max(maxM, int(m));
         }
@@ -167,8 +172,8 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const int numSMs = props().multiProcessorCount;
     const int tilesKG = int(sigGU.k / 16), NBG = int(sigGU.n / 128);
     const int tilesKD = int(sigD.k / 16), NBD = int(sigD.n / 128);
-    const Plan planGU = planLaunch(sigGU.bits, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
-    const Plan planD = planLaunch(sigD.bits, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
+    const Plan planGU = planLaunch(sigGU.bits, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
+    const Plan planD = planLaunch(sigD.bits, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
     const bool fusedCombine = T * topk <= 256;
 
     const size_t offJobsD = align256(size_t(2 * nPairs) * sizeof(Job));
