@@ -1,5 +1,11 @@
 // `generate --prompt "text"` / `--concurrency N`: a chat-formatted prompt through the engine, the way
 // the server runs requests (continuous batching, paged KV cache, the sampler, stop handling).
+// `--prompt-ids "1,2,3;4,5,6"` gives each request its own prompt (request i takes list i mod count), so
+// that a batch of greedy decodes does not run N identical sequences (identical tokens route to identical
+// experts, which would understate the bytes a real batch moves: docs/PERFORMANCE.md, full-width slice).
+// Besides the aggregate speed (prefill included) it reports the decode-only speed of the window in which
+// every request is decoding (decode_tok_s), measured from the token events' arrival times.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -18,13 +24,63 @@
 
 namespace ts::cli {
 
+namespace {
+
+// The decode window: from the moment the last request received its first token to the moment the first
+// request received its last one; every request decodes throughout. Tokens whose arrival lies within a
+// quarter of the median inter-token gap of a boundary belong to the boundary's own step (one step's
+// events arrive microseconds apart, steps are milliseconds apart) and are counted with it.
+struct DecodeWindow {
+    double seconds = 0, tokPerS = 0, medianGapS = 0;
+    int64_t tokens = 0;
+};
+
+DecodeWindow decodeWindow(const std::vector<std::vector<double>>& times) {
+    DecodeWindow w;
+    double start = 0, end = 1e300;
+    std::vector<double> gaps;
+    for (const auto& t : times) {
+        if (t.size() < 2) return w;
+        start = std::max(start, t.front());
+        end = std::min(end, t.back());
+    }
+    if (!(end > start)) return w;
+    for (const auto& t : times)
+        for (size_t i = 1; i < t.size(); ++i)
+            if (t[i - 1] >= start && t[i] <= end) gaps.push_back(t[i] - t[i - 1]);
+    if (gaps.empty()) return w;
+    std::sort(gaps.begin(), gaps.end());
+    const double tol = 0.25 * gaps[gaps.size() / 2];
+    for (const auto& t : times)
+        for (double x : t)
+            if (x > start + tol && x <= end + tol) ++w.tokens;
+    w.seconds = end - start;
+    w.tokPerS = double(w.tokens) / w.seconds;
+    w.medianGapS = gaps[gaps.size() / 2];
+    return w;
+}
+
+std::vector<std::vector<int32_t>> parsePromptLists(const std::string& text) {
+    std::vector<std::vector<int32_t>> lists;
+    size_t start = 0;
+    while (true) {
+        const size_t semi = text.find(';', start);
+        lists.push_back(Args::parseIds("prompt-ids", text.substr(start, semi == std::string::npos ? std::string::npos : semi - start)));
+        if (semi == std::string::npos) break;
+        start = semi + 1;
+    }
+    return lists;
+}
+
+}  // namespace
+
 int generateWithEngine(const Args& args) {
     const int64_t maxTokens = args.getInt("max-tokens", 64, 1, 1 << 20);
     const int64_t concurrency = args.getInt("concurrency", 1, 1, 256);
     LoadedModel l = loadModel(args);
     const std::string dir = args.require("model");
 
-    std::vector<int32_t> ids;
+    std::vector<std::vector<int32_t>> prompts;  // request i takes prompts[i % size]
     std::unique_ptr<Tokenizer> tok;
     bool startsInReasoning = false;
     if (auto text = args.get("prompt")) {
@@ -37,12 +93,16 @@ int generateWithEngine(const Args& args) {
         nlohmann::ordered_json kwargs = {{"enable_thinking", !args.flag("no-thinking")}};
         const std::string prompt = tpl.render(messages, nullptr, true, kwargs);
         startsInReasoning = ChatTemplate::promptEndsInReasoning(prompt);
-        ids = tok->encode(prompt, true);
+        prompts.push_back(tok->encode(prompt, true));
     } else {
         if (args.flag("no-thinking") || args.get("system"))
             fail(ErrorKind::InvalidArgument, "--system and --no-thinking go with --prompt");
-        ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));
+        prompts = parsePromptLists(args.require("prompt-ids"));
+        if (int64_t(prompts.size()) > concurrency)
+            fail(ErrorKind::InvalidArgument, "--prompt-ids gives " + std::to_string(prompts.size()) +
+                                                 " prompts (';'-separated) for --concurrency " + std::to_string(concurrency));
     }
+    const std::vector<int32_t>& ids = prompts[0];
 
     SamplingParams sp;
     sp.temperature = 0.0f;
@@ -67,13 +127,16 @@ int generateWithEngine(const Args& args) {
     std::vector<int64_t> counts(static_cast<size_t>(concurrency), 0);
     std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(concurrency));
     std::vector<std::string> reasons(static_cast<size_t>(concurrency));
+    std::vector<std::vector<double>> arrivals(static_cast<size_t>(concurrency));  // seconds since t0, per token
     std::vector<int64_t> reqIds;
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < concurrency; ++i) {
-        reqIds.push_back(engine.submit(ids, sp, [&, i](const EngineEvent& e) {
+        reqIds.push_back(engine.submit(prompts[size_t(i) % prompts.size()], sp, [&, i](const EngineEvent& e) {
+            const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             std::lock_guard<std::mutex> lock(mu);
             texts[size_t(i)] += e.text;
             if (e.type == EngineEvent::Type::Token) {
+                arrivals[size_t(i)].push_back(at);
                 ++counts[size_t(i)];
                 tokens[size_t(i)].push_back(e.token);
                 if (concurrency == 1 && tok) {
@@ -99,17 +162,25 @@ int generateWithEngine(const Args& args) {
         const ReasoningDelta d = ReasoningParser::parse(texts[0], startsInReasoning);
         std::fprintf(stderr, "reasoning: %zu bytes, content: %zu bytes\n", d.reasoning.size(), d.content.size());
     }
+    const DecodeWindow dw = decodeWindow(arrivals);
     std::fprintf(stderr,
                  "%lld request(s) of %zu prompt tokens: %lld tokens generated in %.3f s = %.2f tok/s aggregate "
                  "(%.2f per request); mean time to first token %.3f s; finish %s; threads %d\n",
                  (long long)concurrency, ids.size(), (long long)total, secs, double(total) / secs,
                  double(total) / secs / double(concurrency), m.ttft.count ? m.ttft.sum / double(m.ttft.count) : 0.0,
                  reasons[0].c_str(), ThreadPool::global().size());
+    if (dw.tokens > 0)
+        std::fprintf(stderr, "decode with all %lld request(s) running: %lld tokens in %.3f s = %.2f tok/s aggregate "
+                             "(median step %.3f ms)\n",
+                     (long long)concurrency, (long long)dw.tokens, dw.seconds, dw.tokPerS, dw.medianGapS * 1e3);
     if (auto json = args.get("json")) {
         nlohmann::json j = {{"concurrency", concurrency}, {"prompt_tokens", ids.size()}, {"generated_tokens", total},
                             {"seconds", secs}, {"aggregate_tok_s", double(total) / secs},
                             {"mean_ttft_s", m.ttft.count ? m.ttft.sum / double(m.ttft.count) : 0.0},
-                            {"texts", texts}, {"tokens", tokens}, {"finish_reasons", reasons}};
+                            {"texts", texts}, {"tokens", tokens}, {"finish_reasons", reasons},
+                            {"distinct_prompts", prompts.size()}, {"backend", l.backend->name()},
+                            {"decode_tok_s", dw.tokPerS}, {"decode_window_s", dw.seconds},
+                            {"decode_window_tokens", dw.tokens}, {"decode_median_step_s", dw.medianGapS}};
         std::ofstream f(*json);
         f << j.dump(2) << "\n";
         if (!f) fail(ErrorKind::Io, "cannot write " + *json);

@@ -73,7 +73,9 @@ int cmdGenerate(const Args& args) {
                     "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed.\n"
                     "--prompt: the text is chat-formatted with the model's template and tokenizer, and generated\n"
                     "through the engine (continuous batching); --concurrency N runs N copies at once and reports\n"
-                    "the aggregate speed.\n");
+                    "the aggregate speed, and the decode-only speed while all N run (decode_tok_s in --json).\n"
+                    "With --concurrency, --prompt-ids \"1,2;3,4\" gives the requests different prompts (request i\n"
+                    "takes list i mod count).\n");
         return 0;
     }
     auto opts = kModelOptions;

@@ -95,6 +95,41 @@ private slots:
         }
     }
 
+    // --prompt-ids "A;B" gives the engine's requests different prompts (request i takes list i mod count):
+    // each request reproduces the reference path's tokens for its own prompt, and the JSON reports the
+    // decode-only window in which all requests run.
+    void concurrencyDistinctPrompts() {
+        QTemporaryDir tmp;
+        const QString a = "5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20", b = "40,41,42,43,44,45,46,47,48,49,50";
+        const QStringList tail = {"--model", kTinyA, "--max-tokens", "12", "--ignore-eos"};
+        Run refA = cli(QStringList{"generate", "--prompt-ids", a} + tail);
+        Run refB = cli(QStringList{"generate", "--prompt-ids", b} + tail);
+        QVERIFY2(refA.code == 0 && refB.code == 0, qPrintable(refA.err + refB.err));
+        QVERIFY(refA.out.trimmed() != refB.out.trimmed());
+        const QString json = tmp.filePath("d.json");
+        Run r = cli(QStringList{"generate", "--prompt-ids", a + ";" + b, "--concurrency", "3", "--json", json} + tail);
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("decode with all 3 request(s) running"), qPrintable(r.err));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(f.readAll().toStdString());
+        QCOMPARE(j["distinct_prompts"].get<int>(), 2);
+        QCOMPARE(j["tokens"].size(), size_t(3));
+        for (size_t i = 0; i < 3; ++i) {
+            QStringList s;
+            for (const auto& t : j["tokens"][i]) s << QString::number(t.get<int>());
+            QCOMPARE(s.join(','), (i % 2 ? refB : refA).out.trimmed());
+        }
+        // Both prompts fit one prefill step, so all three decode together for the 11 remaining steps.
+        QCOMPARE(j["decode_window_tokens"].get<int>(), 33);
+        QVERIFY(j["decode_tok_s"].get<double>() > 0 && j["decode_median_step_s"].get<double>() > 0);
+
+        // More prompts than requests is an error that says so.
+        r = cli(QStringList{"generate", "--prompt-ids", a + ";" + b, "--concurrency", "1"} + tail);
+        QVERIFY(r.code != 0);
+        QVERIFY2(r.err.contains("2 prompts"), qPrintable(r.err));
+    }
+
     // tokenize / detokenize / render on the golden GLM-style tokenizer, with a chat template of our own.
     void textCommands() {
         const QString tokDir = QStringLiteral(TS_SOURCE_DIR "/tests/golden/tokenizer");
