@@ -3,10 +3,13 @@
 # the CPU reference, then the golden and embedded models' logits), then the device benchmarks.
 #   here:   bash scripts/gpu/prepare_deps.sh          (once; fills .device-deps/)
 #   device: bash scripts/gpu/run_gpu_suite.sh "$OUT"  (run with carry [".device-deps"])
-# Results: $OUT/selftest.{txt,json}, $OUT/bench.{txt,json}, $OUT/build.log. Exit status: the self-test's.
+# Results: $OUT/selftest.{txt,json}, $OUT/bench.{txt,json}, $OUT/build.log, $OUT/slice.{txt,json} (benchmark 3).
+# Exit status: the self-test's.
 # Env: ARCHS (default 90a: the H200; the fat binary 90a;120a;121a is what CI and release builds compile),
 #      FILTER (self-test --filter), BENCH (bench-device --what, default exl3,mla,kda; "none" skips),
-#      MODELS (comma list of model dirs for the model parity part).
+#      MODELS (comma list of model dirs for the model parity part), SLICE (benchmark 3, default 1; 0 skips),
+#      SLICE_LAYERS (4), SLICE_PROMPT (256), SLICE_TOKENS (64), SLICE_DIR (/tmp/twinspark-slice-L<layers>),
+#      SLICE_MAKE_ARGS (more make_slice_model.py options, e.g. "--experts 16" for a quick check).
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -46,6 +49,43 @@ if [ "${BENCH_MODEL:-1}" = 1 ]; then
   done
   $CLI generate --backend cuda --model resources/models/glm5-next-tiny --prompt "Count from 1 to 40." \
     --concurrency 4 --max-tokens 64 --ignore-eos --json "$OUT/gen_engine_c4.json" 2>&1 >/dev/null | tail -1
+fi
+# Benchmark 3: a full-width slice. GLM-5.3-Flash's real widths, SLICE_LAYERS layers of random weights (routed
+# experts EXL3 4 bpw) written by tools/device/make_slice_model.py, decoded through the engine at batch 1, 2, 4
+# (distinct random prompts of SLICE_PROMPT tokens, SLICE_TOKENS new tokens each); tools/device/slice_roofline.py
+# turns decode_tok_s into bytes per token, the fraction of the copy bandwidth (bench.json) and the 45-layer
+# 2 x GB10 extrapolation. Results appended to $OUT/slice.txt and written to $OUT/slice.json. The model stays in
+# SLICE_DIR and is reused by the next call while this machine is held. Budget: about 3 minutes.
+if [ "${SLICE:-1}" = 1 ]; then
+  SL=${SLICE_LAYERS:-4}; SP=${SLICE_PROMPT:-256}; SN=${SLICE_TOKENS:-64}
+  SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L$SL}
+  ST="$OUT/slice.txt"
+  s0=$(date +%s)
+  echo "== benchmark 3: full-width slice, $SL layers, $SP prompt tokens and $SN new tokens per request" | tee -a "$ST"
+  python3 tools/device/make_slice_model.py "$SDIR" --layers "$SL" ${SLICE_MAKE_ARGS:-} >>"$ST" 2>&1
+  src=$?
+  echo "slice: model (rc $src) ready in $(( $(date +%s) - s0 )) s: $(tail -1 "$ST")" | tee -a "$ST"
+  COPY="$OUT/bench.json"
+  if [ ! -f "$COPY" ]; then  # no bench-device run: measure the copy bandwidth alone (--what "" = nothing else)
+    COPY=/tmp/slice_copy.json
+    $CLI bench-device --backend cuda --what "" --json "$COPY" >>"$ST" 2>&1
+  fi
+  RUNS=()
+  for b in 1 2 4; do
+    [ $src -eq 0 ] || break
+    sb=$(date +%s)
+    rm -f "/tmp/slice_b$b.json"
+    IDS=$(python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP")
+    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b --max-tokens "$SN" \
+      --ignore-eos --json "/tmp/slice_b$b.json" >/dev/null 2>"/tmp/slice_b$b.err"
+    rc=$?
+    echo "slice: batch $b: rc $rc in $(( $(date +%s) - sb )) s (load + prefill + decode): $(grep -E 'decode with|rror' "/tmp/slice_b$b.err" | tail -1)" | tee -a "$ST"
+    if [ $rc -eq 0 ]; then RUNS+=(--run "/tmp/slice_b$b.json"); else tail -5 "/tmp/slice_b$b.err" >>"$ST"; fi
+  done
+  python3 tools/device/slice_roofline.py report --model "$SDIR" ${RUNS[@]+"${RUNS[@]}"} --bench "$COPY" \
+    --label "$(tail -1 "$OUT/gpu.txt" | cut -d, -f1), $SL layers" \
+    --json "$OUT/slice.json" 2>&1 | tee -a "$ST"
+  echo "slice: total $(( $(date +%s) - s0 )) s" | tee -a "$ST"
 fi
 echo "selftest exit $st"
 exit $st
