@@ -510,10 +510,11 @@ Plan planLaunch(int bits, int MG, int tilesK, int NB, int J, int rowsTotal, int 
     const int64_t unitsPerSlice = int64_t(J) * NB;
     const int64_t target = 6 * int64_t(std::max(1, numSMs));  // units in flight per SM ≈ 6 (smem/regs allow it)
     int S = int(std::max<int64_t>(sSingle, (target + unitsPerSlice - 1) / unitsPerSlice));
-    // Split-K partials cost rows·S·n·4 bytes written and read again: keep that under ~10% of the
-    // trellis bytes a job reads (k·n·K/8), i.e. S ≤ k·K / (640·rows per job), and under 64 MiB in all.
+    // Split-K partials cost rows·S·n·4 bytes written and read again, through L2 (they fit there): keep
+    // that under ~40% of the trellis bytes a job streams from HBM (k·n·K/8), i.e. S ≤ k·K / (160·rows per
+    // job) — decode keeps single-stage slices, 16/64-row jobs get few slices — and under 64 MiB in all.
     const double rowsPerJob = double(rowsTotal) / std::max(1, J);
-    S = std::min(S, std::max(1, int(double(tilesK) * 16.0 * bits / (640.0 * rowsPerJob))));
+    S = std::min(S, std::max(1, int(double(tilesK) * 16.0 * bits / (160.0 * rowsPerJob))));
     const double partBytesPerSlice = double(rowsTotal) * NB * 128 * 4;
     S = std::min(S, std::max(1, int((64.0 * 1024 * 1024) / std::max(1.0, partBytesPerSlice))));
     S = std::max(1, std::min(S, groups8));
