@@ -4,6 +4,7 @@
 #include "cuda/cuda_backend.h"
 
 #include <cstring>
+#include <mutex>
 
 #include "core/dtype.h"
 #include "cuda/cuda_common.cuh"
@@ -17,15 +18,84 @@ void throwCuda(const char* what, const char* detail, const char* file, int line)
 }
 }  // namespace cuda
 
+// The caching allocator behind alloc()/upload(). The model allocates its step buffers per op call
+// (Backend::alloc), which would otherwise be a cudaMalloc + cudaFree each time. Freed blocks go back
+// to a free list per size class and are handed out again; that is safe without events because one
+// backend enqueues everything on its one stream, so a new owner's work runs after the old owner's.
+// Classes: powers of two from 512 B to 64 MiB; larger buffers (weights, the KV pool) are exact-size
+// cudaMalloc / cudaFree. When cudaMalloc fails, the cached blocks are released and it is tried again.
+struct DevicePool {
+    static constexpr size_t kMinClass = 512, kMaxCached = size_t(64) << 20;
+    int device = 0;
+    cudaStream_t stream = nullptr;
+    bool open = true;                               // false once the backend is gone: free directly
+    std::map<size_t, std::vector<void*>> free;      // class bytes -> blocks
+    size_t cachedBytes = 0;
+    std::mutex mutex;  // Buffers may be released on another thread than the one running ops
+
+    static size_t classOf(size_t bytes) {
+        size_t c = kMinClass;
+        while (c < bytes) c <<= 1;
+        return c;
+    }
+    void releaseCached() {
+        std::lock_guard<std::mutex> lock(mutex);
+        cudaStreamSynchronize(stream);
+        for (auto& [cls, blocks] : free)
+            for (void* p : blocks) cudaFree(p);
+        free.clear();
+        cachedBytes = 0;
+    }
+};
+
 namespace {
-Buffer deviceAlloc(size_t bytes) {
+void* mallocOrThrow(DevicePool& pool, size_t n, size_t bytes) {
     void* p = nullptr;
-    const size_t n = bytes == 0 ? 1 : bytes;  // a valid pointer even for empty tensors
-    const cudaError_t e = cudaMalloc(&p, n);
+    cudaError_t e = cudaMalloc(&p, n);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        pool.releaseCached();  // takes the pool's lock: callers must not hold it
+        e = cudaMalloc(&p, n);
+    }
     if (e != cudaSuccess)
         fail(ErrorKind::Io, "CUDA: cannot allocate " + std::to_string(bytes) + " bytes of device memory (" +
                                 cudaGetErrorString(e) + ")");
-    return Buffer(std::shared_ptr<void>(p, [](void* q) { cudaFree(q); }), bytes);
+    return p;
+}
+
+Buffer deviceAlloc(const std::shared_ptr<DevicePool>& pool, size_t bytes) {
+    const size_t want = bytes == 0 ? 1 : bytes;  // a valid pointer even for empty tensors
+    if (want > DevicePool::kMaxCached) {
+        void* p = mallocOrThrow(*pool, want, bytes);
+        return Buffer(std::shared_ptr<void>(p, [pool](void* q) {
+                          // a kernel still queued may read it: let the stream drain first
+                          if (pool->open) cudaStreamSynchronize(pool->stream);
+                          cudaFree(q);
+                      }),
+                      bytes);
+    }
+    const size_t cls = DevicePool::classOf(want);
+    void* p = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(pool->mutex);
+        auto& list = pool->free[cls];
+        if (!list.empty()) {
+            p = list.back();
+            list.pop_back();
+            pool->cachedBytes -= cls;
+        }
+    }
+    if (!p) p = mallocOrThrow(*pool, cls, bytes);
+    return Buffer(std::shared_ptr<void>(p, [pool, cls](void* q) {
+                      std::lock_guard<std::mutex> lock(pool->mutex);
+                      if (!pool->open) {
+                          cudaFree(q);
+                          return;
+                      }
+                      pool->free[cls].push_back(q);
+                      pool->cachedBytes += cls;
+                  }),
+                  bytes);
 }
 }  // namespace
 
@@ -37,6 +107,9 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     TS_CUDA_CHECK(cublasSetStream(m_cublas, m_stream));
     // Keep fp32 GEMMs in true fp32 (no TF32): the CPU backend is the reference.
     TS_CUDA_CHECK(cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH));
+    m_pool = std::make_shared<DevicePool>();
+    m_pool->device = device;
+    m_pool->stream = m_stream;
     m_scratch.resize(kScratchCount);
 }
 
@@ -45,18 +118,22 @@ CudaBackend::~CudaBackend() {
     m_scratch.clear();
     m_weights.clear();
     m_trellis.clear();
+    if (m_pool) {
+        m_pool->releaseCached();
+        m_pool->open = false;  // Buffers that outlive the backend free their memory directly
+    }
     if (m_cublas) cublasDestroy(m_cublas);
     if (m_stream) cudaStreamDestroy(m_stream);
 }
 
 Buffer CudaBackend::alloc(size_t bytes) {
-    Buffer b = deviceAlloc(bytes);
+    Buffer b = deviceAlloc(m_pool, bytes);
     TS_CUDA_CHECK(cudaMemsetAsync(b.bytes(), 0, bytes == 0 ? 1 : bytes, m_stream));
     return b;
 }
 
 Buffer CudaBackend::upload(const void* host, size_t bytes) {
-    Buffer b = deviceAlloc(bytes);
+    Buffer b = deviceAlloc(m_pool, bytes);
     if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(b.bytes(), host, bytes, cudaMemcpyHostToDevice, m_stream));
     // Pageable host memory: the copy is staged before cudaMemcpyAsync returns, but make it explicit
     // that the caller may free `host` now.
@@ -141,7 +218,7 @@ void* CudaBackend::scratch(ScratchSlot slot, size_t bytes) {
         if (!b.empty()) synchronize();
         size_t grown = b.empty() ? 4096 : b.size();
         while (grown < bytes) grown *= 2;
-        b = deviceAlloc(grown);
+        b = deviceAlloc(m_pool, grown);
     }
     return b.bytes();
 }

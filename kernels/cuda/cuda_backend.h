@@ -27,6 +27,7 @@
 
 namespace ts {
 
+struct DevicePool;  // cuda_backend.cu: the caching allocator
 struct Exl3Cache;  // cuda_exl3.cuh: the EXL3 files' per-backend scratch and expert tables
 
 class CudaBackend final : public Backend {
@@ -157,6 +158,7 @@ private:
     };
     std::unordered_map<const PackedLinear*, TrellisEntry> m_trellis;
     std::vector<Buffer> m_scratch;
+    std::shared_ptr<DevicePool> m_pool;
 };
 
 }  // namespace ts
