@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CTest entry for the openai-client tests: checks that Node >= 20 and the pinned packages are present
 # (failing loudly otherwise; nothing is skipped), then runs `node --test`.
-# Usage: run_node_tests.sh PATH/TO/twinspark-cli CHAT_MODEL_DIR
+# Usage: run_node_tests.sh PATH/TO/twinspark-cli MODEL_DIR TEST_FILE...   (files relative to tests/server)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if ! command -v node >/dev/null 2>&1; then
@@ -17,6 +17,12 @@ if [ ! -f "$here/node_modules/openai/package.json" ]; then
   echo "FAIL: the openai npm package is missing; run: npm ci --prefix tests/server" >&2
   exit 1
 fi
-export TS_CLI="$1" TS_CHAT_MODEL_DIR="$2"
+if [ "$#" -lt 3 ]; then
+  echo "usage: run_node_tests.sh PATH/TO/twinspark-cli MODEL_DIR TEST_FILE..." >&2
+  exit 2
+fi
+# absolute paths: the tests run from tests/server
+export TS_CLI="$(realpath "$1")" TS_CHAT_MODEL_DIR="$(realpath "$2")"
+shift 2
 cd "$here"
-exec node --test --test-concurrency=1 "$here"/*.test.mjs
+exec node --test --test-concurrency=1 "$@"
