@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command on a fresh Debian 12 machine: install the packages, build, and run the main job on the
-# embedded default model (resources/models/glm5-next-tiny):
+# embedded default model (resources/models/glm5-next-tiny-exl3, the EXL3 export of glm5-next-tiny):
 #   - with a display: the control center `twinspark` (it also serves the OpenAI API when switched on);
 #   - without one: `twinspark-cli serve`, the OpenAI-compatible API on http://127.0.0.1:8888/v1, in the
 #     foreground until Ctrl-C.
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI=ON >/dev/null
 cmake --build build -j "$(nproc)" --target twinspark twinspark-cli
-MODEL=resources/models/glm5-next-tiny
+MODEL=resources/models/glm5-next-tiny-exl3
 PORT=${PORT:-8888}
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   echo "== TwinSpark control center on $MODEL"

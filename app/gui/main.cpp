@@ -2,7 +2,7 @@
 // server implementation, the deployment .env, saved conversations and the main window, then runs the
 // event loop. Options:
 //   --model DIR       model folder to load at start (else MODEL_PATH from the environment / .env, else the
-//                     last one used, else the embedded default model when it exists)
+//                     last one loaded if it still exists, else the embedded default model: ui/default_model.h)
 //   --no-load         do not load a model at start
 //   --env FILE        the deployment .env (default: $TWINSPARK_ENV, ./.env, or the config folder)
 //   --set KEY=VALUE   override a .env value for this run (repeatable; wins over the environment)
@@ -10,14 +10,13 @@
 //   --lang CODE       en, zh_CN or uz
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QDir>
-#include <QFileInfo>
 #include <QMessageBox>
 #include <QSettings>
 
 #include "ui/api_server.h"
 #include "ui/chat_page.h"
 #include "ui/conversation_store.h"
+#include "ui/default_model.h"
 #include "ui/engine_controller.h"
 #include "ui/env_store.h"
 #include "ui/main_window.h"
@@ -26,21 +25,6 @@
 #include "ui/translations.h"
 
 using namespace ts::ui;
-
-namespace {
-
-// The embedded default model (issue 8) next to an installed binary or in the source tree.
-QString defaultModel() {
-    const QString app = QCoreApplication::applicationDirPath();
-    for (const QString& c : {app + QStringLiteral("/../share/twinspark/models/glm5-next-tiny"),
-                             app + QStringLiteral("/../../resources/models/glm5-next-tiny"),
-                             app + QStringLiteral("/../resources/models/glm5-next-tiny"),
-                             QDir::current().filePath(QStringLiteral("resources/models/glm5-next-tiny"))})
-        if (QFileInfo::exists(c + QStringLiteral("/config.json"))) return QDir(c).absolutePath();
-    return QString();
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -83,10 +67,8 @@ int main(int argc, char** argv) {
     ConversationStore conversations;
     MainWindow window(&controller, &env, &conversations);
 
-    QString model = cli.value(modelOpt);
-    if (model.isEmpty()) model = env.value(QStringLiteral("MODEL_PATH"));
-    if (model.isEmpty()) model = QSettings().value(QStringLiteral("server/modelPath")).toString();
-    if (model.isEmpty()) model = defaultModel();
+    const QString model = startupModel(cli.value(modelOpt), env.value(QStringLiteral("MODEL_PATH")),
+                                       QSettings().value(QStringLiteral("server/modelPath")).toString(), defaultModelPath());
     window.serverPage()->setModelPath(model);
     bool portOk = false;
     const int port = env.value(QStringLiteral("PORT"), QStringLiteral("8888")).toInt(&portOk);
