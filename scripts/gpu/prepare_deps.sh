@@ -8,5 +8,10 @@ cd "$(dirname "$0")/../.."
 rm -rf .device-deps && mkdir -p .device-deps/debs
 ( cd .device-deps/debs && apt-get download nlohmann-json3-dev libpcre2-dev >/dev/null 2>&1 )
 for f in .device-deps/debs/*.deb; do dpkg -x "$f" .device-deps; done
-rm -rf .device-deps/debs .device-deps/usr/share/doc
-du -sh .device-deps
+# Only what the build reads: the headers, nlohmann's CMake config and the 8-bit PCRE2 static library
+# (the call's working tree + carried paths are limited to 64 MiB).
+rm -rf .device-deps/debs .device-deps/usr/share/doc .device-deps/usr/share/man .device-deps/usr/bin
+find .device-deps -name 'libpcre2-16*' -o -name 'libpcre2-32*' -o -name 'libpcre2-posix*' -o -name '*.so*' | xargs rm -f
+# Packed: the call's working tree + carried paths are limited to 64 MiB, and the tree is close to it.
+tar cJf /tmp/ts-device-deps.tar.xz -C .device-deps usr && rm -rf .device-deps/usr && mv /tmp/ts-device-deps.tar.xz .device-deps/deps.tar.xz
+ls -la .device-deps

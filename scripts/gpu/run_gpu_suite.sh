@@ -19,6 +19,7 @@ ARCHS=${ARCHS:-90a}
 MODELS=${MODELS:-tests/golden/data/tiny_a,tests/golden/data/tiny_b,resources/models/glm5-next-tiny}
 BENCH=${BENCH:-exl3,mla,kda}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+[ -f "$DEPS/deps.tar.xz" ] && [ ! -d "$DEPS/usr" ] && tar xJf "$DEPS/deps.tar.xz" -C "$DEPS"
 [ -d "$DEPS/usr/include/nlohmann" ] || { echo "missing $DEPS: run scripts/gpu/prepare_deps.sh here and carry .device-deps"; exit 2; }
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$OUT/gpu.txt"
 t0=$(date +%s)
