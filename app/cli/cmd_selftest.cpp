@@ -42,6 +42,7 @@ RunOut runModel(const std::string& dir, Backend& backend, KvCacheDtype dt, const
                 const std::vector<int32_t>& decodeIds) {
     Glm5NextModel model(dir, backend);
     auto state = model.newSequence(dt);
+    state->reserve(int64_t(prompt.size() + decodeIds.size()));
     RunOut out;
     SeqStep step;
     step.ids = prompt.data();

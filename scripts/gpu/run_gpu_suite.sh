@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 cd "$(dirname "$0")/../.."
 DEPS=$PWD/.device-deps
 ARCHS=${ARCHS:-90a}
-MODELS=${MODELS:-tests/golden/data/tiny_a,tests/golden/data/tiny_b,resources/models/glm5-next-tiny}
+MODELS=${MODELS:-tests/golden/data/tiny_a,tests/golden/data/tiny_b,resources/models/glm5-next-tiny,resources/models/glm5-next-tiny-exl3}
 BENCH=${BENCH:-exl3,mla,kda}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 [ -f "$DEPS/deps.tar.xz" ] && [ ! -d "$DEPS/usr" ] && tar xJf "$DEPS/deps.tar.xz" -C "$DEPS"
