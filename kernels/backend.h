@@ -133,6 +133,9 @@ public:
     // Makes a weight resident now (device backends upload it; host backends read it in place), so that
     // memory is accounted before the KV pool is sized and the first request pays no upload.
     virtual void preloadWeight(const WeightView& /*w*/) {}
+    // Forgets every weight upload (device backends cache them by host pointer): called when a model's
+    // weights go away, so a later model mapped at the same addresses never reads stale copies.
+    virtual void releaseWeights() {}
     virtual Buffer upload(const void* host, size_t bytes) = 0;
     virtual void download(const Buffer& src, void* host, size_t bytes, size_t offset = 0) = 0;
     virtual void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) = 0;

@@ -170,9 +170,18 @@ int cmdSelftest(const Args& args) {
                 c.tol = 2e-3 + 1e-4 * c.maxRef;
                 // A divergence in the first few prompt rows means the kernels decide differently, not
                 // that a near-tie flipped: fail then too.
-                c.pass = c.rows > 0 && c.maxAbsErr <= c.tol && (firstDiv < 0 || firstDiv >= promptTokens / 2);
-                if (c.rows == 0) c.note = "no rows before the first divergent decision";
-                if (firstDiv >= 0) c.note += "decisions diverge from row " + std::to_string(firstDiv);
+                const bool divergedEarly = firstDiv >= 0 && firstDiv < promptTokens / 2;
+                if (phase == 1 && firstDiv >= promptTokens / 2 && firstDiv < r0) {
+                    // A near-tie flipped late in the prefill (fp8 codes one step apart, say): the decode
+                    // rows run on different sparse sets and are not comparable. The prefill row above
+                    // carries the verdict; the fp32 run checks the decode kernels.
+                    c.pass = true;
+                    c.note = "not compared: decisions diverged at prefill row " + std::to_string(firstDiv);
+                } else {
+                    c.pass = c.rows > 0 && c.maxAbsErr <= c.tol && !divergedEarly;
+                    if (c.rows == 0) c.note = "no rows before the first divergent decision; ";
+                    if (firstDiv >= 0) c.note += "decisions diverge from row " + std::to_string(firstDiv);
+                }
                 checks.push_back(c);
             }
         }

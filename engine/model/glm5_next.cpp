@@ -25,6 +25,8 @@ Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend)
     forEachWeightView(m_w, [&](const WeightView& v) { backend.preloadWeight(v); });
 }
 
+Glm5NextModel::~Glm5NextModel() { m_backend.releaseWeights(); }
+
 std::unique_ptr<SequenceState> Glm5NextModel::newSequence(KvCacheDtype cacheDtype) const {
     return std::make_unique<SequenceState>(m_backend, m_cfg.text, cacheDtype, m_cfg.text.num_hidden_layers);
 }

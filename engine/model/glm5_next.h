@@ -53,6 +53,10 @@ class Glm5NextModel {
 public:
     // Loads config.json (+ generation_config.json) and binds the safetensors weights of `dir`.
     Glm5NextModel(const std::string& dir, Backend& backend);
+    // Tells the backend to drop its uploads of these weights (their host memory is unmapped next).
+    ~Glm5NextModel();
+    Glm5NextModel(const Glm5NextModel&) = delete;
+    Glm5NextModel& operator=(const Glm5NextModel&) = delete;
 
     const ModelConfig& config() const { return m_cfg; }
     const TextConfig& text() const { return m_cfg.text; }

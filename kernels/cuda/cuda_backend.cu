@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/cuda_exl3.cuh"
 
 namespace ts {
 
@@ -160,6 +161,13 @@ bool CudaBackend::deviceMemory(size_t* freeBytes, size_t* totalBytes) const {
     TS_CUDA_CHECK(cudaSetDevice(m_device));
     TS_CUDA_CHECK(cudaMemGetInfo(freeBytes, totalBytes));
     return true;
+}
+
+void CudaBackend::releaseWeights() {
+    synchronize();  // queued kernels may still read them
+    m_weights.clear();
+    m_trellis.clear();
+    m_exl3.reset();  // its per-layer expert tables point into m_trellis
 }
 
 void CudaBackend::preloadWeight(const WeightView& w) {

@@ -41,6 +41,7 @@ public:
 
     Buffer alloc(size_t bytes) override;
     void preloadWeight(const WeightView& w) override;
+    void releaseWeights() override;
     Buffer upload(const void* host, size_t bytes) override;
     void download(const Buffer& src, void* host, size_t bytes, size_t offset) override;
     void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) override;
