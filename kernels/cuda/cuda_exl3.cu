@@ -71,6 +71,20 @@ __device__ __forceinline__ void cpAsyncWait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// wait_group with a run-time count (0..7).
+__device__ __forceinline__ void cpAsyncWaitDyn(int n) {
+    switch (n) {
+    case 0: cpAsyncWait<0>(); break;
+    case 1: cpAsyncWait<1>(); break;
+    case 2: cpAsyncWait<2>(); break;
+    case 3: cpAsyncWait<3>(); break;
+    case 4: cpAsyncWait<4>(); break;
+    case 5: cpAsyncWait<5>(); break;
+    case 6: cpAsyncWait<6>(); break;
+    default: cpAsyncWait<7>(); break;
+    }
+}
+
 // d += A·B, m16n8k16, fp16 inputs, fp32 accumulators (PTX ISA fragment layouts).
 __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                     uint32_t b1) {
@@ -310,7 +324,7 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
 }
 
 template <int K, int CB, int MG>
-__global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ Params P) {
+__global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __grid_constant__ Params P) {
     constexpr int KS = stageTiles(K, MG);
     constexpr int TW = tileWords(K);
     constexpr int STAGE_WORDS = KS * kUnitTilesN * TW;
@@ -338,16 +352,18 @@ __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ P
     const uint32_t* trellis = reinterpret_cast<const uint32_t*>(job.trellis);
 
     // Stage st's trellis: kts rows (k-tiles) of 8 consecutive tiles (8·32K bytes each, contiguous).
-    auto issue = [&](int st) {
-        if (st < nSteps) {
-            const int ktA = kt0 + st * KS, kts = min(KS, ktEnd - ktA);
-            uint32_t* dst = stage + (st % nBufs) * STAGE_WORDS;
-            const uint32_t* src = trellis + (int64_t(ktA) * P.tilesN + int64_t(b) * kUnitTilesN) * TW;
-            for (int i = tid; i < kts * CH; i += kThreads) {
-                const int r = i / CH, q = i - r * CH;
-                cpAsync16(dst + r * (CH * 4) + q * 4, src + int64_t(r) * P.tilesN * TW + q * 4);
-            }
+    // Rows [r0, r1) of stage st (no commit).
+    auto issueRows = [&](int st, int r0, int r1) {
+        const int ktA = kt0 + st * KS;
+        uint32_t* dst = stage + (st % nBufs) * STAGE_WORDS;
+        const uint32_t* src = trellis + (int64_t(ktA) * P.tilesN + int64_t(b) * kUnitTilesN) * TW;
+        for (int i = r0 * CH + tid; i < r1 * CH; i += kThreads) {
+            const int r = i / CH, q = i - r * CH;
+            cpAsync16(dst + r * (CH * 4) + q * 4, src + int64_t(r) * P.tilesN * TW + q * 4);
         }
+    };
+    auto issue = [&](int st) {
+        if (st < nSteps) issueRows(st, 0, min(KS, ktEnd - (kt0 + st * KS)));
         cpAsyncCommit();  // always one group per stage (maybe empty): keeps wait_group counting simple
     };
 
@@ -366,14 +382,33 @@ __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ P
 #pragma unroll
     for (int mg = 0; mg < MG; ++mg) eAcc[mg][0] = eAcc[mg][1] = kEInit;
 
-    issue(0);
-    issue(1);
+    // Single-stage units (decode: nBufs = 1) bring their stage in NCH commit groups of CHT k-tiles and
+    // start on a chunk as soon as it has landed, so decoding overlaps the rest of the stage's transfer.
+    constexpr int CHT = 8;
+    constexpr int NCH = KS / CHT;
+    static_assert(KS % CHT == 0 && NCH >= 1 && NCH <= 8, "stage must be whole 8-tile chunks");
+    const bool chunked = nBufs == 1;
+    if (chunked) {
+        const int kts0 = min(KS, ktEnd - kt0);
+#pragma unroll
+        for (int q = 0; q < NCH; ++q) {
+            issueRows(0, min(q * CHT, kts0), min((q + 1) * CHT, kts0));
+            cpAsyncCommit();
+        }
+    } else {
+        issue(0);
+        issue(1);
+    }
     for (int st = 0; st < nSteps; ++st) {
         const int ktA = kt0 + st * KS, kts = min(KS, ktEnd - ktA);
         int* eCur = eBuf + (st & 1) * kMaxRows;
         const int* ePrev = st ? eBuf + ((st - 1) & 1) * kMaxRows : nullptr;
         for (int row = warp; row < m; row += kWarps) transformRow<KS>(P, job, row, ktA, kts, xs, eCur, ePrev, lane);
-        cpAsyncWait<1>();  // this stage's group has landed (the next one may still be in flight)
+        if (chunked) {
+            cpAsyncWaitDyn(NCH - 1);  // the first chunk has landed
+        } else {
+            cpAsyncWait<1>();  // this stage's group has landed (the next one may still be in flight)
+        }
         __syncthreads();
 #pragma unroll
         for (int mg = 0; mg < MG; ++mg)
@@ -394,8 +429,15 @@ __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ P
             }
         const uint32_t* sbuf = stage + (st % nBufs) * STAGE_WORDS;
         const uint4* xs4 = reinterpret_cast<const uint4*>(xs);
-#pragma unroll(MG == 1 ? 2 : 1)
-        for (int kt = 0; kt < kts; ++kt) {
+        const int nq = chunked ? NCH : 1;
+        for (int q = 0; q < nq; ++q) {
+            if (q > 0) {  // chunked only: wait for chunk q (uniform across the block)
+                cpAsyncWaitDyn(NCH - 1 - q);
+                __syncthreads();
+            }
+            const int kb = chunked ? min(q * CHT, kts) : 0, ke = chunked ? min((q + 1) * CHT, kts) : kts;
+#pragma unroll 1
+        for (int kt = kb; kt < ke; ++kt) {
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt) {
                 uint32_t st8[8], bq[8];
@@ -416,6 +458,7 @@ __global__ void __launch_bounds__(kThreads) exl3Kernel(const __grid_constant__ P
                 }
             }
         }
+        }  // chunks
         __syncthreads();  // everyone is done with this stage's buffers
         issue(st + 2);
     }
