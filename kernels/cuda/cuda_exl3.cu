@@ -438,12 +438,25 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __
             const int kb = chunked ? min(q * CHT, kts) : 0, ke = chunked ? min((q + 1) * CHT, kts) : kts;
 #pragma unroll 1
         for (int kt = kb; kt < ke; ++kt) {
+            // MG = 1: the k-tile's A fragments once for both n-tiles (rows ≥ m read as zero).
+            uint4 a0k = make_uint4(0, 0, 0, 0), a1k = make_uint4(0, 0, 0, 0);
+            if constexpr (MG == 1) {
+                if (g < m) a0k = xs4[(kt * P.R + g) * 4 + c];
+                if (g + 8 < m) a1k = xs4[(kt * P.R + g + 8) * 4 + c];
+            }
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt) {
                 uint32_t st8[8], bq[8];
                 laneStates<K>(sbuf + (kt * kUnitTilesN + 2 * warp + nt) * TW, lane, st8);
 #pragma unroll
                 for (int q = 0; q < 8; ++q) bq[q] = codebookDup<CB>(st8[q]);
+                if constexpr (MG == 1) {
+                    const uint4 a0 = a0k, a1 = a1k;
+                    mma(acc[0][nt][0], a0.x, a1.x, a0.y, a1.y, bq[0], bq[2]);
+                    mma(acc[0][nt][0], a0.z, a1.z, a0.w, a1.w, bq[1], bq[3]);
+                    mma(acc[0][nt][1], a0.x, a1.x, a0.y, a1.y, bq[4], bq[6]);
+                    mma(acc[0][nt][1], a0.z, a1.z, a0.w, a1.w, bq[5], bq[7]);
+                } else {
 #pragma unroll
                 for (int mg = 0; mg < MG; ++mg) {
                     if (16 * mg >= m) break;  // uniform: rows of this group are all padding
@@ -456,6 +469,7 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __
                     mma(acc[mg][nt][1], a0.x, a1.x, a0.y, a1.y, bq[4], bq[6]);  // columns 8..15
                     mma(acc[mg][nt][1], a0.z, a1.z, a0.w, a1.w, bq[5], bq[7]);
                 }
+                }  // MG > 1
             }
         }
         }  // chunks
@@ -544,7 +558,7 @@ size_t stageBytes(int bits, int MG) { return size_t(stageTiles(bits, MG)) * kUni
 
 }  // namespace
 
-Plan planLaunch(int bits, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs) {
+Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs) {
     Plan p;
     p.MG = MG > 1 ? kMaxMG : 1;
     const int KS = stageTiles(bits, p.MG);
@@ -567,9 +581,45 @@ Plan planLaunch(int bits, int MG, int tilesK, int NB, int J, int rowsTotal, int 
     p.KSL = KSL;
     p.steps = (KSL + KS - 1) / KS;
     p.R = std::max(1, std::min(R, kGroupRows * p.MG));
-    p.partials = S > 1 || pairMode;
     p.smem = size_t(p.steps > 1 ? 2 : 1) * stageBytes(bits, p.MG) + size_t(KS) * p.R * 64 + (2 * kMaxRows + 4) * 4;
-    p.blocks = unitsPerSlice * S;
+    // Decode plans (one stage per slice): the grid is a few waves of short-lived units, so the wave count
+    // matters. Pick the slice length (a multiple of 8 k-tiles up to one stage) that minimizes
+    // waves × (k-tiles per unit + a fixed per-unit cost), with the blocks that really fit on an SM; the
+    // split-K traffic bound above (S ≤ Smax) still holds, except for the fewest single-stage slices.
+    if (p.MG == 1 && p.steps == 1 && codebook >= 0) {
+        const KernelFn fn = kernelFor<1>(bits, codebook);
+        if (p.smem > 48 * 1024)
+            TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)));
+        int occ = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, kThreads, p.smem) != cudaSuccess) {
+            (void)cudaGetLastError();
+            occ = 0;
+        }
+        const int64_t slots = int64_t(occ) * std::max(1, numSMs);
+        const int Smax = std::max(1, int(double(tilesK) * 16.0 * bits / (160.0 * rowsPerJob)));
+        if (slots > 0) {
+            constexpr int64_t kUnitCost = 8;  // fixed cost of a unit (transform, epilogue), in k-tiles
+            int64_t bestCost = -1;
+            int bestKSL = KSL;
+            for (int ksl = KS; ksl >= 8; ksl -= 8) {
+                const int s2 = (tilesK + ksl - 1) / ksl;
+                if (s2 > Smax && ksl != KS) continue;
+                if (double(rowsTotal) * NB * 128 * 4 * s2 > 64.0 * 1024 * 1024 && ksl != KS) continue;
+                const int64_t waves = (unitsPerSlice * s2 + slots - 1) / slots;
+                const int64_t cost = waves * (std::min(ksl, tilesK) + kUnitCost);
+                if (bestCost < 0 || cost < bestCost) {  // ties keep the longer slice (fewer partials)
+                    bestCost = cost;
+                    bestKSL = ksl;
+                }
+            }
+            if (bestKSL < KSL) {
+                p.KSL = bestKSL;
+                p.S = (tilesK + bestKSL - 1) / bestKSL;
+            }
+        }
+    }
+    p.partials = p.S > 1 || pairMode;
+    p.blocks = unitsPerSlice * p.S;
     return p;
 }
 
@@ -678,7 +728,7 @@ void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, 
     P.kIn = int(in);
     P.nOut = int(out);
     P.mode = kModeLinear;
-    const Plan plan = planLaunch(d.bits, MG, P.tilesK, P.NB, P.J, int(T), int(std::min<int64_t>(T, P.rowsPerJob)),
+    const Plan plan = planLaunch(d.bits, d.codebook, MG, P.tilesK, P.NB, P.J, int(T), int(std::min<int64_t>(T, P.rowsPerJob)),
                                  false, props().multiProcessorCount);
     P.S = plan.S;
     P.KSL = plan.KSL;

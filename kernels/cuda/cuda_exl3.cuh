@@ -195,8 +195,8 @@ struct Plan {
     bool partials = false;  // units combine through the partial buffer (S > 1 or paired jobs)
 };
 // bits: K; MG: m-groups per job; tilesK: k/16; NB: n/128; J jobs of up to R rows, rowsTotal rows in all;
-// pairMode: swiglu jobs.
-Plan planLaunch(int bits, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs);
+// pairMode: swiglu jobs; codebook: the kernel variant (its occupancy picks decode slice lengths; < 0: don't).
+Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs);
 // The m-groups to use for jobs of about `rowsPerJob` rows (at most 16·MG rows each).
 inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1; }
 // Enqueues the kernel for (bits, codebook, plan.MG) on `stream`.

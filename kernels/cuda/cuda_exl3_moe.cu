@@ -172,8 +172,8 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const int numSMs = props().multiProcessorCount;
     const int tilesKG = int(sigGU.k / 16), NBG = int(sigGU.n / 128);
     const int tilesKD = int(sigD.k / 16), NBD = int(sigD.n / 128);
-    const Plan planGU = planLaunch(sigGU.bits, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
-    const Plan planD = planLaunch(sigD.bits, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
+    const Plan planGU = planLaunch(sigGU.bits, sigGU.codebook, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
+    const Plan planD = planLaunch(sigD.bits, sigD.codebook, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
     const bool fusedCombine = T * topk <= 256;
 
     const size_t offJobsD = align256(size_t(2 * nPairs) * sizeof(Job));
