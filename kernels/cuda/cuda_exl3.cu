@@ -586,14 +586,23 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     // matters. Pick the slice length (a multiple of 8 k-tiles up to one stage) that minimizes
     // waves × (k-tiles per unit + a fixed per-unit cost), with the blocks that really fit on an SM; the
     // split-K traffic bound above (S ≤ Smax) still holds, except for the fewest single-stage slices.
-    if (p.MG == 1 && p.steps == 1 && codebook >= 0) {
-        const KernelFn fn = kernelFor<1>(bits, codebook);
-        if (p.smem > 48 * 1024)
-            TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)));
-        int occ = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, kThreads, p.smem) != cudaSuccess) {
-            (void)cudaGetLastError();
-            occ = 0;
+    if (p.MG == 1 && p.steps == 1 && codebook >= 0 && codebook <= 2 && bits >= 1 && bits <= 8) {
+        // Blocks per SM, queried once per (device, K, codebook, R) (the plan is made on every call);
+        // stored + 1 so that the zero-initialized table means "not yet".
+        static std::atomic<int> occCache[8][9][3][kGroupRows + 1];
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 8) dev = 0;
+        std::atomic<int>& slot = occCache[dev][bits][codebook][p.R];
+        int occ = slot.load(std::memory_order_relaxed) - 1;
+        if (occ < 0) {
+            const KernelFn fn = kernelFor<1>(bits, codebook);
+            if (p.smem > 48 * 1024)
+                TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)));
+            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, kThreads, p.smem) != cudaSuccess) {
+                (void)cudaGetLastError();
+                occ = 0;
+            }
+            slot.store(occ + 1, std::memory_order_relaxed);
         }
         const int64_t slots = int64_t(occ) * std::max(1, numSMs);
         const int Smax = std::max(1, int(double(tilesK) * 16.0 * bits / (160.0 * rowsPerJob)));
