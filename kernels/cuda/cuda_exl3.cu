@@ -436,18 +436,23 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __
                 __syncthreads();
             }
             const int kb = chunked ? min(q * CHT, kts) : 0, ke = chunked ? min((q + 1) * CHT, kts) : kts;
+            // Running pointers (k-tile kt): the warp's first tile, and (MG = 1) this lane's A words of row g.
+            const uint32_t* tcur = sbuf + (kb * kUnitTilesN + 2 * warp) * TW;
+            const uint4* acur = xs4 + (kb * P.R + g) * 4 + c;
+            const int astep = P.R * 4;
 #pragma unroll 1
-        for (int kt = kb; kt < ke; ++kt) {
-            // MG = 1: the k-tile's A fragments once for both n-tiles (rows ≥ m read as zero).
+        for (int kt = kb; kt < ke; ++kt, tcur += kUnitTilesN * TW, acur += astep) {
+            // MG = 1: the k-tile's A fragments once for both n-tiles (rows ≥ m read as zero; row g + 8 is
+            // 8·4 uint4 further).
             uint4 a0k = make_uint4(0, 0, 0, 0), a1k = make_uint4(0, 0, 0, 0);
             if constexpr (MG == 1) {
-                if (g < m) a0k = xs4[(kt * P.R + g) * 4 + c];
-                if (g + 8 < m) a1k = xs4[(kt * P.R + g + 8) * 4 + c];
+                if (g < m) a0k = acur[0];
+                if (g + 8 < m) a1k = acur[32];
             }
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt) {
                 uint32_t st8[8], bq[8];
-                laneStates<K>(sbuf + (kt * kUnitTilesN + 2 * warp + nt) * TW, lane, st8);
+                laneStates<K>(tcur + nt * TW, lane, st8);
 #pragma unroll
                 for (int q = 0; q < 8; ++q) bq[q] = codebookDup<CB>(st8[q]);
                 if constexpr (MG == 1) {
