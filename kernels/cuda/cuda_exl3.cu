@@ -10,14 +10,18 @@
 // One kernel, exl3Kernel<K, codebook, MG>, 128 threads. Its work is a list of jobs (one matrix × up to
 // 16·MG token rows; a linear with more rows is several jobs of the same matrix) cut into units: job ×
 // slice of k × block of 128 output columns (8 tiles wide). blockIdx = unit; the grid is sized so that
-// every SM holds several units at once (decode: 4–5 per SM, each ~32 KiB of trellis in flight), which is
-// what keeps HBM busy — there is no persistent loop. Variants: MG = 1 (decode, T ≤ ~40 rows per matrix:
+// every SM holds several units at once (decode: up to 6 per SM — the MG = 1 kernels are capped at 80
+// registers for that — each ~32 KiB of trellis in flight), which is what keeps HBM busy — there is no
+// persistent loop. Decode plans (one stage per slice) pick the slice length, 8..stageTiles(K) k-tiles, that
+// minimizes waves × work for the kernel's real occupancy (planLaunch). Variants: MG = 1 (decode, T ≤ ~40 rows per matrix:
 // 16-row jobs) and MG = 4 (prefill: 64-row jobs, every decoded tile feeds 4 m-groups of mmas, so the
 // decode work per token drops 4×; stages are half as deep to leave shared memory for 64 staged rows).
 //
 // A unit, per stage of stageTiles(K) k-tiles (≈ 32 KiB of trellis; a decode unit is one stage):
 //   1. cp.async (16 B per thread, coalesced rows of 8 consecutive tiles) brings the stage's trellis into
-//      shared memory; two stages in flight when a slice has several (prefill), one otherwise.
+//      shared memory; two stages in flight when a slice has several (prefill), one otherwise. A
+//      single-stage unit commits its stage as groups of 8 k-tiles and decodes each group as soon as it
+//      has landed (wait_group + barrier per group), so decoding overlaps the rest of the transfer.
 //   2. Meanwhile one warp per token row computes its slice of xr exactly as the CPU does (x·suh, the same
 //      butterfly order, ·1/√128), then splits each value into fp16 hi + lo parts after scaling the row
 //      by a power of two 2^e (max |xr| → [2^14, 2^15)), so that hi + lo carries ~22 bits whatever the
