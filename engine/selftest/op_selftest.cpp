@@ -200,6 +200,21 @@ std::vector<OpResult> run(Backend& ref, Backend& dut, uint64_t seed, const std::
             all.push_back(std::move(r));
         }
     }
+    // The cases' weights live in ctx's host memory and PackedLinears, freed on return: a device backend's
+    // uploads of them (keyed by host pointer) must go too, or the model loaded next on this backend
+    // (serve, the control center, selftest --model) can hit a stale copy at a reused address.
+    try {
+        dut.releaseWeights();
+        ref.releaseWeights();
+    } catch (const std::exception& e) {  // a device left broken by a case: a failure, not a lost table
+        OpResult r;
+        r.family = "harness";
+        r.op = "releaseWeights";
+        r.worst = INFINITY;
+        r.note = std::string("threw: ") + e.what();
+        if (onResult) onResult(r);
+        all.push_back(std::move(r));
+    }
     return all;
 }
 
