@@ -3,6 +3,7 @@
 // cuda_exl3.cu). Tested by `twinspark-cli selftest --backend cuda` (tests/gpu/run_gpu_suite.sh).
 #include "cuda/cuda_backend.h"
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -29,7 +30,7 @@ struct DevicePool {
     static constexpr size_t kMinClass = 512, kMaxCached = size_t(64) << 20;
     int device = 0;
     cudaStream_t stream = nullptr;
-    bool open = true;                               // false once the backend is gone: free directly
+    std::atomic<bool> open{true};                   // false once the backend is gone: free directly
     std::map<size_t, std::vector<void*>> free;      // class bytes -> blocks
     size_t cachedBytes = 0;
     std::mutex mutex;  // Buffers may be released on another thread than the one running ops
@@ -116,12 +117,18 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
 
 CudaBackend::~CudaBackend() {
     if (m_stream) cudaStreamSynchronize(m_stream);
+    m_exl3.reset();  // its buffers go back to the pool below, its events before the stream goes
     m_scratch.clear();
     m_weights.clear();
     m_trellis.clear();
     if (m_pool) {
+        // Closed under the lock, so a Buffer released on another thread meanwhile is either in the
+        // free list released here or freed directly by its deleter, never left in a dead list.
+        {
+            std::lock_guard<std::mutex> lock(m_pool->mutex);
+            m_pool->open = false;  // Buffers that outlive the backend free their memory directly
+        }
         m_pool->releaseCached();
-        m_pool->open = false;  // Buffers that outlive the backend free their memory directly
     }
     if (m_cublas) cublasDestroy(m_cublas);
     if (m_stream) cudaStreamDestroy(m_stream);
@@ -168,6 +175,9 @@ void CudaBackend::releaseWeights() {
     m_weights.clear();
     m_trellis.clear();
     m_exl3.reset();  // its per-layer expert tables point into m_trellis
+    // The freed uploads and the previous user's step buffers sit in the pool's free lists: give them
+    // back, so cudaMemGetInfo (serve's KV budget after the self-test) counts only live memory.
+    m_pool->releaseCached();
 }
 
 void CudaBackend::preloadWeight(const WeightView& w) {
