@@ -26,7 +26,6 @@ int cmdBenchDevice(const Args& args) {
         return 0;
     }
     args.accept({"backend", "what", "reps", "json"});
-    auto backend = makeBackend(args.get("backend").value_or("auto"));
     const int reps = int(args.getInt("reps", 20, 1, 10000));
     std::vector<std::string> what;
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
@@ -35,6 +34,14 @@ int cmdBenchDevice(const Args& args) {
             fail(ErrorKind::InvalidArgument, "--what: '" + item + "' is not one of exl3, mla, kda");
         what.push_back(item);
     }
+    if (what.empty()) fail(ErrorKind::InvalidArgument, "--what: name at least one of exl3, mla, kda");
+    // Opened before the benchmarks: a bad path is reported at once, not after minutes of timing.
+    std::ofstream jsonOut;
+    if (auto path = args.get("json")) {
+        jsonOut.open(*path);
+        if (!jsonOut) fail(ErrorKind::Io, "--json: cannot write " + *path);
+    }
+    auto backend = makeBackend(args.get("backend").value_or("auto"));
     const double copyBw = measureCopyBandwidth(*backend, reps);
     std::printf("bench-device: backend %s, device-to-device copy %.1f GB/s (read + write)\n", backend->name().c_str(),
                 copyBw / 1e9);
@@ -44,11 +51,7 @@ int cmdBenchDevice(const Args& args) {
         if (w == "mla") out["mla"] = benchMlaDecode(*backend, reps);
         if (w == "kda") out["kda"] = benchKdaDecode(*backend, reps);
     }
-    if (auto path = args.get("json")) {
-        std::ofstream f(*path);
-        if (!f) fail(ErrorKind::Io, "cannot write " + *path);
-        f << out.dump(1) << "\n";
-    }
+    if (jsonOut.is_open()) jsonOut << out.dump(1) << "\n";
     return 0;
 }
 

@@ -239,6 +239,21 @@ private slots:
         auto bad = ts::test::runCli({"selftest", "--backend", "tpu"});
         QCOMPARE(bad.code, 2);
         QVERIFY(bad.err.contains("--backend must be auto, cpu or cuda"));
+        auto noModel = ts::test::runCli({"selftest", "--backend", "cpu", "--model", "/nonexistent/model"});
+        QCOMPARE(noModel.code, 2);
+        QVERIFY(noModel.err.contains("is not a model directory"));
+        auto badJson = ts::test::runCli({"selftest", "--backend", "cpu", "--json", "/nonexistent/dir/r.json"});
+        QCOMPARE(badJson.code, 2);
+        QVERIFY(badJson.err.contains("--json: cannot write"));
+        // bench-device: bad input is refused before any backend is opened or timed.
+        auto badWhat = ts::test::runCli({"bench-device", "--backend", "cpu", "--what", "exl3,gemm"});
+        QCOMPARE(badWhat.code, 2);
+        QVERIFY(badWhat.err.contains("'gemm' is not one of exl3, mla, kda"));
+        auto badReps = ts::test::runCli({"bench-device", "--backend", "cpu", "--reps", "0"});
+        QCOMPARE(badReps.code, 2);
+        auto badBackend = ts::test::runCli({"bench-device", "--backend", "tpu"});
+        QCOMPARE(badBackend.code, 2);
+        QVERIFY(badBackend.err.contains("--backend must be auto, cpu or cuda"));
     }
 };
 
