@@ -84,7 +84,7 @@ int cmdSelftest(const Args& args) {
     }
     args.accept({"backend", "filter", "seed", "model", "prompt-tokens", "decode-tokens", "json"}, {"quiet"});
     const std::string backendName = args.get("backend").value_or("auto");
-    const uint64_t seed = uint64_t(args.getInt("seed", 20261129, 0, INT64_MAX));
+    const uint64_t seed = uint64_t(args.getInt("seed", int64_t(selftest::kDefaultSeed), 0, INT64_MAX));
     const std::string filter = args.get("filter").value_or("");
     const int64_t promptTokens = args.getInt("prompt-tokens", 300, 1, 1 << 20);
     const int64_t decodeTokens = args.getInt("decode-tokens", 8, 0, 4096);

@@ -103,6 +103,10 @@ void addExl3Cases(std::vector<Case>& out);  // may be empty where the format is 
 
 std::vector<Case> allCases();
 
+// The seed of the gate before serving (verifyBackendOrThrow) and selftest's default: the CLI reproduces
+// exactly the inputs the gate saw.
+inline constexpr uint64_t kDefaultSeed = 20261129;
+
 // Runs every case whose "family/name" contains `filter` (empty = all). A case that throws yields a
 // failed result whose note is the exception's message. `onResult` (optional) sees each result as it
 // comes (progress output).

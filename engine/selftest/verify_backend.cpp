@@ -18,7 +18,7 @@ VerifySummary verifyBackendOrThrow(Backend& backend) {
     auto cpu = makeCpuBackend();
     int64_t failed = 0;
     std::string first;
-    run(*cpu, backend, 20261129, {}, [&](const OpResult& r) {
+    run(*cpu, backend, kDefaultSeed, {}, [&](const OpResult& r) {
         ++s.checks;
         if (!r.pass && failed++ == 0) first = r.family + "/" + r.op + " " + r.shape + ": " + r.note;
     });
