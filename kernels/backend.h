@@ -259,6 +259,8 @@ std::unique_ptr<Backend> makeCpuBackend();
 // CPU). Throws ts::Error(InvalidArgument) for another name and Unsupported for "cuda" when the build
 // has no CUDA backend or no device is visible. The returned backend's name() says which was chosen.
 std::unique_ptr<Backend> makeBackend(const std::string& name);
+// makeBackend's checks without opening a device (the same errors): for bad input found up front.
+void checkBackendName(const std::string& name);
 bool cudaBackendBuilt();
 int cudaDeviceCount();  // 0 when not built or no device
 

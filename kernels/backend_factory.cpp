@@ -15,19 +15,25 @@ bool cudaBackendBuilt() { return false; }
 int cudaDeviceCount() { return 0; }
 #endif
 
-std::unique_ptr<Backend> makeBackend(const std::string& name) {
-    if (name == "cpu") return makeCpuBackend();
-    if (name != "auto" && name != "cuda")
+void checkBackendName(const std::string& name) {
+    if (name != "auto" && name != "cpu" && name != "cuda")
         fail(ErrorKind::InvalidArgument, "--backend must be auto, cpu or cuda, got '" + name + "'");
+    if (name != "cuda") return;
+#ifdef TS_HAVE_CUDA
+    if (cudaDeviceCount() == 0) fail(ErrorKind::Unsupported, "--backend cuda: no CUDA device is visible to this process");
+#else
+    fail(ErrorKind::Unsupported, "--backend cuda: this build has no CUDA backend (configure with nvcc present "
+                                 "or -DTWINSPARK_CUDA=ON)");
+#endif
+}
+
+std::unique_ptr<Backend> makeBackend(const std::string& name) {
+    checkBackendName(name);
+    if (name == "cpu") return makeCpuBackend();
 #ifdef TS_HAVE_CUDA
     if (cudaDeviceCount() > 0) return makeCudaBackendImpl(0);
-    if (name == "cuda") fail(ErrorKind::Unsupported, "--backend cuda: no CUDA device is visible to this process");
-#else
-    if (name == "cuda")
-        fail(ErrorKind::Unsupported, "--backend cuda: this build has no CUDA backend (configure with nvcc present "
-                                     "or -DTWINSPARK_CUDA=ON)");
 #endif
-    return makeCpuBackend();
+    return makeCpuBackend();  // "auto" without a device
 }
 
 }  // namespace ts

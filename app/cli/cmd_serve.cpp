@@ -131,8 +131,7 @@ int cmdServe(const Args& args) {
         gpuMemUtil = u;
     }
     const std::string backendName = args.get("backend").value_or("auto");
-    if (backendName != "auto" && backendName != "cpu" && backendName != "cuda")
-        fail(ErrorKind::InvalidArgument, "--backend must be auto, cpu or cuda, got '" + backendName + "'");
+    checkBackendName(backendName);  // before listening: also "cuda" in a build or on a host without it
     const int64_t threads = args.getInt("threads", 0, 0, 1024);
     if (threads > 0) ThreadPool::setGlobalThreads(int(threads));
 

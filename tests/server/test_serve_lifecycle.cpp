@@ -50,7 +50,8 @@ private slots:
 
     void badOptions() {
         for (const QStringList& extra : {QStringList{"--kv-cache-dtype", "bf16"}, QStringList{"--port", "70000"},
-                                         QStringList{"--gpu-mem-util", "1.5"}, QStringList{"--bogus", "1"}}) {
+                                         QStringList{"--gpu-mem-util", "1.5"}, QStringList{"--backend", "tpu"},
+                                         QStringList{"--bogus", "1"}}) {
             QProcess p;
             p.start(QStringLiteral(TS_CLI_PATH), QStringList{"serve", "--model", chatModelDir()} + extra);
             QVERIFY(p.waitForFinished(30000));
