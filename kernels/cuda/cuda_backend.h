@@ -1,11 +1,11 @@
 // The CUDA backend: every op of kernels/backend.h on one NVIDIA GPU, with the CPU backend as the truth
 // (`twinspark-cli selftest --backend cuda` compares every op and the whole model against it).
 //
-// Memory: Buffers are device memory (cudaMalloc, zero-filled). Weights (WeightView) point into mapped
-// host checkpoints; the first op that reads one uploads it once (same dtype, keyed by host pointer,
-// shape and dtype) and keeps it for the backend's life. EXL3 linears upload their trellis + scales once.
-// Every op is enqueued on the backend's one stream; only download() and ops with host outputs
-// (moeRoute) wait for it. Small host inputs (page tables, ids, expert choices) go through per-purpose
+// Memory: Buffers are device memory (the caching allocator of cuda_backend.cu; alloc() zero-fills).
+// Weights (WeightView) point into mapped host checkpoints; the first op that reads one uploads it once
+// (same dtype, keyed by host pointer, shape and dtype) and keeps it until releaseWeights(). EXL3 linears
+// upload their trellis + scales once. Every op is enqueued on the backend's one stream; upload(),
+// download() and ops with host outputs (moeRoute, indexerSelect's stats) wait for it. Small host inputs (page tables, ids, expert choices) go through per-purpose
 // scratch slots, which stream order makes safe to reuse.
 //
 // Ops are split by family, one .cu file each (cuda_math, cuda_mhc_kda, cuda_attention, cuda_moe,
