@@ -134,7 +134,8 @@ public:
     // memory is accounted before the KV pool is sized and the first request pays no upload.
     virtual void preloadWeight(const WeightView& /*w*/) {}
     // Forgets every weight upload (device backends cache them by host pointer): called when a model's
-    // weights go away, so a later model mapped at the same addresses never reads stale copies.
+    // weights go away and when a self-test run ends, so later weights at the same addresses never read
+    // stale copies.
     virtual void releaseWeights() {}
     virtual Buffer upload(const void* host, size_t bytes) = 0;
     virtual void download(const Buffer& src, void* host, size_t bytes, size_t offset = 0) = 0;
