@@ -53,6 +53,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/cuda_backend.h"
@@ -391,7 +392,7 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __
     constexpr int CHT = 8;
     constexpr int NCH = KS / CHT;
     static_assert(KS % CHT == 0 && NCH >= 1 && NCH <= 8, "stage must be whole 8-tile chunks");
-    const bool chunked = nBufs == 1;
+    const bool chunked = nBufs == 1 && !P.noChunk;
     if (chunked) {
         const int kts0 = min(KS, ktEnd - kt0);
 #pragma unroll
@@ -595,7 +596,7 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     // matters. Pick the slice length (a multiple of 8 k-tiles up to one stage) that minimizes
     // waves × (k-tiles per unit + a fixed per-unit cost), with the blocks that really fit on an SM; the
     // split-K traffic bound above (S ≤ Smax) still holds, except for the fewest single-stage slices.
-    if (p.MG == 1 && p.steps == 1 && codebook >= 0 && codebook <= 2 && bits >= 1 && bits <= 8) {
+    if (p.MG == 1 && p.steps == 1 && codebook >= 0 && codebook <= 2 && bits >= 1 && bits <= 8 && !(tuneFlags() & 2)) {
         // Blocks per SM, queried once per (device, K, codebook, R) (the plan is made on every call);
         // stored + 1 so that the zero-initialized table means "not yet".
         static std::atomic<int> occCache[8][9][3][kGroupRows + 1];
@@ -641,7 +642,17 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     return p;
 }
 
-void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream) {
+int tuneFlags() {
+    static const int flags = [] {
+        const char* e = std::getenv("TS_EXL3_TUNE");
+        return e ? std::atoi(e) : 0;
+    }();
+    return flags;
+}
+
+void launch(const Params& p0, const Plan& plan, int bits, int codebook, cudaStream_t stream) {
+    Params p = p0;
+    p.noChunk = (tuneFlags() & 1) ? 1 : 0;
     TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "EXL3 CUDA: bad K or codebook");
     TS_CHECK(plan.blocks > 0 && plan.blocks < (int64_t(1) << 31), "EXL3 CUDA: grid too large");
     const KernelFn fn = plan.MG > 1 ? kernelFor<kMaxMG>(bits, codebook) : kernelFor<1>(bits, codebook);

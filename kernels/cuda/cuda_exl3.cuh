@@ -90,6 +90,7 @@ struct Params {
     const CombineEntry* combEntries = nullptr;
     float* yFinal = nullptr;     // [Tf, nOut], accumulated into (y += ...)
     int Tf = 0;
+    int noChunk = 0;             // 1: single-stage units wait for their whole stage (A/B switch, see tuneFlags)
 };
 
 // ---- the per-lane trellis decoder -----------------------------------------------------------------------
@@ -199,6 +200,10 @@ struct Plan {
 Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs);
 // The m-groups to use for jobs of about `rowsPerJob` rows (at most 16·MG rows each).
 inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1; }
+// A/B switches for measuring the decode changes on a GPU, read once from the environment variable
+// TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units
+// (launch() sets Params::noChunk), 2 = the decode planner keeps the fixed 6-units-per-SM slice count.
+int tuneFlags();
 // Enqueues the kernel for (bits, codebook, plan.MG) on `stream`.
 void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream);
 // The combine of kModeDown as its own kernel (when fusedCombine = 0).
