@@ -205,7 +205,7 @@ private slots:
         QTest::addColumn<QString>("family");  // only that family's cases run: the harness is not cheap
         const std::pair<const char*, const char*> ops[] = {
             {"embedding", "math/"}, {"linear", "math/"}, {"rmsnorm", "math/"}, {"layernorm", "math/"},
-            {"swiglu", "math/"}, {"mhcPre", "mhc_kda/"}, {"mhcPost", "mhc_kda/"}, {"mhcHead", "mhc_kda/"},
+            {"swiglu", "math/"}, {"add", "math/"}, {"scale", "math/"}, {"concatColumns", "math/"}, {"mhcPre", "mhc_kda/"}, {"mhcPost", "mhc_kda/"}, {"mhcHead", "mhc_kda/"},
             {"causalConvSilu", "mhc_kda/"}, {"kdaGate", "mhc_kda/"}, {"kdaRecurrent", "mhc_kda/"},
             {"gatedRmsnorm", "mhc_kda/"}, {"mlaCacheWrite", "attention/"}, {"mlaAbsorbQ", "attention/"},
             {"mlaSparseAttention", "attention/"}, {"mlaUpV", "attention/"}, {"indexerCacheWrite", "attention/"},
