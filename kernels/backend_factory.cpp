@@ -1,5 +1,7 @@
 // Backend selection by name (--backend auto|cpu|cuda). The CUDA half exists only in builds with
 // TS_HAVE_CUDA (kernels/cuda); "auto" falls back to the CPU when no device is visible.
+#include <cstdio>
+
 #include "backend.h"
 #include "core/error.h"
 
@@ -31,9 +33,19 @@ std::unique_ptr<Backend> makeBackend(const std::string& name) {
     checkBackendName(name);
     if (name == "cpu") return makeCpuBackend();
 #ifdef TS_HAVE_CUDA
-    if (cudaDeviceCount() > 0) return makeCudaBackendImpl(0);
+    if (cudaDeviceCount() > 0) {
+        if (name == "cuda") return makeCudaBackendImpl(0);
+        try {
+            return makeCudaBackendImpl(0);
+        } catch (const Error& e) {
+            // "auto": a visible device that cannot be opened (busy, exclusive mode, out of memory) is not
+            // a reason to refuse to run; say so and use the CPU.
+            std::fprintf(stderr, "warning: --backend auto: the CUDA device could not be opened (%s); using the CPU\n",
+                         e.what());
+        }
+    }
 #endif
-    return makeCpuBackend();  // "auto" without a device
+    return makeCpuBackend();  // "auto" without a (usable) device
 }
 
 }  // namespace ts

@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "runtime/device_budget.h"
 #include "selftest/verify_backend.h"
 #include "text/reasoning_parser.h"
 #include "ui/api_server.h"
@@ -152,7 +153,12 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
         const std::string dir = QDir(modelDir).absolutePath().toStdString();
         loaded->dir = dir;
         emit loadProgress(5, tr("Reading config.json"));
-        loaded->backend = makeBackend(qEnvironmentVariable("TWINSPARK_BACKEND", QStringLiteral("auto")).toStdString());
+        const QString backendName = qEnvironmentVariable("TWINSPARK_BACKEND", QStringLiteral("auto"));
+        if (backendName != QLatin1String("auto") && backendName != QLatin1String("cpu") &&
+            backendName != QLatin1String("cuda"))
+            throw Error(ErrorKind::InvalidArgument,
+                        "TWINSPARK_BACKEND must be auto, cpu or cuda, got '" + backendName.toStdString() + "'");
+        loaded->backend = makeBackend(backendName.toStdString());
         log(tr("Backend: %1").arg(QString::fromStdString(loaded->backend->name())));
         if (loaded->backend->name() != "cpu") {
             emit loadProgress(7, tr("GPU self-test (every kernel against the CPU reference)"));
@@ -185,6 +191,13 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
         ec.maxModelLen = options.maxModelLen;
         ec.kvBudgetBytes = options.kvBudgetMiB << 20;
         ec.kvDtype = options.kvFp32 ? KvCacheDtype::Fp32 : KvCacheDtype::Fp8;
+        if (const auto db = deviceKvBudget(*loaded->model, ec, options.gpuMemUtil)) {
+            ec.kvBudgetBytes = db->kvBudgetBytes;
+            log(tr("GPU memory: %1 GiB in use after the weights and one step; GPU_MEM_UTIL %2 leaves %3 GiB for the KV pool")
+                    .arg(double(db->usedAfterWeightsBytes + db->activationBytes) / double(1 << 30), 0, 'f', 2)
+                    .arg(options.gpuMemUtil, 0, 'f', 2)
+                    .arg(double(db->kvBudgetBytes) / double(1 << 30), 0, 'f', 2));
+        }
         loaded->engine = std::make_unique<Engine>(*loaded->model, ec, loaded->tokenizer ? &*loaded->tokenizer : nullptr);
     } catch (const std::exception& e) {
         const QString msg = QString::fromUtf8(e.what());

@@ -41,7 +41,8 @@ struct LoadOptions {
     int maxNumSeqs = 4;
     qint64 maxNumBatchedTokens = 1024;
     qint64 maxModelLen = 900000;
-    qint64 kvBudgetMiB = 2048;
+    qint64 kvBudgetMiB = 2048;  // the KV budget on the CPU; on a GPU it comes from gpuMemUtil
+    double gpuMemUtil = 0.87;   // GPU_MEM_UTIL (the recipe's default)
     bool kvFp32 = false;  // fp8 (the recipe's) unless an exact comparison is wanted
 };
 

@@ -21,6 +21,7 @@
 #include "core/thread_pool.h"
 #include "model/glm5_next.h"
 #include "selftest/verify_backend.h"
+#include "runtime/device_budget.h"
 #include "runtime/engine.h"
 #include "serve/handlers.h"
 #include "serve/server.h"
@@ -155,6 +156,7 @@ int cmdServe(const Args& args) {
     auto loaded = std::make_shared<Loaded>();
     std::atomic<int> loadState{0};  // 0 loading, 1 ready, 2 failed
     std::string loadError;
+    bool loadInternal = false;  // an engine/GPU defect (exit 3), not bad input (exit 2)
     std::thread loader([&, loaded] {
         try {
             const auto t0 = std::chrono::steady_clock::now();
@@ -167,16 +169,14 @@ int cmdServe(const Args& args) {
                 std::fprintf(stderr, "serve: GPU self-test passed (%lld op checks against the CPU reference)\n",
                              (long long)verified.checks);
             loaded->model = std::make_unique<Glm5NextModel>(modelDir, *loaded->backend);
-            size_t freeBytes = 0, totalBytes = 0;
-            if (loaded->backend->deviceMemory(&freeBytes, &totalBytes)) {
-                // GPU_MEM_UTIL of the whole device for this process, minus what the weights and the
-                // runtime already hold; the rest is the KV pool (vLLM's rule).
-                const double used = double(totalBytes - freeBytes);
-                const double budget = gpuMemUtil * double(totalBytes) - used;
-                if (budget <= 0)
-                    fail(ErrorKind::InvalidArgument, "--gpu-mem-util " + memUtil + " leaves no device memory for the "
-                                                     "KV pool after the weights");
-                ec.kvBudgetBytes = int64_t(budget);
+            if (const auto db = deviceKvBudget(*loaded->model, ec, gpuMemUtil)) {
+                ec.kvBudgetBytes = db->kvBudgetBytes;
+                std::fprintf(stderr,
+                             "serve: device memory %.2f GiB: %.2f GiB in use after the weights, %.2f GiB for a "
+                             "%lld-token step; GPU_MEM_UTIL %.2f leaves %.2f GiB for the KV pool\n",
+                             double(db->totalBytes) / double(1 << 30), double(db->usedAfterWeightsBytes) / double(1 << 30),
+                             double(db->activationBytes) / double(1 << 30), (long long)ec.maxNumBatchedTokens, gpuMemUtil,
+                             double(db->kvBudgetBytes) / double(1 << 30));
             }
             std::fprintf(stderr, "serve: weights bound (%d layers, vocab %lld)\n", int(loaded->model->text().num_hidden_layers),
                          (long long)loaded->model->text().vocab_size);
@@ -206,8 +206,13 @@ int cmdServe(const Args& args) {
             std::fprintf(stderr, "serve: ready in %.1f s: model '%s', max_model_len %lld, max_num_seqs %d\n", s,
                          opts.servedModelName.c_str(), (long long)ctx->maxModelLen, ec.maxNumSeqs);
             loadState = 1;
+        } catch (const Error& e) {
+            loadError = e.what();
+            loadInternal = e.kind() == ErrorKind::Internal;
+            loadState = 2;
         } catch (const std::exception& e) {
             loadError = e.what();
+            loadInternal = true;
             loadState = 2;
         }
     });
@@ -231,7 +236,7 @@ int cmdServe(const Args& args) {
             std::fprintf(stderr, "twinspark-cli serve: error: %s\n", loadError.c_str());
             server.shutdown();
             loader.join();
-            return 2;
+            return loadInternal ? 3 : 2;
         }
     }
     std::fprintf(stderr, "serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
