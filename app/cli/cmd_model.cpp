@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "model/glm5_next.h"
 #include "cli/model_loading.h"
+#include "profiling_backend.h"
 
 namespace ts::cli {
 
@@ -69,8 +70,9 @@ int cmdGenerate(const Args& args) {
     if (args.help()) {
         std::printf("twinspark-cli generate --model DIR (--prompt-ids 1,2,3 | --prompt \"text\" [--system S] [--no-thinking])\n"
                     "    [--max-tokens N] [--ignore-eos] [--concurrency N] [--temperature T --seed S]\n"
-                    "    [--kv-cache-dtype fp8|fp32] [--threads N] [--json FILE]\n"
-                    "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed.\n"
+                    "    [--kv-cache-dtype fp8|fp32] [--threads N] [--backend auto|cpu|cuda] [--json FILE] [--profile-ops]\n"
+                    "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed\n"
+                    "(--profile-ops: also a per-op time table of the decode steps, every op synchronized).\n"
                     "--prompt: the text is chat-formatted with the model's template and tokenizer, and generated\n"
                     "through the engine (continuous batching); --concurrency N runs N copies at once and reports\n"
                     "the aggregate speed, and the decode-only speed while all N run (decode_tok_s in --json).\n"
@@ -80,14 +82,15 @@ int cmdGenerate(const Args& args) {
     }
     auto opts = kModelOptions;
     opts.insert({"prompt-ids", "prompt", "system", "max-tokens", "json", "concurrency", "temperature", "seed"});
-    args.accept(opts, {"ignore-eos", "no-thinking"});
+    args.accept(opts, {"ignore-eos", "no-thinking", "profile-ops"});
     if (args.get("prompt") || args.get("concurrency") || args.get("temperature")) return generateWithEngine(args);
     if (args.flag("no-thinking") || args.get("system") || args.get("seed"))
         fail(ErrorKind::InvalidArgument, "--system, --no-thinking and --seed go with --prompt");
     const auto ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));
     const int64_t maxTokens = args.getInt("max-tokens", 32, 1, 1 << 20);
     const bool ignoreEos = args.flag("ignore-eos");
-    LoadedModel l = loadModel(args);
+    LoadedModel l = loadModel(args, args.flag("profile-ops"));
+    auto* prof = dynamic_cast<ProfilingBackend*>(l.backend.get());
     l.model->checkIds(ids.data(), int64_t(ids.size()));
     auto state = l.model->newSequence(l.dt);
     const auto& eos = l.model->text().eos_token_ids;
@@ -98,6 +101,7 @@ int cmdGenerate(const Args& args) {
     const auto t0 = std::chrono::steady_clock::now();
     ForwardResult r = l.model->forward(ids.data(), int64_t(ids.size()), *state, true);
     const auto t1 = std::chrono::steady_clock::now();
+    if (prof) prof->reset();  // profile the decode steps only
     std::vector<int32_t> out;
     int32_t next = argmax(r.logits);
     std::string finish = "length";
@@ -115,6 +119,9 @@ int cmdGenerate(const Args& args) {
     }
     const auto t2 = std::chrono::steady_clock::now();
     std::printf("\n");
+    if (prof)
+        std::fprintf(stderr, "per-op time of the decode steps (each op synchronized: attribution, not speed):\n%s",
+                     prof->report().c_str());
     const double prefillS = seconds(t0, t1), decodeS = seconds(t1, t2);
     const int64_t decoded = int64_t(out.size()) - 1;  // the first token comes from the prefill
     const double decodeTps = decoded > 0 ? double(decoded) / decodeS : 0.0;

@@ -1,5 +1,7 @@
 #include "cli/model_loading.h"
 
+#include "profiling_backend.h"
+
 #include "core/error.h"
 #include "core/thread_pool.h"
 
@@ -13,13 +15,14 @@ KvCacheDtype parseKvCacheDtype(const std::string& dt) {
     fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
 }
 
-LoadedModel loadModel(const Args& args) {
+LoadedModel loadModel(const Args& args, bool profileOps) {
     LoadedModel l;
     const std::string backend = args.get("backend").value_or("auto");
     const int64_t threads = args.getInt("threads", 0, 0, 1024);
     if (threads > 0) ThreadPool::setGlobalThreads(int(threads));
     l.dt = parseKvCacheDtype(args.get("kv-cache-dtype").value_or("fp8"));
     l.backend = makeBackend(backend);
+    if (profileOps) l.backend = std::make_unique<ProfilingBackend>(std::move(l.backend));
     l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend);
     return l;
 }

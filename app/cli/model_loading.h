@@ -20,7 +20,9 @@ struct LoadedModel {
     KvCacheDtype dt = KvCacheDtype::Fp8;
 };
 
-LoadedModel loadModel(const Args& args);
+// profileOps: wrap the backend in a ProfilingBackend (kernels/profiling_backend.h): every op synchronized
+// and timed (`generate --profile-ops`).
+LoadedModel loadModel(const Args& args, bool profileOps = false);
 KvCacheDtype parseKvCacheDtype(const std::string& value);
 
 // `generate` through the engine (text prompts, concurrency): cmd_generate_engine.cpp.
