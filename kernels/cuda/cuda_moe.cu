@@ -61,7 +61,9 @@ __device__ __forceinline__ float mulAdd(float acc, float a, float b) {
 }
 
 constexpr int kRouteExperts = 8;   // experts per block
-constexpr int kRouteTokens = 8;    // tokens per block (each staged weight is used for all of them)
+constexpr int kRouteTokens = 8;    // tokens per block (each staged weight is used for all of them); decode
+                                   // calls (T = 1, T ≤ 4) use blocks of 1 / 4 tokens, so no lane spends 8× the
+                                   // multiply-adds on padding rows (the summation order is the same)
 constexpr int kRouteChunk = 256;   // weight columns staged per step (a multiple of 8: lanes stay i mod 8)
 constexpr int kRoutePad = kRouteChunk + 8;  // row pitch in shared memory: 4 experts of a warp hit distinct banks
 constexpr int kRouteThreads = kRouteExperts * 8;
@@ -99,17 +101,17 @@ __device__ __forceinline__ void routerLoad8(const void* W, int64_t e, int64_t c,
 // Each step stages 256 columns of the block's 8 experts and 8 tokens in shared memory; the next step's
 // columns are already being fetched into registers while this step computes (one memory latency per
 // call instead of one per step: at T = 1 the call is latency-bound, 36 blocks for 288 experts).
-template <int DT, bool FUSED>
+template <int DT, bool FUSED, int TOK>
 __global__ void __launch_bounds__(kRouteThreads)
     routerLogitsKernel(const float* __restrict__ x, const void* __restrict__ W, const float* __restrict__ bias,
                        int64_t T, int64_t E, int64_t D, bool vecW, bool vecX, float* __restrict__ sOut,
                        float* __restrict__ choiceOut) {
     constexpr int kWPerThread = (kRouteExperts * kRouteChunk / 8) / kRouteThreads;   // 8-column groups: 4
-    constexpr int kXPerThread = (kRouteTokens * kRouteChunk / 4) / kRouteThreads;    // 4-column groups: 8
+    constexpr int kXPerThread = (TOK * kRouteChunk / 4) / kRouteThreads;    // 4-column groups: 8
     __shared__ float ws[kRouteExperts][kRoutePad];
-    __shared__ __align__(16) float xs[kRouteTokens][kRouteChunk];
+    __shared__ __align__(16) float xs[TOK][kRouteChunk];
     const int tid = threadIdx.x, el = tid >> 3, j = tid & 7;
-    const int64_t e0 = int64_t(blockIdx.x) * kRouteExperts, t0 = int64_t(blockIdx.y) * kRouteTokens;
+    const int64_t e0 = int64_t(blockIdx.x) * kRouteExperts, t0 = int64_t(blockIdx.y) * TOK;
     const int64_t e = e0 + el;
     float wr[kWPerThread][8], xr[kXPerThread][4];
 
@@ -146,9 +148,9 @@ __global__ void __launch_bounds__(kRouteThreads)
         }
     };
 
-    float acc[kRouteTokens];
+    float acc[TOK];
 #pragma unroll
-    for (int tt = 0; tt < kRouteTokens; ++tt) acc[tt] = 0.0f;
+    for (int tt = 0; tt < TOK; ++tt) acc[tt] = 0.0f;
     fetch(0);
     stash();
     __syncthreads();
@@ -159,7 +161,7 @@ __global__ void __launch_bounds__(kRouteThreads)
         for (int m = j; m < cEnd; m += 8) {  // columns c0 + m ≡ j (mod 8), increasing: the CPU's lane j
             const float w = ws[el][m];
 #pragma unroll
-            for (int tt = 0; tt < kRouteTokens; ++tt) acc[tt] = mulAdd<FUSED>(acc[tt], xs[tt][m], w);
+            for (int tt = 0; tt < TOK; ++tt) acc[tt] = mulAdd<FUSED>(acc[tt], xs[tt][m], w);
         }
         __syncthreads();
         if (more) {
@@ -168,7 +170,7 @@ __global__ void __launch_bounds__(kRouteThreads)
         }
     }
 #pragma unroll
-    for (int tt = 0; tt < kRouteTokens; ++tt) {
+    for (int tt = 0; tt < TOK; ++tt) {
         // ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)), lanes j = 0..7 of one expert are adjacent.
         float v = acc[tt];
         v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 4));  // j < 4: a_j + a_{j+4}
@@ -321,13 +323,21 @@ void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, c
     const bool vecW = D % 8 == 0;
     const bool vecX = D % 4 == 0 && (reinterpret_cast<uintptr_t>(x.f32()) & 15u) == 0;
     const float* B = bias.empty() ? nullptr : bias.f32();
-    const int64_t gy = (T + kRouteTokens - 1) / kRouteTokens;
+    const int tok = T <= 1 ? 1 : T <= 4 ? 4 : kRouteTokens;
+    const int64_t gy = (T + tok - 1) / tok;
     TS_CHECK(gy <= 65535, "moeRoute: too many tokens for one launch");
     const dim3 grid(unsigned((E + kRouteExperts - 1) / kRouteExperts), unsigned(gy));
     auto launch = [&](auto dtTag) {
         constexpr int DT = decltype(dtTag)::value;
-        routerLogitsKernel<DT, kCpuFusesMulAdd>
-            <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
+        if (tok == 1)
+            routerLogitsKernel<DT, kCpuFusesMulAdd, 1>
+                <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
+        else if (tok == 4)
+            routerLogitsKernel<DT, kCpuFusesMulAdd, 4>
+                <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
+        else
+            routerLogitsKernel<DT, kCpuFusesMulAdd, kRouteTokens>
+                <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
     };
     if (gate.dtype == DType::BF16) launch(std::integral_constant<int, 0>{});
     else if (gate.dtype == DType::F16) launch(std::integral_constant<int, 1>{});
