@@ -32,20 +32,6 @@ namespace {
 
 const char* const kFamily = "mhc_kda";
 
-using Outs = std::vector<std::vector<float>>;
-
-// Runs `f` on the reference, then on the device under test; each returns its outputs in the same order.
-std::pair<Outs, Outs> onBoth(Context& ctx, const std::function<Outs(Backend&)>& f) {
-    Outs r = f(ctx.ref());
-    Outs d = f(ctx.dut());
-    return {std::move(r), std::move(d)};
-}
-
-std::vector<int32_t> bitsOf(const std::vector<float>& v) {
-    std::vector<int32_t> b(v.size());
-    if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);
-    return b;
-}
 
 
 std::string str(int64_t v) { return std::to_string(v); }

@@ -41,11 +41,6 @@ std::string fstr(float v) {
     return buf;
 }
 
-std::vector<int32_t> bitsOf(const std::vector<float>& v) {
-    std::vector<int32_t> b(v.size());
-    if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);
-    return b;
-}
 
 struct RouteSpec {
     const char* label;

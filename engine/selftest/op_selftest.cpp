@@ -160,6 +160,18 @@ OpResult Context::compareExact(std::string family, std::string op, std::string s
     return r;
 }
 
+std::pair<Outs, Outs> onBoth(Context& ctx, const std::function<Outs(Backend&)>& f) {
+    Outs r = f(ctx.ref());
+    Outs d = f(ctx.dut());
+    return {std::move(r), std::move(d)};
+}
+
+std::vector<int32_t> bitsOf(const std::vector<float>& v) {
+    std::vector<int32_t> b(v.size());
+    if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);
+    return b;
+}
+
 std::vector<Case> allCases() {
     std::vector<Case> v;
     addMathCases(v);

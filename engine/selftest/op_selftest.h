@@ -14,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
@@ -93,6 +94,13 @@ struct Case {
     std::string name;
     std::function<std::vector<OpResult>(Context&)> run;
 };
+
+// Helpers the family files share.
+using Outs = std::vector<std::vector<float>>;
+// Runs `f` on the reference, then on the device under test; each returns its outputs in the same order.
+std::pair<Outs, Outs> onBoth(Context& ctx, const std::function<Outs(Backend&)>& f);
+// The bit patterns of fp32 values, for exact comparisons (compareExact).
+std::vector<int32_t> bitsOf(const std::vector<float>& v);
 
 // Each family file appends its cases.
 void addMathCases(std::vector<Case>& out);
