@@ -60,6 +60,14 @@ struct WeightView {
     const PackedLinear* packed = nullptr;
     // Rows [first, first + count) of this matrix, as a view.
     WeightView rowSlice(int64_t first, int64_t count) const;
+    // The view of a packed linear: [outFeatures, inFeatures].
+    static WeightView of(const PackedLinear& p) {
+        WeightView v;
+        v.packed = &p;
+        v.rows = p.outFeatures();
+        v.cols = p.inFeatures();
+        return v;
+    }
 };
 
 // Backend-owned memory. For the CPU backend it is host memory; a CUDA backend returns device memory.

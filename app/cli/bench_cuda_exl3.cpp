@@ -28,6 +28,8 @@ namespace ts::cli {
 
 namespace {
 
+std::string cbName(Exl3Codebook cb) { return std::string(exl3CodebookName(cb)); }
+
 constexpr int64_t kHidden = 4096, kInter = 2048, kExperts = 288, kTopk = 8, kWideOut = 12288;
 constexpr size_t kSpanBytes = size_t(256) << 20;  // ≥ 5× the H200's L2
 
@@ -74,17 +76,6 @@ struct Weights {
     }
 };
 
-WeightView viewOf(const PackedLinear* p) {
-    WeightView v;
-    v.dtype = DType::F32;
-    v.rows = p->outFeatures();
-    v.cols = p->inFeatures();
-    v.packed = p;
-    return v;
-}
-
-const char* cbName(Exl3Codebook cb) { return cb == Exl3Codebook::Inst3 ? "3inst" : cb == Exl3Codebook::Mcg ? "mcg" : "mul1"; }
-
 Buffer randomBuffer(Backend& backend, size_t n, std::mt19937& rng) {
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> v(n);
@@ -117,9 +108,9 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
         }
         std::vector<WeightView> gv, uv, dv;
         for (int64_t e = 0; e < kExperts; ++e) {
-            gv.push_back(viewOf(store.make(hg[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
-            uv.push_back(viewOf(store.make(hu[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
-            dv.push_back(viewOf(store.make(hd[size_t(e % 8)], kInter, kHidden, bits, cb, rng)));
+            gv.push_back(WeightView::of(*store.make(hg[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
+            uv.push_back(WeightView::of(*store.make(hu[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
+            dv.push_back(WeightView::of(*store.make(hd[size_t(e % 8)], kInter, kHidden, bits, cb, rng)));
         }
         const size_t expertBytes = 2 * guBytes + dBytes;
         std::printf("\n(a) routed MoE layer: %lld experts, top-%lld, %lld -> %lld -> %lld at K=%d %s (%.1f MB per expert)\n",
@@ -197,7 +188,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
         for (Exl3Codebook cb : cbs) {
             if (!device && cb != Exl3Codebook::Mul1) continue;
             std::vector<WeightView> w;
-            for (int i = 0; i < copies; ++i) w.push_back(viewOf(store.make(host, kHidden, kWideOut, bits, cb, rng)));
+            for (int i = 0; i < copies; ++i) w.push_back(WeightView::of(*store.make(host, kHidden, kWideOut, bits, cb, rng)));
             for (int64_t T : {int64_t(1), int64_t(4)}) {
                 if (!device && T > 1) continue;
                 const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);

@@ -53,10 +53,7 @@ public:
     WeightView linear(const std::string& prefix, int64_t rows, int64_t cols) const {
         if (m_ckpt.find(prefix + ".weight") || !m_ckpt.find(prefix + ".trellis")) return matrix(prefix + ".weight", rows, cols);
         auto pl = std::make_unique<Exl3PackedLinear>(bindExl3Linear(tensorLookup(m_ckpt), prefix), cols, rows);
-        WeightView v;
-        v.packed = pl.get();
-        v.rows = rows;
-        v.cols = cols;
+        const WeightView v = WeightView::of(*pl);
         m_owner.packedBytes += pl->packedBytes();
         m_owner.packed.push_back(std::move(pl));
         return v;

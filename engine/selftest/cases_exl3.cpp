@@ -35,13 +35,13 @@ namespace ts::selftest {
 
 namespace {
 
+std::string cbName(Exl3Codebook cb) { return std::string(exl3CodebookName(cb)); }
+
 const char* const kFamily = "exl3";
 constexpr double kTolLinear = 1e-4;
 constexpr double kTolMoe = 2e-4;
 
 std::string str(int64_t v) { return std::to_string(v); }
-const char* cbName(Exl3Codebook cb) { return cb == Exl3Codebook::Inst3 ? "3inst" : cb == Exl3Codebook::Mcg ? "mcg" : "mul1"; }
-
 double rms(const std::vector<float>& v) {
     double s = 0;
     for (float x : v) s += double(x) * x;
@@ -76,20 +76,11 @@ const PackedLinear* randomPacked(Context& ctx, int64_t in, int64_t out, int bits
     return ctx.own(std::make_unique<Exl3PackedLinear>(std::move(w), in, out));
 }
 
-WeightView viewOf(const PackedLinear* p) {
-    WeightView v;
-    v.dtype = DType::F32;
-    v.rows = p->outFeatures();
-    v.cols = p->inFeatures();
-    v.packed = p;
-    return v;
-}
-
 // ---- linear ---------------------------------------------------------------------------------------------
 
 std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t in, int64_t out, int bits, Exl3Codebook cb,
                                  const std::vector<int64_t>& Ts, bool bias) {
-    const WeightView w = viewOf(randomPacked(ctx, in, out, bits, cb, bias));
+    const WeightView w = WeightView::of(*randomPacked(ctx, in, out, bits, cb, bias));
     std::vector<OpResult> rs;
     for (int64_t T : Ts) {
         const std::vector<float> x = ctx.randn(size_t(T * in));
@@ -154,9 +145,9 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
     std::vector<WeightView> sg, su, sd;
     for (int i = 0; i < s.distinct; ++i) {
         const int kGU = s.mixedK && (i & 1) ? s.bitsGU + 1 : s.bitsGU;
-        sg.push_back(viewOf(randomPacked(ctx, s.D, s.I, kGU, s.cb, false)));
-        su.push_back(viewOf(randomPacked(ctx, s.D, s.I, kGU, s.cb, false)));
-        sd.push_back(viewOf(randomPacked(ctx, s.I, s.D, s.bitsD, s.cb, false)));
+        sg.push_back(WeightView::of(*randomPacked(ctx, s.D, s.I, kGU, s.cb, false)));
+        su.push_back(WeightView::of(*randomPacked(ctx, s.D, s.I, kGU, s.cb, false)));
+        sd.push_back(WeightView::of(*randomPacked(ctx, s.I, s.D, s.bitsD, s.cb, false)));
     }
     for (int64_t e = 0; e < s.E; ++e) {
         gate[size_t(e)] = sg[size_t(e % s.distinct)];
