@@ -115,7 +115,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
         const size_t expertBytes = 2 * guBytes + dBytes;
         std::printf("\n(a) routed MoE layer: %lld experts, top-%lld, %lld -> %lld -> %lld at K=%d %s (%.1f MB per expert)\n",
                     static_cast<long long>(kExperts), static_cast<long long>(kTopk), static_cast<long long>(kHidden),
-                    static_cast<long long>(kInter), static_cast<long long>(kHidden), bits, cbName(cb), double(expertBytes) / 1e6);
+                    static_cast<long long>(kInter), static_cast<long long>(kHidden), bits, cbName(cb).c_str(), double(expertBytes) / 1e6);
         std::printf("%6s %10s %12s %10s %10s %8s\n", "batch", "experts", "MB/call", "us/call", "GB/s", "of copy");
         for (int64_t T : {int64_t(1), int64_t(4)}) {
             if (!device && T > 1) continue;
@@ -197,7 +197,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
                 auto fn = [&] { backend.linear(x, T, w[size_t(call++ % copies)], y); };
                 const double s = medianSeconds(backend, device ? reps : 1, device ? 4 * copies : 1, fn);
                 const double bw = double(bytes) / s;
-                std::printf("%4d %6s %6lld %10.1f %8d %10.1f %10.1f %7.1f%%\n", bits, cbName(cb), static_cast<long long>(T),
+                std::printf("%4d %6s %6lld %10.1f %8d %10.1f %10.1f %7.1f%%\n", bits, cbName(cb).c_str(), static_cast<long long>(T),
                             double(bytes) / 1e6, copies, s * 1e6, bw / 1e9, 100.0 * bw / copyBw);
                 rows.push_back({{"bench", "exl3_gemv"}, {"in", kHidden}, {"out", kWideOut}, {"bits", bits},
                                 {"codebook", cbName(cb)}, {"batch", T}, {"packed_MB", double(bytes) / 1e6}, {"us", s * 1e6},
