@@ -7,17 +7,17 @@
 // Run by CTest through run_node_tests.sh (TS_CLI, TS_CHAT_MODEL_DIR = the model folder). Every wait is bounded.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import OpenAI from 'openai';
+import { startServer, stopServer } from './serve_process.mjs';
 
 const CLI = process.env.TS_CLI;
 const MODEL_DIR = process.env.TS_CHAT_MODEL_DIR;
 const KEY = 'embedded-test-key';
 const MODEL = 'GLM-5.3-Flash-EXL3';
 let server;
+let base;
 let client;
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // make_corpus.py's TOOLS, in OpenAI's format (the server renders them with the model's chat_template.jinja).
 const cityParam = {
@@ -31,38 +31,12 @@ const TOOLS = [
 const GREEDY = { model: MODEL, temperature: 0, max_tokens: 200 };
 
 before(async () => {
-  assert.ok(CLI && MODEL_DIR, 'TS_CLI and TS_CHAT_MODEL_DIR must be set (run through CTest)');
-  server = spawn(CLI, ['serve', '--model', MODEL_DIR, '--port', '0', '--api-key', KEY, '--max-model-len', '2048',
-    '--kv-budget-mib', '64', '--quiet'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server did not print its port in 30 s:\n' + log)), 30000);
-    server.stderr.on('data', (d) => {
-      log += d.toString();
-      const m = log.match(/listening on http:\/\/[^:]+:(\d+)\/v1/);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    });
-    server.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
-    server.on('error', (e) => { clearTimeout(timer); reject(new Error(`cannot start ${CLI}: ${e.message}`)); });
-  });
-  const base = `http://127.0.0.1:${port}`;
-  const end = Date.now() + 60000;
-  for (;;) {
-    const r = await fetch(`${base}/health`).catch(() => null);
-    if (r && r.status === 200) break;
-    assert.ok(Date.now() < end, 'server not healthy within 60 s');
-    await sleep(50);
-  }
+  ({ server, base } = await startServer(CLI, MODEL_DIR, KEY, ['--max-model-len', '2048', '--kv-budget-mib', '64']));
   client = new OpenAI({ baseURL: `${base}/v1`, apiKey: KEY, maxRetries: 0, timeout: 120000 });
 });
 
 after(async () => {
-  if (!server || server.exitCode !== null) return;
-  const exited = new Promise((resolve) => server.on('exit', (code) => resolve(code)));
-  server.kill('SIGTERM');
-  const code = await Promise.race([exited, sleep(10000).then(() => 'timeout')]);
-  if (code === 'timeout') server.kill('SIGKILL');
-  assert.equal(code, 0, 'graceful SIGTERM exits 0');
+  await stopServer(server);
 });
 
 // One streamed chat completion assembled into the shape of a non-streamed message: role, content, reasoning,
