@@ -41,7 +41,6 @@ const char* const kFamily = "exl3";
 constexpr double kTolLinear = 1e-4;
 constexpr double kTolMoe = 2e-4;
 
-std::string str(int64_t v) { return std::to_string(v); }
 double rms(const std::vector<float>& v) {
     double s = 0;
     for (float x : v) s += double(x) * x;

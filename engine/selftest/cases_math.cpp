@@ -37,18 +37,11 @@ namespace {
 
 const char* const kFamily = "math";
 
-
 OpResult exact(const std::string& op, const std::string& shape, const std::vector<float>& ref,
                const std::vector<float>& dut) {
     return Context::compareExact(kFamily, op, shape, bitsOf(ref), bitsOf(dut));
 }
 
-std::string str(int64_t v) { return std::to_string(v); }
-std::string fstr(float v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", double(v));
-    return buf;
-}
 std::string dt(DType d) { return std::string(dtypeName(d)); }
 
 // ---------------------------------------------------------------------------------------------------

@@ -32,15 +32,6 @@ namespace {
 
 const char* const kFamily = "mhc_kda";
 
-
-
-std::string str(int64_t v) { return std::to_string(v); }
-std::string fstr(float v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", double(v));
-    return buf;
-}
-
 // ---------------------------------------------------------------------------------------------------
 
 struct MhcPreShape {

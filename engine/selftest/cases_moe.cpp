@@ -34,14 +34,6 @@ namespace {
 
 const char* const kFamily = "moe";
 
-std::string str(int64_t v) { return std::to_string(v); }
-std::string fstr(float v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", double(v));
-    return buf;
-}
-
-
 struct RouteSpec {
     const char* label;
     int64_t T, E, D, topk, nGroup, topkGroup;

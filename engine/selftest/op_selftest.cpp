@@ -1,6 +1,7 @@
 #include "selftest/op_selftest.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 
@@ -170,6 +171,12 @@ std::vector<int32_t> bitsOf(const std::vector<float>& v) {
     std::vector<int32_t> b(v.size());
     if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);
     return b;
+}
+
+std::string fstr(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", double(v));
+    return buf;
 }
 
 std::vector<Case> allCases() {

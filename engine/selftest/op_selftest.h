@@ -101,6 +101,9 @@ using Outs = std::vector<std::vector<float>>;
 std::pair<Outs, Outs> onBoth(Context& ctx, const std::function<Outs(Backend&)>& f);
 // The bit patterns of fp32 values, for exact comparisons (compareExact).
 std::vector<int32_t> bitsOf(const std::vector<float>& v);
+// Case labels: an integer, and a float in %g form.
+inline std::string str(int64_t v) { return std::to_string(v); }
+std::string fstr(float v);
 
 // Each family file appends its cases.
 void addMathCases(std::vector<Case>& out);

@@ -77,16 +77,6 @@ __device__ __forceinline__ void storeF32Bytes(uint8_t* p, float v) {
     p[3] = uint8_t(u >> 24);
 }
 
-// Max over the block (all threads get it); `shared` holds 32 floats.
-__device__ __forceinline__ float blockMax(float v, float* shared) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nWarps = (blockDim.x + 31) >> 5;
-    v = warpMax(v);
-    __syncthreads();
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    v = lane < nWarps ? shared[lane] : -INFINITY;
-    return warpMax(v);
-}
 
 // Exclusive prefix count of a 0/1 flag over the block in thread order; `total` = the block's count.
 // blockDim.x a multiple of 32; `shared` holds 33 ints. Every thread must call it.

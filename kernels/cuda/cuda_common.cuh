@@ -55,6 +55,32 @@ __device__ __forceinline__ float blockSum(float v, float* shared) {
     return warpSum(v);
 }
 
+// Max over the block (all threads get it); `shared` holds 32 floats.
+__device__ __forceinline__ float blockMax(float v, float* shared) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nWarps = (blockDim.x + 31) >> 5;
+    v = warpMax(v);
+    __syncthreads();
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < nWarps ? shared[lane] : -INFINITY;
+    return warpMax(v);
+}
+
+// Double-precision sums (where the CPU reference sums in double).
+__device__ __forceinline__ double warpSumD(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ double blockSumD(double v, double* shared) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nWarps = (blockDim.x + 31) >> 5;
+    v = warpSumD(v);
+    __syncthreads();
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    v = lane < nWarps ? shared[lane] : 0.0;
+    return warpSumD(v);
+}
+
 }  // namespace ts::cuda
 
 #define TS_CUDA_CHECK(expr) ::ts::cuda::check((expr), #expr, __FILE__, __LINE__)

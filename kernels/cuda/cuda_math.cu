@@ -269,19 +269,6 @@ __global__ void __launch_bounds__(kThreads) gemmKernel(const float* __restrict__
 
 // ---------------------------------------------------------------------------------------------------
 // Norms. Each row is reduced by one warp (D ≤ 1024) or one block; `y` may alias `x`.
-__device__ __forceinline__ double warpSumD(double v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ __forceinline__ double blockSumD(double v, double* shared) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nWarps = (blockDim.x + 31) >> 5;
-    v = warpSumD(v);
-    __syncthreads();
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    v = lane < nWarps ? shared[lane] : 0.0;
-    return warpSumD(v);
-}
 
 constexpr int kNormWarpMaxD = 1024;
 constexpr int kNormRowsPerBlock = kThreads / 32;
@@ -319,7 +306,7 @@ __global__ void __launch_bounds__(kThreads) layernormKernel(const float* x, int6
     float* yr = y + row * D;
     double sum = 0.0;  // the CPU sums the mean in double
     for (int64_t i = start; i < D; i += step) sum += double(xr[i]);
-    sum = WARP ? warpSumD(sum) : blockSumD(sum, redD);
+    sum = WARP ? cuda::warpSumD(sum) : cuda::blockSumD(sum, redD);
     const float m = float(sum / double(D));
     float var = 0.0f;
     for (int64_t i = start; i < D; i += step) {
