@@ -83,7 +83,11 @@ int cmdGenerate(const Args& args) {
     auto opts = kModelOptions;
     opts.insert({"prompt-ids", "prompt", "system", "max-tokens", "json", "concurrency", "temperature", "seed"});
     args.accept(opts, {"ignore-eos", "no-thinking", "profile-ops"});
-    if (args.get("prompt") || args.get("concurrency") || args.get("temperature")) return generateWithEngine(args);
+    if (args.get("prompt") || args.get("concurrency") || args.get("temperature")) {
+        if (args.flag("profile-ops"))
+            fail(ErrorKind::InvalidArgument, "--profile-ops goes with --prompt-ids alone (the one-sequence path)");
+        return generateWithEngine(args);
+    }
     if (args.flag("no-thinking") || args.get("system") || args.get("seed"))
         fail(ErrorKind::InvalidArgument, "--system, --no-thinking and --seed go with --prompt");
     const auto ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));

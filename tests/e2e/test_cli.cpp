@@ -73,6 +73,30 @@ private slots:
         QCOMPARE(r2.out, r.out);
     }
 
+    // --profile-ops: the same tokens as unprofiled (the decorator only forwards and times), and a per-op
+    // table of the decode steps whose call counts follow from the model (4 layers: one mhcHead per step).
+    void profileOpsTable() {
+        const QStringList base = {"generate", "--model", kTinyA, "--prompt-ids", "5,6,7,8,9", "--max-tokens", "6",
+                                  "--ignore-eos", "--threads", "1"};
+        Run plain = cli(base);
+        Run prof = cli(base + QStringList{"--profile-ops"});
+        QVERIFY2(prof.code == 0, qPrintable(prof.err));
+        QCOMPARE(prof.out, plain.out);
+        QVERIFY2(prof.err.contains("per-op time of the decode steps"), qPrintable(prof.err));
+        bool headRow = false;
+        for (const QString& line : prof.err.split('\n')) {
+            const QStringList f = line.simplified().split(' ');
+            if (f.size() >= 2 && f[0] == "mhcHead") {
+                QCOMPARE(f[1].toInt(), 5);  // 6 tokens: the first from the prefill, 5 decode steps
+                headRow = true;
+            }
+        }
+        QVERIFY2(headRow, qPrintable(prof.err));
+        Run bad = cli({"generate", "--model", kTinyA, "--prompt", "hi", "--profile-ops"});
+        QCOMPARE(bad.code, 2);
+        QVERIFY(bad.err.contains("--profile-ops goes with --prompt-ids alone"));
+    }
+
     // --concurrency runs copies through the engine (continuous batching): each copy must produce the
     // reference path's greedy tokens.
     void concurrencyMatchesReference() {
