@@ -416,8 +416,8 @@ def g_uz(r, thinking=True):
 
 GENERATORS = {"arith": g_arith, "count": g_count, "sort": g_sort, "json": g_json, "units": g_units,
               "twinspark": g_facts, "tool_call": g_tool_call, "tool_answer": g_tool_answer, "zh": g_zh, "uz": g_uz}
-TRAIN_WEIGHTS = {"arith": 5, "count": 3, "sort": 3, "json": 3, "units": 1, "twinspark": 1, "tool_call": 3,
-                 "tool_answer": 3, "zh": 2, "uz": 2}
+TRAIN_WEIGHTS = {"arith": 5, "count": 3, "sort": 4, "json": 3, "units": 1, "twinspark": 1, "tool_call": 2,
+                 "tool_answer": 2, "zh": 3, "uz": 3}
 NOTHINK_FAMILIES = ["count", "sort", "json", "units", "twinspark", "tool_call", "tool_answer", "zh", "uz"]
 
 

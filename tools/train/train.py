@@ -318,6 +318,13 @@ def main():
     ap.add_argument("--save-every", type=float, default=150)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (default: fp32 with TF32)")
+    ap.add_argument("--kda", choices=["fast", "reference"], default="fast",
+                    help="KDA chunk implementation in training: fast_kda.py (checked against the reference first; "
+                         "falls back on a mismatch) or transformers' fallback")
+    ap.add_argument("--experts", default="grouped_mm", help="transformers experts implementation in training")
+    ap.add_argument("--stop-after", type=float, help="save the full training state (weights, optimizer, step, "
+                    "clock) after this many training seconds and exit; --resume continues the same schedule")
+    ap.add_argument("--resume", type=Path, help="full state written by --stop-after")
     args = ap.parse_args()
     import torch
     import transformers
@@ -361,6 +368,22 @@ def main():
     if args.init_ckpt:
         load_exported(args.init_ckpt, model, mtp, text, top, vis, N, dev)
         log(f"continued from {args.init_ckpt}")
+    if args.kda == "fast":
+        import fast_kda
+        from transformers.models.glm5_next import modeling_glm5_next as M
+        err = fast_kda.check(M.chunk_kimi_delta_attention, dev)
+        log(f"fast KDA vs transformers' chunk_kda (max relative error): {err}")
+        if max(err.values()) < 2e-3:
+            reference_kda = M.chunk_kimi_delta_attention
+            M.chunk_kimi_delta_attention = fast_kda.chunk_kda
+        else:
+            log("fast KDA disagrees with the reference: training with the reference")
+            args.kda = "reference"
+    for m_ in (model, aux):
+        try:
+            m_.set_experts_implementation(args.experts)
+        except Exception as exc:  # noqa: BLE001
+            log(f"experts implementation {args.experts} unavailable ({exc!r}); eager")
     try:
         model.set_attn_implementation("sdpa")
         mtp.layer.self_attn.config._attn_implementation = "sdpa"
@@ -376,11 +399,30 @@ def main():
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     pad = text["pad_token_id"]
     emb, head = mg.text_model(model).embed_tokens, model.lm_head
-    it = batches(data, args.budget, random.Random(args.seed), args.max_len)
+    step, toks, hist, el0 = 0, 0, [], 0.0
+    if args.resume:
+        st = torch.load(args.resume, map_location=dev)
+        model.load_state_dict(st["model"])
+        mtp.layer.load_state_dict(st["mtp_layer"])
+        with torch.no_grad():
+            for k, v in mtp.state().items():
+                v.copy_(st["mtp_extra"][k])
+        opt.load_state_dict(st["opt"])
+        step, toks, hist, el0 = st["step"], st["toks"], st["hist"], st["elapsed"]
+        log(f"resumed {args.resume}: step {step}, {el0:.0f} s of {args.train_seconds:.0f} s trained")
+    it = batches(data, args.budget, random.Random(args.seed + step), args.max_len)
     model.train()
-    step, toks, t_start, last_save, hist = 0, 0, time.time(), time.time(), []
+    t_start, last_save = time.time() - el0, time.time()
     while True:
         el = time.time() - t_start
+        if args.stop_after and el > args.stop_after:
+            torch.save({"model": model.state_dict(), "mtp_layer": mtp.layer.state_dict(),
+                        "mtp_extra": {k: v.detach() for k, v in mtp.state().items()}, "opt": opt.state_dict(),
+                        "step": step, "toks": toks, "hist": hist, "elapsed": el}, args.out / "full_state.pt")
+            log(f"stopped after {el:.0f} s at step {step}: full state in {args.out / 'full_state.pt'}")
+            size = save_checkpoint(model, aux, mtp, cfg, text, top, vis, tok, ckdir)
+            log(f"partial checkpoint written: {size / 1e6:.1f} MB")
+            return
         if el > args.train_seconds:
             break
         frac = el / args.train_seconds
@@ -423,6 +465,8 @@ def main():
                 "mtp_extra": {k: v.detach().bfloat16() for k, v in mtp.state().items()}}, args.out / "state.pt")
     size = save_checkpoint(model, aux, mtp, cfg, text, top, vis, tok, ckdir)
     log(f"checkpoint written: {size / 1e6:.1f} MB")
+    if args.kda == "fast":  # the evaluation below is transformers' own forward
+        M.chunk_kimi_delta_attention = reference_kda
     # evaluate the BF16 checkpoint as our engine loads it: reloaded from disk, fp32 compute on bf16 values
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -447,9 +491,8 @@ def main():
             tot += ids.shape[1] - len(p)
     log(f"MTP top-1 draft agreement on held-out completions: {hits / tot:.3f}")
     report = {"versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-              "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "args": vars(args) | {
-                  "out": str(args.out), "init_state": str(args.init_state), "tokenizer": str(args.tokenizer),
-                  "init_ckpt": str(args.init_ckpt)},
+              "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu",
+              "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
               "params_main": nparam, "steps": step, "train_seconds": train_time, "padded_tokens": toks,
               "loss_history": hist, "heldout_accuracy": acc, "per_family": fam, "mtp_top1": hits / tot,
               "checkpoint_bytes": size, "total_seconds": time.time() - T0}
