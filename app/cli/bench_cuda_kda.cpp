@@ -4,11 +4,20 @@
 //   merit is achieved bandwidth = 2 · state bytes / time (compare with the copy bandwidth that
 //   bench-device measures first; q, k, v, g, β and the output add 0.2% and are not counted);
 // - decode of 4 sequences, one call each (as the model runs a batch: one state per sequence);
-// - prefill through the same recurrent kernel (T = 256 in one call): µs per token, for deciding
-//   whether a chunked prefill is worth writing.
+// - prefill through the recurrent kernel (T = 256 in one call, 64 heads): µs per token;
+// - prefill, chunked vs recurrent, at T = 4096 with GLM-5.3-Flash's per-rank width at TP 2 (32 heads ×
+//   128): µs per token and layer (one call = one layer of one sequence) and the speed-up;
+// - the same pair at T = 4..64 (32 heads), the range where CudaBackend's threshold (T ≥ 16) sits.
+// The path is chosen with the environment variable the CUDA backend reads at every kdaRecurrent call
+// (kernels/cuda/cuda_kda_chunk.cu): TS_KDA_CHUNK=0 forces the recurrent kernel, TS_KDA_CHUNK=1 the
+// chunked one (for any T ≥ 1); its previous value is restored afterwards. Other backends ignore it (the
+// two rows are then the same computation).
 // Only the Backend interface is used: it builds without CUDA and runs on any backend.
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cli/bench_cuda.h"
@@ -41,6 +50,34 @@ Buffer makeState(Backend& backend, std::mt19937& rng, int64_t H, int64_t Dk) {
     std::vector<float> s(size_t(H * Dk * Dk));
     for (float& v : s) v = n(rng);
     return backend.upload(s.data(), s.size() * 4);
+}
+
+// Sets TS_KDA_CHUNK for its lifetime ("0": recurrent kernel, "1": chunked form), then restores it.
+class KdaPathScope {
+public:
+    explicit KdaPathScope(const char* value) {
+        if (const char* old = std::getenv("TS_KDA_CHUNK")) m_old = old;
+        setenv("TS_KDA_CHUNK", value, 1);
+    }
+    ~KdaPathScope() {
+        if (m_old) setenv("TS_KDA_CHUNK", m_old->c_str(), 1);
+        else unsetenv("TS_KDA_CHUNK");
+    }
+    KdaPathScope(const KdaPathScope&) = delete;
+    KdaPathScope& operator=(const KdaPathScope&) = delete;
+
+private:
+    std::optional<std::string> m_old;
+};
+
+// Median seconds of one kdaRecurrent call of T tokens on the chosen path ("0" / "1" as above). The
+// state evolves from call to call (as layers would); the inputs stay the same.
+double timePrefill(Backend& backend, const KdaBenchInputs& in, const Buffer& state, int64_t T, int64_t H, int64_t Dk,
+                   const char* path, int reps, int inner) {
+    KdaPathScope scope(path);
+    return medianSeconds(backend, reps, inner, [&] {
+        backend.kdaRecurrent(in.qkv, T, H, Dk, in.g, in.beta, state, in.out);
+    });
 }
 
 }  // namespace
@@ -86,13 +123,40 @@ nlohmann::json benchKdaDecode(Backend& backend, int reps) {
         const int64_t T = 256;
         const KdaBenchInputs in = makeInputs(backend, rng, T, H, Dk);
         const Buffer state = makeState(backend, rng, H, Dk);
-        const double s = medianSeconds(backend, reps, 3, [&] {
-            backend.kdaRecurrent(in.qkv, T, H, Dk, in.g, in.beta, state, in.out);
-        });
+        const double s = timePrefill(backend, in, state, T, H, Dk, "0", reps, 3);
         std::printf("  prefill T=%lld (recurrent): %9.2f us/call  %8.2f us/token\n", static_cast<long long>(T), s * 1e6,
                     s * 1e6 / double(T));
         rows.push_back({{"case", "prefill_recurrent"}, {"T", T}, {"sequences", 1}, {"H", H}, {"Dk", Dk},
                         {"us_per_call", s * 1e6}, {"us_per_token", s * 1e6 / double(T)}});
+    }
+    {  // prefill, chunked vs recurrent, at the per-rank width (TP 2: 32 of the 64 heads)
+        const int64_t T = 4096, Hr = H / 2;
+        const KdaBenchInputs in = makeInputs(backend, rng, T, Hr, Dk);
+        const Buffer state = makeState(backend, rng, Hr, Dk);
+        const double rec = timePrefill(backend, in, state, T, Hr, Dk, "0", reps, 1);
+        const double chk = timePrefill(backend, in, state, T, Hr, Dk, "1", reps, 1);
+        std::printf("  prefill T=%lld H=%lld (recurrent): %9.2f us/call  %8.3f us/token/layer\n",
+                    static_cast<long long>(T), static_cast<long long>(Hr), rec * 1e6, rec * 1e6 / double(T));
+        std::printf("  prefill T=%lld H=%lld (chunked)  : %9.2f us/call  %8.3f us/token/layer  %6.1fx\n",
+                    static_cast<long long>(T), static_cast<long long>(Hr), chk * 1e6, chk * 1e6 / double(T), rec / chk);
+        rows.push_back({{"case", "prefill_recurrent"}, {"T", T}, {"sequences", 1}, {"H", Hr}, {"Dk", Dk},
+                        {"us_per_call", rec * 1e6}, {"us_per_token", rec * 1e6 / double(T)}});
+        rows.push_back({{"case", "prefill_chunked"}, {"T", T}, {"sequences", 1}, {"H", Hr}, {"Dk", Dk},
+                        {"us_per_call", chk * 1e6}, {"us_per_token", chk * 1e6 / double(T)}, {"speedup", rec / chk}});
+    }
+    {  // small T: where the chunked form starts to pay (CudaBackend's default threshold is T ≥ 16)
+        const int64_t Hr = H / 2;
+        std::printf("  small T, H=%lld: us/call recurrent | chunked\n", static_cast<long long>(Hr));
+        for (const int64_t T : {int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64)}) {
+            const KdaBenchInputs in = makeInputs(backend, rng, T, Hr, Dk);
+            const Buffer state = makeState(backend, rng, Hr, Dk);
+            const double rec = timePrefill(backend, in, state, T, Hr, Dk, "0", reps, 10);
+            const double chk = timePrefill(backend, in, state, T, Hr, Dk, "1", reps, 10);
+            std::printf("    T=%3lld: %9.2f | %9.2f us  %6.2fx\n", static_cast<long long>(T), rec * 1e6, chk * 1e6, rec / chk);
+            rows.push_back({{"case", "prefill_small"}, {"T", T}, {"sequences", 1}, {"H", Hr}, {"Dk", Dk},
+                            {"us_per_call_recurrent", rec * 1e6}, {"us_per_call_chunked", chk * 1e6},
+                            {"speedup", rec / chk}});
+        }
     }
     return rows;
 }

@@ -14,6 +14,18 @@
 //   at logits of magnitude ~8) moves x = Σ pre·s by ≤ 9e-6 and post/comb by ≤ 4e-6.
 // - kdaRecurrent: dots over Dk per token; the emulated error stays ≤ 1e-6 relative over 300 tokens
 //   with slow decay (the delta rule with |k| = 1, β < 1 and decay ≤ 1 does not amplify errors).
+//   Calls with T ≥ 16 and Dk ∈ {32, 64, 128} (the "chunk" cases, and the two older "long" ones) take
+//   the CUDA backend's chunked form (kernels/cuda/cuda_kda_chunk.cu), which reassociates every sum:
+//   32-token chunks, decays as
+//   2^(G_t − G_s) of a compensated prefix sum of g·log2e (relative error ~2^-24·(|ΔG|·ln2 + 2) per
+//   factor, as the recurrence's product of rounded exp(g)), the intra-chunk delta rule as a unit lower
+//   triangular solve with |A[t][s]| ≤ β < 1 (the recurrence's own computation of u, as stable), dots
+//   over Dk and over the chunk in tree / row order. A host emulation of the kernels (their code, run on
+//   the CPU one thread per CUDA thread) against the CPU loop stays ≤ 5% of the recurrent bound below
+//   (max |Δo| ≤ 1.1e-7 at |o| ≤ 0.21, |ΔS| ≤ 7.2e-7 at |S| ≤ 1.2) over 3000 tokens of weak decay (the
+//   state remembers longest), 1000 near the −5 lower bound, decays down to −30 (the softplus branch has
+//   no lower bound) and 30% strong / 70% weak per element (a channel that forgets, then remembers):
+//   the same tolerances hold for both paths, with a ≥ 20× margin for exp2f/expf ulps on the device.
 // - elementwise ops (mhcPost, conv, gates, norms): a few ulp (FMA contraction, expf vs std::exp).
 // The conv state shift is a copy: compared bit for bit.
 #include <cmath>
@@ -147,16 +159,24 @@ std::vector<OpResult> kdaGateCase(Context& ctx, const char* label, int64_t T, in
     return {Context::compare(kFamily, "kdaGate", sh, ref[0], dut[0], 2e-6, 1e-5)};
 }
 
-// Consecutive kdaRecurrent calls of `Ts` tokens each on one state. gLow: the gates g are uniform in
-// [gLow, −0.001) (the model's g = −5·sigmoid(·) lies in (−5, 0); near 0 the state remembers long).
+// Consecutive kdaRecurrent calls of `Ts` tokens each on one state. gLow, gHigh: the gates g are uniform
+// in [gLow, gHigh) (the model's g = −5·sigmoid(·) lies in (−5, 0); near 0 the state remembers long);
+// strongFrac > 0 replaces that fraction of the elements by strong decays in [−5, −4) (channels that
+// forget, then remember: the case where decay factors are ratios of very different prefix sums).
 std::vector<OpResult> kdaRecurrentCase(Context& ctx, const char* label, std::vector<int64_t> Ts, int64_t H, int64_t Dk,
-                                       float gLow = -3.0f) {
+                                       float gLow = -3.0f, float gHigh = -0.001f, float strongFrac = 0.0f) {
     const int64_t C = H * Dk;
     const std::vector<float> state0 = ctx.randn(size_t(H * Dk * Dk), 0.3f);
     std::vector<std::vector<float>> qkv, g, beta;
     for (int64_t T : Ts) {
         qkv.push_back(ctx.randn(size_t(T * 3 * C)));
-        g.push_back(ctx.uniform(size_t(T * C), gLow, -0.001f));
+        g.push_back(ctx.uniform(size_t(T * C), gLow, gHigh));
+        if (strongFrac > 0.0f) {
+            const std::vector<float> pick = ctx.uniform(size_t(T * C), 0.0f, 1.0f);
+            const std::vector<float> strong = ctx.uniform(size_t(T * C), -5.0f, -4.0f);
+            for (size_t e = 0; e < pick.size(); ++e)
+                if (pick[e] < strongFrac) g.back()[e] = strong[e];
+        }
         beta.push_back(ctx.randn(size_t(T * H)));
     }
     auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
@@ -175,7 +195,9 @@ std::vector<OpResult> kdaRecurrentCase(Context& ctx, const char* label, std::vec
         if (!ts.empty()) ts += '+';
         ts += str(T);
     }
-    const std::string sh = std::string(label) + " T=" + ts + " H=" + str(H) + " Dk=" + str(Dk) + " g>=" + fstr(gLow);
+    std::string sh = std::string(label) + " T=" + ts + " H=" + str(H) + " Dk=" + str(Dk) + " g>=" + fstr(gLow);
+    if (gHigh != -0.001f) sh += " g<" + fstr(gHigh);
+    if (strongFrac > 0.0f) sh += " +" + str(int64_t(std::lround(strongFrac * 100))) + "% in [-5,-4)";
     std::vector<OpResult> r;
     for (size_t i = 0; i < Ts.size(); ++i)
         r.push_back(Context::compare(kFamily, "kdaRecurrent.out", sh + (Ts.size() > 1 ? " call " + str(int64_t(i)) : ""),
@@ -265,6 +287,35 @@ void addMhcKdaCases(std::vector<Case>& out) {
     add("kdaRecurrent odd Dk=200", [](Context& c) { return kdaRecurrentCase(c, "odd", {4}, 2, 200); });
     add("kdaRecurrent odd Dk=300", [](Context& c) { return kdaRecurrentCase(c, "odd", {2}, 1, 300); });
     add("kdaRecurrent odd Dk=5", [](Context& c) { return kdaRecurrentCase(c, "odd", {5}, 3, 5); });
+
+    // The chunked prefill of the CUDA backend (T ≥ 16 with Dk = 32, 64, 128; 32-token chunks): T on and
+    // off the chunk size, the threshold's edges (15 recurrent, 16 chunked), calls alternating between
+    // the two paths on one state, long runs with weak decay (error accumulation), decays near the −5
+    // lower bound, far below it (softplus branch), strong/weak mixtures; 32 heads (one block per SM: the
+    // prefetching variant on an H200) and 64 heads (more blocks than SMs: the single-buffered variant);
+    // Dk = 48 has no chunked variant (a long call on the recurrent kernel).
+    add("kdaRecurrent chunk T=64", [](Context& c) { return kdaRecurrentCase(c, "chunk", {64}, 4, 64); });
+    add("kdaRecurrent chunk T=100", [](Context& c) { return kdaRecurrentCase(c, "chunk", {100}, 4, 64); });
+    add("kdaRecurrent chunk mixed calls", [](Context& c) {
+        return kdaRecurrentCase(c, "chunk", {100, 1, 37, 1, 64, 15, 16, 2}, 4, 64, -1.0f);
+    });
+    add("kdaRecurrent chunk long weak decay", [](Context& c) { return kdaRecurrentCase(c, "chunk", {3000}, 4, 64, -0.05f); });
+    add("kdaRecurrent chunk strong decay", [](Context& c) {
+        return kdaRecurrentCase(c, "chunk", {1000}, 4, 64, -5.0f, -4.0f);
+    });
+    add("kdaRecurrent chunk unbounded decay", [](Context& c) { return kdaRecurrentCase(c, "chunk", {500}, 4, 64, -30.0f); });
+    add("kdaRecurrent chunk forget-remember", [](Context& c) {
+        return kdaRecurrentCase(c, "chunk", {1000, 1}, 4, 64, -0.01f, -0.001f, 0.3f);
+    });
+    add("kdaRecurrent chunk tiny_a", [](Context& c) { return kdaRecurrentCase(c, "chunk tiny_a", {200, 33}, 4, 32); });
+    add("kdaRecurrent chunk real rank", [](Context& c) {
+        return kdaRecurrentCase(c, "chunk rank", {1000, 1}, 32, 128, -5.0f);
+    });
+    add("kdaRecurrent chunk real rank forget-remember", [](Context& c) {
+        return kdaRecurrentCase(c, "chunk rank", {300, 17}, 32, 128, -0.05f, -0.001f, 0.3f);
+    });
+    add("kdaRecurrent chunk real", [](Context& c) { return kdaRecurrentCase(c, "chunk real", {100, 1}, 64, 128, -0.5f); });
+    add("kdaRecurrent long odd Dk=48", [](Context& c) { return kdaRecurrentCase(c, "long odd", {100}, 3, 48, -0.2f); });
 
     add("gatedRmsnorm real T=1", [](Context& c) { return gatedRmsnormCase(c, "real", 1, 64, 128, 1e-5f); });
     add("gatedRmsnorm real T=5", [](Context& c) { return gatedRmsnormCase(c, "real", 5, 64, 128, 1e-5f); });

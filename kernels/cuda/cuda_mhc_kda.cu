@@ -28,20 +28,26 @@
 //   (Sᵀk and Sᵀq) are reduced over the row groups through double-buffered shared memory with one
 //   barrier per token; the next token's inputs are staged (and their norms reduced) during the current
 //   one. Decode (T = 1) streams the state exactly once (64 heads × 128 × 128 × 4 B = 4 MiB per layer,
-//   read + written); prefill runs the same kernel over T (exact; a chunked form is not written: in
-//   fp32 on CUDA cores it saves no arithmetic, only latency, and TF32 tensor cores would miss the
-//   CPU reference by ~1e-3).
+//   read + written). Prefill (T ≥ 16, Dk ∈ {32, 64, 128}) goes to the chunked form instead
+//   (cuda_kda_chunk.cu: all chunks' intra-chunk work in parallel, then one sequential step per 32
+//   tokens instead of per token; TS_KDA_CHUNK=0 keeps every call on this kernel).
 // - gatedRmsnorm: one warp per (t, h) row.
 //
 // Test:      twinspark-cli selftest --backend cuda --filter mhc_kda   (cases: engine/selftest/cases_mhc_kda.cpp)
 // Benchmark: twinspark-cli bench-device --what kda (app/cli/bench_cuda_kda.cpp: decode µs per call and
-//            achieved state bandwidth, recurrent prefill µs per token)
+//            achieved state bandwidth, prefill µs per token: recurrent vs chunked)
 #include <cmath>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 
 namespace ts {
+
+// cuda_kda_chunk.cu: the chunked gated delta rule for prefill. Returns false, having enqueued nothing,
+// when the call belongs to the recurrent kernel (T below the threshold or TS_KDA_CHUNK=0, a head dim
+// without a chunked variant, too little shared memory).
+bool kdaChunkedPrefill(CudaBackend& be, const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g,
+                       const Buffer& betaLogits, const Buffer& state, const Buffer& out);
 
 namespace {
 
@@ -529,6 +535,7 @@ void CudaBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t 
                                const Buffer& betaLogits, const Buffer& state, const Buffer& out) {
     TS_CHECK(Dk >= 1 && Dk <= 1024, "kdaRecurrent: head dim must be in [1, 1024] on CUDA");
     if (T <= 0) return;
+    if (kdaChunkedPrefill(*this, qkv, T, H, Dk, g, betaLogits, state, out)) return;
     // R state rows per thread, RG = ⌈Dk/R⌉ row groups of 32 threads. Dk ≤ 128 (GLM-5.3-Flash): R = 8,
     // ≤ 512 threads (more threads in flight for the state stream); ≤ 256: R = 16, ≤ 512 threads (the
     // launch bound caps registers at 128); larger (no real model): R = 32, ≤ 1024 threads, may spill.
