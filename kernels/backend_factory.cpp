@@ -1,9 +1,11 @@
 // Backend selection by name (--backend auto|cpu|cuda). The CUDA half exists only in builds with
-// TS_HAVE_CUDA (kernels/cuda); "auto" falls back to the CPU when no device is visible.
+// TS_HAVE_CUDA (kernels/cuda); "auto" falls back to the CPU when no device is visible. Also the CUDA
+// kernels' run-time switches of exl3_tune.h (no-ops without CUDA).
 #include <cstdio>
 
 #include "backend.h"
 #include "core/error.h"
+#include "exl3_tune.h"
 
 namespace ts {
 
@@ -12,9 +14,17 @@ int cudaDeviceCountImpl();
 std::unique_ptr<Backend> makeCudaBackendImpl(int device);
 bool cudaBackendBuilt() { return true; }
 int cudaDeviceCount() { return cudaDeviceCountImpl(); }
+namespace exl3cuda {  // cuda_exl3.cu
+int setMoeLaunches(int n);
+int lastMoeLaunches();
+}  // namespace exl3cuda
+int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
+int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 #else
 bool cudaBackendBuilt() { return false; }
 int cudaDeviceCount() { return 0; }
+int exl3MoeSetLaunches(int) { return 0; }
+int exl3MoeLastLaunches() { return 0; }
 #endif
 
 void checkBackendName(const std::string& name) {

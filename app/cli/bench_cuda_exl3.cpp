@@ -4,6 +4,9 @@
 // (a) one routed-expert MoE layer through Backend::moeExpertsFused: 288 experts with gate/up 4096→2048 and
 //     down 2048→4096 at 4 bpw (MUL1, the codebook of current conversions), top-8 routing, batch 1 and 4.
 //     Bytes = the packed bytes of the distinct experts a call reads (8 × 12.6 MB ≈ 100 MB at batch 1).
+//     Timed twice on CUDA: the fused MoE in one launch per layer (the default) and in the earlier two
+//     (exl3MoeSetLaunches, kernels/exl3_tune.h); the table has a line each with its launch count, the JSON
+//     row the default's figures plus launches and two_launch_{launches, us, fraction_of_copy}.
 // (b) one large GEMV 4096→12288 through Backend::linear on a packed view, K = 2..6 × each codebook,
 //     batch 1 and 4 (25 MB at K = 4).
 // Every call reads weights that are not in L2 (50 MB on an H200): the GEMV cycles over enough copies of the
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "cli/bench_cuda.h"
+#include "exl3_tune.h"
 #include "quant/exl3_linear.h"
 
 namespace ts::cli {
@@ -116,7 +120,8 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
         std::printf("\n(a) routed MoE layer: %lld experts, top-%lld, %lld -> %lld -> %lld at K=%d %s (%.1f MB per expert)\n",
                     static_cast<long long>(kExperts), static_cast<long long>(kTopk), static_cast<long long>(kHidden),
                     static_cast<long long>(kInter), static_cast<long long>(kHidden), bits, cbName(cb).c_str(), double(expertBytes) / 1e6);
-        std::printf("%6s %10s %12s %10s %10s %8s\n", "batch", "experts", "MB/call", "us/call", "GB/s", "of copy");
+        std::printf("%6s %8s %10s %12s %10s %10s %8s\n", "batch", "launches", "experts", "MB/call", "us/call", "GB/s",
+                    "of copy");
         for (int64_t T : {int64_t(1), int64_t(4)}) {
             if (!device && T > 1) continue;
             // A list of routings (distinct experts per token), cycled so no call repeats the previous one's.
@@ -150,27 +155,50 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
                                         dv.data(), kExperts, 10.0f, y);
             }
             backend.synchronize();
-            int call = 0;
-            bool fused = true;
-            auto fn = [&] {
-                const std::vector<int32_t>& r = idx[size_t(call++ % nRoutings)];
-                fused = backend.moeExpertsFused(x, T, kHidden, kInter, r.data(), wt.data(), kTopk, gv.data(), uv.data(),
-                                                dv.data(), kExperts, 10.0f, y) && fused;
-            };
-            const double s = medianSeconds(backend, device ? reps : 1, device ? nRoutings : 1, fn);
-            if (!fused) {
+            // Both variants of the CUDA backend's fused MoE on the same routings: one launch per layer (the
+            // default) and the earlier two (exl3_tune.h); the row reports the default, the other as two_launch_*.
+            struct Variant {
+                double s = 0;
+                int launches = 0;
+                bool fused = true;
+            } var[2];
+            const int nVar = device ? 2 : 1;  // one timing on a host backend (it has no fused path anyway)
+            const int prevOverride = exl3MoeSetLaunches(0);
+            for (int v = 0; v < nVar; ++v) {
+                exl3MoeSetLaunches(v + 1);
+                int call = 0;
+                Variant& r = var[v];
+                auto fn = [&] {
+                    const std::vector<int32_t>& ro = idx[size_t(call++ % nRoutings)];
+                    r.fused = backend.moeExpertsFused(x, T, kHidden, kInter, ro.data(), wt.data(), kTopk, gv.data(),
+                                                      uv.data(), dv.data(), kExperts, 10.0f, y) && r.fused;
+                };
+                r.s = medianSeconds(backend, device ? reps : 1, device ? nRoutings : 1, fn);
+                r.launches = exl3MoeLastLaunches();
+            }
+            exl3MoeSetLaunches(prevOverride);
+            if (!var[0].fused) {
                 std::printf("%6lld  (backend %s has no fused MoE path: skipped)\n", static_cast<long long>(T),
                             backend.name().c_str());
                 rows.push_back({{"bench", "exl3_moe"}, {"batch", T}, {"fused", false}});
                 continue;
             }
             const double bytes = distinct * double(expertBytes);
-            const double bw = bytes / s;
-            std::printf("%6lld %10.1f %12.1f %10.1f %10.1f %7.1f%%\n", static_cast<long long>(T), distinct, bytes / 1e6,
-                        s * 1e6, bw / 1e9, 100.0 * bw / copyBw);
-            rows.push_back({{"bench", "exl3_moe"}, {"batch", T}, {"bits", bits}, {"codebook", cbName(cb)},
-                            {"experts_read", distinct}, {"packed_MB", bytes / 1e6}, {"us", s * 1e6},
-                            {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}});
+            for (int v = 0; v < nVar; ++v) {
+                const double bw = bytes / var[v].s;
+                std::printf("%6lld %8d %10.1f %12.1f %10.1f %10.1f %7.1f%%\n", static_cast<long long>(T), var[v].launches,
+                            distinct, bytes / 1e6, var[v].s * 1e6, bw / 1e9, 100.0 * bw / copyBw);
+            }
+            const double bw = bytes / var[0].s;
+            nlohmann::json row = {{"bench", "exl3_moe"}, {"batch", T}, {"bits", bits}, {"codebook", cbName(cb)},
+                                  {"experts_read", distinct}, {"packed_MB", bytes / 1e6}, {"launches", var[0].launches},
+                                  {"us", var[0].s * 1e6}, {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}};
+            if (nVar > 1) {
+                row["two_launch_launches"] = var[1].launches;
+                row["two_launch_us"] = var[1].s * 1e6;
+                row["two_launch_fraction_of_copy"] = bytes / var[1].s / copyBw;
+            }
+            rows.push_back(row);
         }
     }
 

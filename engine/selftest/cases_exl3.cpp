@@ -11,7 +11,10 @@
 // n 2048); T = 1, 4 (decode: split-K), 33 (three 16-row jobs, multi-stage slices), 100 (64-row jobs that
 // reuse each decoded tile for 4 m-groups). MoE: small experts with heavy sharing (an expert with more
 // than 16 tokens: several jobs; ~70 tokens per expert: 64-row jobs), mixed K between projections,
-// a swiglu limit that clamps, and the real layer (288 experts, top-8, 4096 → 2048 → 4096).
+// a swiglu limit that clamps, and the real layer (288 experts, top-8, 4096 → 2048 → 4096); the one-launch
+// kernel (gate/up and down of one K) at batch 1/4/8/16 with many tokens per expert, past 256 pairs (the
+// combine as units of the launch) and with 64-row jobs; and the one-launch version against the two-launch
+// one bit for bit over five calls enqueued back to back (its counters reset between launches).
 //
 // Tolerance (|dut − ref| ≤ atol + rtol·|ref|, atol = tol·RMS(ref), rtol = tol): the CUDA kernel computes
 // the input transform exactly as the CPU; it keeps the rotated activation as fp16 hi + lo (~2^-22
@@ -23,11 +26,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
+#include "exl3_tune.h"
 #include "quant/exl3_linear.h"
 #include "selftest/op_selftest.h"
 
@@ -203,9 +209,138 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
         r.pass = false;
         r.note = fused ? "fused path taken for experts with mixed K" : "no fused path: the per-expert loop ran";
     } else if (r.note.empty()) {
-        r.note = fused ? "fused" : "per-expert loop";
+        r.note = fused ? "fused, " + str(exl3MoeLastLaunches()) + " launch(es)" : "per-expert loop";
     }
     return {r};
+}
+
+// Random routing: topk distinct experts per token from [0, pool); weights in (0.05, 1).
+void randomRouting(Context& ctx, int64_t T, int64_t topk, int64_t pool, std::vector<int32_t>& idx, std::vector<float>& wt) {
+    idx.assign(size_t(T * topk), 0);
+    std::vector<int32_t> p(static_cast<size_t>(pool));
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t e = 0; e < pool; ++e) p[size_t(e)] = int32_t(e);
+        for (int64_t k = 0; k < topk; ++k) {
+            std::uniform_int_distribution<int64_t> pick(k, pool - 1);
+            std::swap(p[size_t(k)], p[size_t(pick(ctx.rng()))]);
+            idx[size_t(t * topk + k)] = p[size_t(k)];
+        }
+    }
+    wt = ctx.uniform(size_t(T * topk), 0.05f, 1.0f);
+}
+
+// The fused MoE in one launch (the default) against the two-launch version (kernels/exl3_tune.h) on the
+// device: the same five steps, each version's calls enqueued back to back with no synchronisation in
+// between after a warm-up pass (the one-launch kernel's ticket and done counters must be back at zero for
+// every next call),
+// compared bit for bit (same plans, same summation orders), and the one-launch results against the
+// reference loop. Steps: T = 1 (top-8 of 288), 16 (top-8 of 12: every expert shared by ~10 tokens),
+// 64 (top-8 of 24: 512 pairs > 256, the combine runs as its own units), 100 (top-4 of 6: 64-row jobs, 2
+// per expert), T = 1 again. On a backend without the fused path both versions are the loop (trivially
+// equal).
+std::vector<OpResult> moeLaunchesCase(Context& ctx) {
+    const int64_t D = 256, I = 384, E = 288;
+    const int distinct = 12, bits = 4;
+    const Exl3Codebook cb = Exl3Codebook::Mcg;
+    std::vector<WeightView> sg, su, sd, gate(static_cast<size_t>(E)), up(static_cast<size_t>(E)),
+        down(static_cast<size_t>(E));
+    for (int i = 0; i < distinct; ++i) {
+        sg.push_back(WeightView::of(*randomPacked(ctx, D, I, bits, cb, false)));
+        su.push_back(WeightView::of(*randomPacked(ctx, D, I, bits, cb, false)));
+        sd.push_back(WeightView::of(*randomPacked(ctx, I, D, bits, cb, i == 1)));
+    }
+    for (int64_t e = 0; e < E; ++e) {
+        gate[size_t(e)] = sg[size_t(e % distinct)];
+        up[size_t(e)] = su[size_t(e % distinct)];
+        down[size_t(e)] = sd[size_t(e % distinct)];
+    }
+    struct Config {
+        int64_t T, topk, pool;
+        float limit;
+    };
+    const Config configs[] = {{1, 8, 288, 0.0f}, {16, 8, 12, 0.5f}, {64, 8, 24, 0.0f}, {100, 4, 6, 0.0f}, {1, 8, 288, 0.0f}};
+    struct Step {
+        int64_t T = 0, topk = 0, pool = 0;
+        float limit = 0.0f;
+        std::vector<int32_t> idx;
+        std::vector<float> wt, x, y0, ref, out[3];  // per pass
+        int launches[2] = {0, 0};
+        bool fused[2] = {false, false};
+    };
+    std::vector<Step> steps(std::size(configs));
+    for (size_t i = 0; i < steps.size(); ++i) {
+        Step& st = steps[i];
+        st.T = configs[i].T;
+        st.topk = configs[i].topk;
+        st.pool = configs[i].pool;
+        st.limit = configs[i].limit;
+        randomRouting(ctx, st.T, st.topk, st.pool, st.idx, st.wt);
+        st.x = ctx.randn(size_t(st.T * D));
+        st.y0 = ctx.randn(size_t(st.T * D));
+        Backend& b = ctx.ref();
+        const Buffer xb = Context::put(b, st.x), yb = Context::put(b, st.y0);
+        expertLoop(b, xb, st.T, D, I, st.idx, st.wt, st.topk, gate, up, down, E, st.limit, yb);
+        st.ref = Context::getF32(b, yb, size_t(st.T * D));
+    }
+    Backend& d = ctx.dut();
+    const int prevOverride = exl3MoeSetLaunches(0);
+    // Passes: one launch (warm-up: expert uploads and scratch growth synchronise), two launches, one launch
+    // again (now nothing on the host waits between the calls); the one-launch results must equal the
+    // two-launch ones and each other bit for bit.
+    for (int pass = 0; pass < 3; ++pass) {
+        const int v = pass == 1 ? 1 : 0;
+        exl3MoeSetLaunches(v + 1);
+        std::vector<Buffer> xb, yb;  // every input uploaded first: the calls then run back to back
+        for (const Step& st : steps) {
+            xb.push_back(Context::put(d, st.x));
+            yb.push_back(Context::put(d, st.y0));
+        }
+        for (size_t i = 0; i < steps.size(); ++i) {
+            Step& st = steps[i];
+            st.fused[v] = d.moeExpertsFused(xb[i], st.T, D, I, st.idx.data(), st.wt.data(), st.topk, gate.data(),
+                                            up.data(), down.data(), E, st.limit, yb[i]);
+            st.launches[v] = st.fused[v] ? exl3MoeLastLaunches() : 0;
+            if (!st.fused[v]) expertLoop(d, xb[i], st.T, D, I, st.idx, st.wt, st.topk, gate, up, down, E, st.limit, yb[i]);
+        }
+        for (size_t i = 0; i < steps.size(); ++i) steps[i].out[pass] = Context::getF32(d, yb[i], size_t(steps[i].T * D));
+    }
+    exl3MoeSetLaunches(prevOverride);
+
+    std::vector<OpResult> rs;
+    const bool cuda = d.name() == "cuda";
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const Step& st = steps[i];
+        const std::string sh = "step " + str(int64_t(i)) + " T=" + str(st.T) + " top" + str(st.topk) + " of " +
+                               str(st.pool) + " D=" + str(D) + " I=" + str(I) + " E=" + str(E) + " K=" + str(bits) +
+                               " " + cbName(cb) + (st.limit > 0 ? " limit" : "");
+        OpResult r = compareRel("moeExpertsFused 1 launch", sh, st.ref, st.out[2], kTolMoe);
+        std::vector<float> dr(st.ref.size()), dd(st.ref.size());
+        for (size_t k = 0; k < dr.size(); ++k) {
+            dr[k] = st.ref[k] - st.y0[k];
+            dd[k] = st.out[2][k] - st.y0[k];
+        }
+        const OpResult r2 = compareRel("moeExpertsFused 1 launch", sh, dr, dd, kTolMoe);
+        if (!r2.pass) r = r2;
+        OpResult same = Context::compareExact(kFamily, "moeExpertsFused 1 vs 2 launches", sh, bitsOf(st.out[1]),
+                                              bitsOf(st.out[2]));
+        const OpResult again = Context::compareExact(kFamily, "moeExpertsFused 1 vs 2 launches", sh,
+                                                     bitsOf(st.out[0]), bitsOf(st.out[2]));
+        if (!again.pass) {
+            same = again;
+            same.note = "one launch, warm-up pass against the back-to-back pass: " + again.note;
+        }
+        const int want2 = st.T * st.topk <= 256 ? 2 : 3;
+        if (cuda && (!st.fused[0] || !st.fused[1] || st.launches[0] != 1 || st.launches[1] != want2)) {
+            r.pass = same.pass = false;
+            r.note = same.note = "launches: " + str(st.launches[0]) + " and " + str(st.launches[1]) + " (want 1 and " +
+                                 str(want2) + ")";
+        } else if (r.note.empty()) {
+            r.note = st.fused[0] ? "fused, 1 launch" : "per-expert loop";
+        }
+        rs.push_back(r);
+        rs.push_back(same);
+    }
+    return rs;
 }
 
 }  // namespace
@@ -249,9 +384,20 @@ void addExl3Cases(std::vector<Case>& out) {
         {"moe mixed-K", 4, 256, 256, 8, 2, 4, 4, 4, CB::Mcg, 0.0f, true, 8},
         {"moe glm", 1, 4096, 2048, 288, 8, 16, 4, 4, CB::Mul1, 10.0f, false, 288},
         {"moe glm", 4, 4096, 2048, 288, 8, 16, 4, 4, CB::Mcg, 10.0f, false, 288},
+        // Gate/up and down with one K and codebook: the one-launch kernel (the cases above with two Ks take
+        // the two-launch version). Top-8 of 288 drawn from a pool of 12 (each used expert serves many
+        // tokens, most of the 288 none) at batch 1/4/8/16; more than 256 pairs (the combine as units of
+        // the launch); ~67 tokens per expert (64-row jobs + short ones, with the combine units).
+        {"moe 1-launch", 1, 256, 384, 288, 8, 16, 4, 4, CB::Mcg, 0.0f, false, 288},
+        {"moe 1-launch dup", 4, 256, 384, 288, 8, 16, 4, 4, CB::Mul1, 0.5f, false, 12},
+        {"moe 1-launch dup", 8, 256, 384, 288, 8, 16, 3, 3, CB::Mul1, 0.0f, false, 12},
+        {"moe 1-launch dup", 16, 256, 384, 288, 8, 16, 5, 5, CB::Inst3, 0.0f, false, 12},
+        {"moe 1-launch combine", 64, 256, 256, 288, 8, 16, 2, 2, CB::Mcg, 0.0f, false, 24},
+        {"moe 1-launch prefill", 100, 200, 300, 16, 4, 16, 6, 6, CB::Mul1, 0.3f, false, 6},
     };
     for (const MoeShape& s : moes)
         out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T), [s](Context& c) { return moeCase(c, s); }});
+    out.push_back({kFamily, "moe 1 vs 2 launches, back to back", [](Context& c) { return moeLaunchesCase(c); }});
 }
 
 }  // namespace ts::selftest

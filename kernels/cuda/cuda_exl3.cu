@@ -16,6 +16,9 @@
 // minimizes waves × work for the kernel's real occupancy (planLaunch). Variants: MG = 1 (decode, T ≤ ~40 rows per matrix:
 // 16-row jobs) and MG = 4 (prefill: 64-row jobs, every decoded tile feeds 4 m-groups of mmas, so the
 // decode work per token drops 4×; stages are half as deep to leave shared memory for 64 staged rows).
+// The fused MoE's one launch, exl3MoeKernel<K, codebook, MG>, runs the same units (runUnit) of two such
+// unit lists (gate/up, then down) plus the combine, a block taking its unit from a ticket counter
+// instead of blockIdx, down units waiting for their activation rows (see MoeParams and exl3MoeKernel).
 //
 // A unit, per stage of stageTiles(K) k-tiles (≈ 32 KiB of trellis; a decode unit is one stage):
 //   1. cp.async (16 B per thread, coalesced rows of 8 consecutive tiles) brings the stage's trellis into
@@ -90,6 +93,32 @@ __device__ __forceinline__ void cpAsyncWaitDyn(int n) {
     }
 }
 
+// Cross-block signalling of the one-launch MoE (PTX memory model, gpu scope). The writer side: every
+// thread's stores, __threadfence, __syncthreads, then one thread's release add; the reader side: one
+// thread's acquire loads until the count is reached, then __syncthreads before any thread reads the data
+// (the barrier carries the acquire to the block, as in cooperative groups' grid sync).
+__device__ __forceinline__ int ldAcquire(const int* p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void redRelease(int* p, int v) {
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+// Block-wide: returns once *p ≥ target, with the writers' stores visible to every thread of the block.
+// Called where all threads of the block arrive together.
+__device__ __forceinline__ void blockWaitCount(const int* p, int target) {
+    if (threadIdx.x == 0)
+        while (ldAcquire(p) < target) __nanosleep(100);
+    __syncthreads();
+}
+// Block-wide: after every thread's stores, *p += 1 for the waiters of blockWaitCount.
+__device__ __forceinline__ void blockSignal(int* p) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) redRelease(p, 1);
+}
+
 // d += A·B, m16n8k16, fp16 inputs, fp32 accumulators (PTX ISA fragment layouts).
 __device__ __forceinline__ void mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                     uint32_t b1) {
@@ -146,18 +175,20 @@ __device__ __forceinline__ int xsWord(int kt, int row, int r, int R) {
     return ((kt * R + row) * 4 + ((r & 7) >> 1)) * 4 + (((r & 1) << 1) | ((r >> 3) & 1));
 }
 
-// x_i for i in [kk, kk + 4) of one row, zero at and beyond kIn.
-__device__ __forceinline__ void loadX4(const float* xrow, int kk, int kIn, float (&v)[4]) {
+// x_i for i in [kk, kk + 4) of one row, zero at and beyond kIn. `coherent`: x is written during this
+// launch (the one-launch MoE's activation rows), so it must not go through the read-only (nc) path; ld.cg
+// reads L2, where the writers' stores are.
+__device__ __forceinline__ void loadX4(const float* xrow, int kk, int kIn, bool coherent, float (&v)[4]) {
     const float* p = xrow + kk;
     if (kk + 4 <= kIn && (reinterpret_cast<uintptr_t>(p) & 15u) == 0) {
-        const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+        const float4 q = coherent ? __ldcg(reinterpret_cast<const float4*>(p)) : __ldg(reinterpret_cast<const float4*>(p));
         v[0] = q.x;
         v[1] = q.y;
         v[2] = q.z;
         v[3] = q.w;
     } else {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] = kk + i < kIn ? __ldg(p + i) : 0.0f;
+        for (int i = 0; i < 4; ++i) v[i] = kk + i < kIn ? (coherent ? __ldcg(p + i) : __ldg(p + i)) : 0.0f;
     }
 }
 
@@ -174,7 +205,7 @@ __device__ __forceinline__ void transformRow(const Params& P, const Job& job, in
     for (int hb = 0; hb < HB; ++hb) {
         if (hb * 8 < kts) {
             const int kk = ktA * 16 + hb * 128 + 4 * lane;
-            loadX4(xrow, kk, P.kIn, v[hb]);
+            loadX4(xrow, kk, P.kIn, P.waitOn != nullptr, v[hb]);
             const float4 s = __ldg(reinterpret_cast<const float4*>(job.suh + kk));
             v[hb][0] = __fmul_rn(v[hb][0], s.x);
             v[hb][1] = __fmul_rn(v[hb][1], s.y);
@@ -294,6 +325,7 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
             for (int i = 0; i < 4; ++i)
                 if (col + i < P.nOut) dst[col + i] = swigluOne(g[i], u[i], P.limit);
         }
+        if (P.signal) blockSignal(P.signal + (j >> 1));  // one launch: this pair's rows of block b are in
         return;
     }
     for (int row = warp; row < job.m; row += kWarps) {
@@ -310,6 +342,7 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
         for (int i = 0; i < 4; ++i)
             if (col + i < P.nOut) dst[col + i] = v[i];
     }
+    if (P.signal) blockSignal(P.signal + b);  // one launch, down, separate combine: job j's block b is out
     if (P.mode == kModeDown && P.fusedCombine) {
         // Second level: the last of the J job epilogues of this column block combines all tokens.
         __threadfence();
@@ -328,13 +361,14 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
     }
 }
 
+// Unit u of a launch described by P (blockIdx.x of exl3Kernel; a ticket of exl3MoeKernel), with the
+// block's dynamic shared memory. Every thread of the block calls it; it returns with no copy in flight.
 template <int K, int CB, int MG>
-__global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __grid_constant__ Params P) {
+__device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* smem) {
     constexpr int KS = stageTiles(K, MG);
     constexpr int TW = tileWords(K);
     constexpr int STAGE_WORDS = KS * kUnitTilesN * TW;
     constexpr int CH = kUnitTilesN * TW / 4;  // 16-byte chunks in one k-tile row of the unit
-    extern __shared__ __align__(16) uint32_t smem[];
     const int nBufs = P.steps > 1 ? 2 : 1;
     uint32_t* stage = smem;                                       // [nBufs][KS][8 tiles][8K words]
     uint32_t* xs = smem + nBufs * STAGE_WORDS;                    // [KS][R][4][4 words]
@@ -343,7 +377,6 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, c = lane & 3;  // mma fragment coordinates
-    const int64_t u = blockIdx.x;
     const int j = int(u % P.J);  // jobs innermost: units reading the same trellis run side by side
     const int64_t sb = u / P.J;
     const int b = int(sb % P.NB);
@@ -404,6 +437,9 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __
         issue(0);
         issue(1);
     }
+    // One-launch MoE, down: the input rows are the pair's activations, written by gate/up units of this
+    // launch; wait for all of them (the trellis copies issued above proceed meanwhile).
+    if (P.waitOn) blockWaitCount(P.waitOn + j, P.waitTarget);
     for (int st = 0; st < nSteps; ++st) {
         const int ktA = kt0 + st * KS, kts = min(KS, ktEnd - ktA);
         int* eCur = eBuf + (st & 1) * kMaxRows;
@@ -533,6 +569,69 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __
     epilogue(P, job, j, b, nullptr, flag);
 }
 
+template <int K, int CB, int MG>
+__global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __grid_constant__ Params P) {
+    extern __shared__ __align__(16) uint32_t smem[];
+    runUnit<K, CB, MG>(P, blockIdx.x, smem);
+}
+
+// The one-launch fused MoE (see MoeParams). One block per unit, as in the two-launch version, but a block
+// does not run unit blockIdx.x: it takes the next ticket from an atomic counter when it starts, and runs
+// that unit. The last block to finish zeroes the ticket counters for the next launch.
+//
+// Why it cannot deadlock, whatever the grid size and however many blocks are co-resident: a block draws
+// its ticket only once it is running, so when a block holds ticket t, every ticket below t is held by a
+// block that is already running, and a running block is never descheduled for good (it keeps its SM until
+// it exits). Gate/up units wait for nothing. A down unit waits only for gate/up units, all of which have
+// lower tickets, hence are held by running blocks that finish without waiting. A combine unit waits only
+// for down units, all below it, which finish by the previous argument. A block that is not yet resident
+// holds no ticket, so nobody waits for it: the grid need not fit on the device at once — it is the
+// two-launch version's grid, the hardware starting blocks as others exit. (Blocks are dispatched roughly
+// in blockIdx order, but nothing relies on it: with a static unit = blockIdx.x a resident down unit could
+// wait for a gate/up block the full device can never start.)
+//
+// Not a persistent grid (occupancy × SMs blocks looping over tickets): the ticket argument would hold the
+// same, but around the unit code (80 registers for 6 blocks per SM in decode) such a loop made ptxas spill
+// 100+ bytes per thread; with one unit per block the decode kernels keep exl3Kernel's register allocation
+// (at K = 4: 16 bytes of stack against 8; the hardware refills SMs as blocks retire, as in two launches).
+template <int K, int CB, int MG>
+__global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3MoeKernel(const __grid_constant__ MoeParams F) {
+    extern __shared__ __align__(16) uint32_t smem[];
+    __shared__ int ticketS, lastS;
+    const int tid = threadIdx.x;
+    if (tid == 0) ticketS = int(atomicAdd(reinterpret_cast<unsigned*>(F.sync), 1u));
+    __syncthreads();
+    const int t = ticketS;  // uniform across the block; < F.unitsGU + F.unitsD + F.unitsC = gridDim.x
+    const int endGU = F.unitsGU, endD = F.unitsGU + F.unitsD;
+    if (t < endD) {
+        // The phase's Params by a run-time index into the kernel parameters (still constant-bank loads):
+        // one call site, so the unit code is inlined once (two cost twice the compile time and spills).
+        const int ph = t < endGU ? 0 : 1;
+        runUnit<K, CB, MG>(F.ph[ph], ph ? t - endGU : t, smem);
+    } else {  // combine: column block b, token rows [8·tb, 8·tb + 8)
+        const Params& P = F.ph[1];
+        const int cu = t - endD, nTB = (P.Tf + 7) / 8;
+        const int b = cu / nTB, t0 = (cu - b * nTB) * 8;
+        blockWaitCount(F.sync + 2 + F.ph[0].groups + b, P.J);
+        combineRange(P, b, t0, min(P.Tf, t0 + 8), tid, kThreads);
+    }
+    // Retire: the last block to get here (fenced against the others' counter updates: the ticket draw,
+    // the done counts) resets the ticket counter, the retire count and the done counts; every other block
+    // has finished with them. The per-column arrival counters reset themselves (their last arrival).
+    __syncthreads();
+    if (tid == 0) {
+        __threadfence();
+        const unsigned old = atomicAdd(reinterpret_cast<unsigned*>(F.sync + 1), 1u);
+        lastS = old == gridDim.x - 1;
+        if (lastS) __threadfence();
+    }
+    __syncthreads();
+    if (lastS) {
+        const int n = moeSyncInts(F.ph[0].groups, F.ph[1].NB);
+        for (int i = tid; i < n; i += kThreads) F.sync[i] = 0;
+    }
+}
+
 __global__ void combineKernel(const __grid_constant__ Params P) {
     const int b = blockIdx.x;
     const int t0 = blockIdx.y * 8, t1 = min(P.Tf, t0 + 8);
@@ -561,6 +660,31 @@ KernelFn kernelFor(int bits, int cb) {
     case 6: return kernelFor<6, MG>(cb);
     case 7: return kernelFor<7, MG>(cb);
     default: return kernelFor<8, MG>(cb);
+    }
+}
+
+using MoeKernelFn = void (*)(MoeParams);
+
+template <int K, int MG>
+MoeKernelFn moeKernelFor(int cb) {
+    switch (cb) {
+    case 0: return exl3MoeKernel<K, 0, MG>;
+    case 1: return exl3MoeKernel<K, 1, MG>;
+    default: return exl3MoeKernel<K, 2, MG>;
+    }
+}
+
+template <int MG>
+MoeKernelFn moeKernelFor(int bits, int cb) {
+    switch (bits) {
+    case 1: return moeKernelFor<1, MG>(cb);
+    case 2: return moeKernelFor<2, MG>(cb);
+    case 3: return moeKernelFor<3, MG>(cb);
+    case 4: return moeKernelFor<4, MG>(cb);
+    case 5: return moeKernelFor<5, MG>(cb);
+    case 6: return moeKernelFor<6, MG>(cb);
+    case 7: return moeKernelFor<7, MG>(cb);
+    default: return moeKernelFor<8, MG>(cb);
     }
 }
 
@@ -650,6 +774,21 @@ int tuneFlags() {
     return flags;
 }
 
+namespace {
+std::atomic<int> g_moeLaunchesOverride{0};  // 0: TS_EXL3_TUNE decides
+std::atomic<int> g_moeLastLaunches{0};
+}  // namespace
+
+int moeLaunches() {
+    const int o = g_moeLaunchesOverride.load(std::memory_order_relaxed);
+    if (o == 1 || o == 2) return o;
+    return (tuneFlags() & 4) ? 2 : 1;
+}
+
+int setMoeLaunches(int n) { return g_moeLaunchesOverride.exchange(n == 1 || n == 2 ? n : 0); }
+void noteMoeLaunches(int n) { g_moeLastLaunches.store(n, std::memory_order_relaxed); }
+int lastMoeLaunches() { return g_moeLastLaunches.load(std::memory_order_relaxed); }
+
 void launch(const Params& p0, const Plan& plan, int bits, int codebook, cudaStream_t stream) {
     Params p = p0;
     p.noChunk = (tuneFlags() & 1) ? 1 : 0;
@@ -668,6 +807,35 @@ void launchCombine(const Params& p, cudaStream_t stream) {
     if (p.Tf <= 0) return;
     const dim3 grid(unsigned(p.NB), unsigned((p.Tf + 7) / 8));
     combineKernel<<<grid, 256, 0, stream>>>(p);
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int bits, int codebook, cudaStream_t stream) {
+    TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "EXL3 CUDA: bad K or codebook");
+    MoeParams p = p0;
+    Params& gu = p.ph[0];
+    Params& d = p.ph[1];
+    TS_CHECK(planGU.MG == planD.MG && gu.mode == kModeSwiglu && d.mode == kModeDown && p.sync,
+             "EXL3 CUDA: bad one-launch MoE");
+    const int64_t unitsC = d.fusedCombine ? 0 : int64_t(d.NB) * ((d.Tf + 7) / 8);
+    const int64_t total = planGU.blocks + planD.blocks + unitsC;  // = the grid = the tickets drawn
+    TS_CHECK(planGU.blocks > 0 && planD.blocks > 0 && total < (int64_t(1) << 31),
+             "EXL3 CUDA: one-launch MoE too large");
+    p.unitsGU = int(planGU.blocks);
+    p.unitsD = int(planD.blocks);
+    p.unitsC = int(unitsC);
+    gu.noChunk = d.noChunk = (tuneFlags() & 1) ? 1 : 0;
+    gu.signal = p.sync + 2;  // per pair: its column blocks written
+    gu.waitOn = nullptr;
+    d.waitOn = p.sync + 2;   // down job j = pair j
+    d.waitTarget = gu.NB;
+    d.signal = d.fusedCombine ? nullptr : p.sync + 2 + gu.groups;  // per column block: down jobs out
+    const size_t smem = std::max(planGU.smem, planD.smem);
+    const MoeKernelFn fn = planGU.MG > 1 ? moeKernelFor<kMaxMG>(bits, codebook) : moeKernelFor<1>(bits, codebook);
+    if (smem > 48 * 1024)
+        TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    // One block per ticket (see exl3MoeKernel): the two launches' grids and the combine kernel's, in one.
+    fn<<<unsigned(total), kThreads, smem, stream>>>(p);
     TS_CUDA_LAUNCH_CHECK();
 }
 

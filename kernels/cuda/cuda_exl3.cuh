@@ -91,7 +91,32 @@ struct Params {
     float* yFinal = nullptr;     // [Tf, nOut], accumulated into (y += ...)
     int Tf = 0;
     int noChunk = 0;             // 1: single-stage units wait for their whole stage (A/B switch, see tuneFlags)
+    // The fused MoE's one launch (MoeParams; null/0 otherwise). waitOn: a unit of job j waits, once its
+    // trellis loads are issued, until waitOn[j] ≥ waitTarget (acquire), and then reads its input rows with
+    // coherent loads (they are written in the same launch). signal: the epilogue of column block b adds 1
+    // (release) to signal[j / 2] (swiglu: the pair) or signal[b] (down) after its stores.
+    const int* waitOn = nullptr;
+    int waitTarget = 0;
+    int* signal = nullptr;
 };
+
+// The fused MoE in ONE launch (exl3MoeKernel, launchMoe): one block per unit, each block taking a work
+// ticket from one atomic counter when it starts, in the order: every gate/up unit of gu = ph[0] (the
+// two-launch version's first grid, unit for unit), then every down unit of d = ph[1] (its second grid),
+// then — when d.fusedCombine = 0 — the combine units (column block b = ticket / ⌈Tf/8⌉, 8 token rows
+// each: the combine kernel's blocks).
+//   - a down unit of pair p waits for sync[2 + p] = gu.NB (every column block of the pair's activation
+//     rows written); it issues its trellis loads first, so the wait overlaps them;
+//   - a combine unit of column block b waits for sync[2 + gu.groups + b] = d.J (every pair's down output).
+// Both Params describe exactly the plans of the two-launch version, so the results are bit-identical to it.
+// Deadlock-free for any grid size (exl3MoeKernel has the argument).
+struct MoeParams {
+    Params ph[2];  // [0] = gu: kModeSwiglu, gate/up pairs; [1] = d: kModeDown (waitOn, signal: by launchMoe)
+    int unitsGU = 0, unitsD = 0, unitsC = 0;  // tickets [0, unitsGU), [unitsGU, +unitsD), then the combine
+    int* sync = nullptr;  // [moeSyncInts(groups, NBD)], zero between launches: next ticket, blocks retired,
+                          // gate/up column blocks done per pair [groups], down jobs done per column block [NBD]
+};
+constexpr int moeSyncInts(int groups, int nbDown) { return 2 + groups + nbDown; }
 
 // ---- the per-lane trellis decoder -----------------------------------------------------------------------
 
@@ -202,12 +227,24 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
 inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1; }
 // A/B switches for measuring the decode changes on a GPU, read once from the environment variable
 // TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units
-// (launch() sets Params::noChunk), 2 = the decode planner keeps the fixed 6-units-per-SM slice count.
+// (launch() sets Params::noChunk), 2 = the decode planner keeps the fixed 6-units-per-SM slice count,
+// 4 = the fused MoE in two launches (gate/up + swiglu, then down + combine; a third for the combine of
+// large steps) instead of one (see moeLaunches).
 int tuneFlags();
+// The fused MoE's variant: 1 (one launch, the default) or 2 (the two-launch version: TS_EXL3_TUNE bit 4,
+// or a run-time override, ts::exl3MoeSetLaunches in kernels/exl3_tune.h, for benchmarks and tests).
+int moeLaunches();
+int setMoeLaunches(int n);     // 1 or 2; anything else: back to TS_EXL3_TUNE. Returns the previous override.
+void noteMoeLaunches(int n);   // moeExpertsFused records its launches (for exl3MoeLastLaunches)
+int lastMoeLaunches();
 // Enqueues the kernel for (bits, codebook, plan.MG) on `stream`.
 void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream);
 // The combine of kModeDown as its own kernel (when fusedCombine = 0).
 void launchCombine(const Params& p, cudaStream_t stream);
+// Enqueues the one-launch fused MoE (both phases planned by planLaunch with the same K, codebook and MG);
+// fills the unit counts and the waitOn/signal fields of ph[0] and ph[1] from the plans and p.sync. Grid:
+// one block per ticket.
+void launchMoe(const MoeParams& p, const Plan& planGU, const Plan& planD, int bits, int codebook, cudaStream_t stream);
 
 }  // namespace exl3cuda
 
@@ -221,7 +258,7 @@ struct Exl3Cache {
     ~Exl3Cache();
 
     Buffer part;      // split-K partial sums (fp32)
-    Buffer counters;  // int32 arrival counters, zero between launches
+    Buffer counters;  // int32 arrival counters (and the one-launch MoE's ticket counters), zero between launches
     Buffer args;      // per-call job tables, row lists and combine lists (device)
     Buffer act;       // the fused MoE's swiglu output rows
     Buffer expertOut; // the fused MoE's per-expert down outputs

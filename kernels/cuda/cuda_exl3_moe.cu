@@ -1,15 +1,29 @@
-// The fused EXL3 MoE (CudaBackend::moeExpertsFused): all routed experts of one layer in two launches of the
-// EXL3 kernel (cuda_exl3.cu), for every (token, choice) pair of the step:
+// The fused EXL3 MoE (CudaBackend::moeExpertsFused): all routed experts of one layer in ONE launch of the
+// EXL3 MoE kernel (cuda_exl3.cu, exl3MoeKernel), for every (token, choice) pair of the step. Its work is
+// that of two phases, each planned as a grid of units of the EXL3 kernel:
 //
-//   launch 1 (mode swiglu): for each selected expert and its tokens (≤ 16 rows per job, or 64 when the
+//   phase 1 (mode swiglu): for each selected expert and its tokens (≤ 16 rows per job, or 64 when the
 //            step has many tokens per expert; more tokens make more jobs), the gate and up GEMVs D → I as two jobs of one pair; the unit that completes a
 //            128-column block of the pair applies both output transforms and swiglu(limit) and writes the
 //            activation rows [rows, I].
-//   launch 2 (mode down): the down GEMV I → D of each expert on its activation rows → the expert's output
+//   phase 2 (mode down): the down GEMV I → D of each expert on its activation rows → the expert's output
 //            rows; then y[t] += Σ weight · out over t's choices in ascending expert order (ties: choice
 //            order), the CPU loop's order, so the sum is deterministic and matches its rounding. For a
-//            small step (T·topk ≤ 256) the last unit of each column block does this combine; otherwise a
-//            third, tiny launch does it.
+//            small step (T·topk ≤ 256) the last unit of each column block does this combine; otherwise
+//            combine units (8 token rows × 128 columns each) do it.
+//
+// The launch has one block per unit (the two launches' grids together); each block takes its unit in
+// ticket order — all of phase 1, then phase 2, then the combine units — from one atomic counter. A down
+// unit issues its trellis loads, then waits until every column block of its expert's activation rows is
+// written (a per-pair count, acquire/release); a combine unit waits for its column block's down outputs.
+// That cannot deadlock: everything a unit waits for has a lower ticket, held by a block that is running
+// (cuda_exl3.cu, exl3MoeKernel, has the argument). The last block to retire zeroes the ticket counters.
+// Each unit is the two-launch version's unit, with the same plan and summation orders, so the result is
+// bit-identical to it.
+//
+// The two-launch version (launch 1: phase 1; launch 2: phase 2, plus a third, tiny launch for the combine
+// of large steps) remains: for A/B (TS_EXL3_TUNE bit 4, or exl3MoeSetLaunches in kernels/exl3_tune.h) and
+// when gate/up and down differ in K or codebook (one kernel instance serves both phases).
 //
 // No float atomics anywhere: split-K partials and the combine are summed in a fixed order by whichever
 // unit completes last (arrival counters). The host builds the step's work list: experts used (ascending),
@@ -20,11 +34,12 @@
 //
 // Returns false (the model then runs its per-expert loop) when a selected expert is not EXL3-packed, when
 // shapes disagree with D and I, or when the selected gate/up (or down) projections do not share one K,
-// codebook and padded shape (each launch is compiled for one K and codebook).
+// codebook and padded shape (each phase is compiled for one K and codebook).
 //
-// Test:      twinspark-cli selftest --backend cuda --filter exl3/moe   (engine/selftest/cases_exl3.cpp)
+// Test:      twinspark-cli selftest --backend cuda --filter exl3/moe   (engine/selftest/cases_exl3.cpp;
+//            "moe 1 vs 2 launches" checks the two versions bit for bit)
 // Benchmark: twinspark-cli bench-device --what exl3   (a GLM-5.3-Flash routed layer: 8 of 288 experts,
-//            4096 → 2048 → 4096 at 4 bpw, batch 1 and 4)
+//            4096 → 2048 → 4096 at 4 bpw, batch 1 and 4, one launch and two)
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -175,6 +190,8 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const Plan planGU = planLaunch(sigGU.bits, sigGU.codebook, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
     const Plan planD = planLaunch(sigD.bits, sigD.codebook, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
     const bool fusedCombine = T * topk <= 256;
+    // One launch needs one kernel instance for both phases: the same K and codebook (MG is shared).
+    const bool oneLaunch = moeLaunches() == 1 && sigGU.bits == sigD.bits && sigGU.codebook == sigD.codebook;
 
     const size_t offJobsD = align256(size_t(2 * nPairs) * sizeof(Job));
     const size_t offRows = offJobsD + align256(size_t(nPairs) * sizeof(Job));
@@ -184,11 +201,17 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     uint8_t* args = exl3Scratch(cache.args, argBytes).bytes();
     float* act = exl3Scratch(cache.act, size_t(nChoices) * size_t(I) * 4).f32();
     float* eout = exl3Scratch(cache.expertOut, size_t(nChoices) * size_t(D) * 4).f32();
+    // Partials and arrival counters: the two launches reuse one region; in one launch gate/up units of
+    // some pairs still run while down units of others start, so each phase has its own (partGU is a
+    // multiple of 4 floats: the down region stays 16-byte aligned), plus the ticket counters.
     const size_t partGU = planGU.partials ? size_t(2 * nChoices) * planGU.S * size_t(sigGU.n) : 0;
     const size_t partD = planD.partials ? size_t(nChoices) * planD.S * size_t(sigD.n) : 0;
-    float* part = exl3Scratch(cache.part, std::max<size_t>(1, std::max(partGU, partD)) * 4).f32();
-    const size_t cntN = std::max(size_t(nPairs) * NBG, size_t(nPairs) * NBD + NBD);
+    const size_t partOffD = oneLaunch ? partGU : 0;
+    float* part = exl3Scratch(cache.part, std::max<size_t>(1, oneLaunch ? partGU + partD : std::max(partGU, partD)) * 4).f32();
+    const size_t cntGU = size_t(nPairs) * NBG, cntD = size_t(nPairs) * NBD + NBD;
+    const size_t cntN = oneLaunch ? cntGU + cntD + size_t(moeSyncInts(nPairs, NBD)) : std::max(cntGU, cntD);
     int* counters = exl3Scratch(cache.counters, cntN * 4).i32();
+    int* countersD = oneLaunch ? counters + cntGU : counters;
 
     // The step's tables in one pinned host image, copied once (asynchronously: the host goes on to the
     // next layer's work while the GPU runs this one).
@@ -266,7 +289,6 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     pg.part = part;
     pg.counters = counters;
     pg.groups = nPairs;
-    launch(pg, planGU, sigGU.bits, sigGU.codebook, stream());
 
     // Launch 2: down, then the combine into y.
     Params pd;
@@ -284,16 +306,27 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     pd.steps = planD.steps;
     pd.R = planD.R;
     pd.mode = kModeDown;
-    pd.part = part;
-    pd.counters = counters;
+    pd.part = part + partOffD;
+    pd.counters = countersD;
     pd.groups = nPairs;
     pd.fusedCombine = fusedCombine ? 1 : 0;
     pd.combOffsets = reinterpret_cast<const int32_t*>(args + offCombOff);
     pd.combEntries = reinterpret_cast<const CombineEntry*>(args + offCombEnt);
     pd.yFinal = y.f32();
     pd.Tf = int(T);
-    launch(pd, planD, sigD.bits, sigD.codebook, stream());
-    if (!fusedCombine) launchCombine(pd, stream());
+    if (oneLaunch) {  // both phases and the combine: exl3MoeKernel (cuda_exl3.cu)
+        MoeParams mp;
+        mp.ph[0] = pg;
+        mp.ph[1] = pd;
+        mp.sync = counters + cntGU + cntD;
+        launchMoe(mp, planGU, planD, sigGU.bits, sigGU.codebook, stream());
+        noteMoeLaunches(1);
+    } else {
+        launch(pg, planGU, sigGU.bits, sigGU.codebook, stream());
+        launch(pd, planD, sigD.bits, sigD.codebook, stream());
+        if (!fusedCombine) launchCombine(pd, stream());
+        noteMoeLaunches(fusedCombine ? 2 : 3);
+    }
     return true;
 }
 

@@ -1,0 +1,18 @@
+// Run-time A/B switches of the CUDA backend's EXL3 kernels, for benchmarks and tests (bench-device --what
+// exl3, the exl3 self-test). Process-wide; no-ops that return 0 in builds without CUDA.
+#pragma once
+
+namespace ts {
+
+// The fused EXL3 MoE (CudaBackend::moeExpertsFused, kernels/cuda/cuda_exl3_moe.cu) runs a layer's routed
+// experts in one launch (the default) or, for A/B comparisons, in the earlier two launches (gate/up +
+// swiglu, then down + combine; a third, the combine, when the step has more than 256 (token, expert)
+// pairs). One launch needs gate/up and down to share K and codebook (converters normally make them so);
+// otherwise the call takes two launches whatever the switch. The environment picks with TS_EXL3_TUNE bit 4 (= two launches, docs/PERFORMANCE.md); n = 1 or 2
+// overrides it from now on, n = 0 restores the environment's choice. Returns the previous override (0:
+// none). Both variants compute bit-identical results.
+int exl3MoeSetLaunches(int n);
+// Kernel launches of the last fused MoE call in this process (1, 2 or 3; 0 before any).
+int exl3MoeLastLaunches();
+
+}  // namespace ts
