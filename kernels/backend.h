@@ -131,6 +131,56 @@ struct IndexerStats {
     std::vector<uint64_t> selectionHash;
 };
 
+// Token sampling on the backend (Backend::sampleRows). The semantics are the host sampler's
+// (engine/runtime/sampler.h, which builds these requests): a backend must return the token the host
+// sampler returns for the same logits and the same uniform number, or hand the row back (status).
+//
+// One logit adjustment of a row, applied in this order: mask (-inf: a stop / eos id held back by
+// min_tokens), then the repetition penalty (flag kAdjustRepeat: seen in prompt or output; positive logits
+// divided by it, others multiplied), then `subtract` (frequency · output count + presence, rounded on the
+// host by the sampler's own expression, so the device needs no multiply-add that a compiler could fuse).
+struct SampleLogitAdjust {
+    static constexpr uint32_t kAdjustMask = 1;
+    static constexpr uint32_t kAdjustRepeat = 2;
+    int32_t token = 0;     // in [0, V); strictly ascending within a request
+    uint32_t flags = 0;    // kAdjustMask | kAdjustRepeat
+    float subtract = 0.0f; // 0 when the token has no output count or the penalties are off
+};
+
+// One row to sample: parameters already validated (validateSamplingParams).
+struct DeviceSampleRequest {
+    double uniform = 0.0;        // the row's one draw of SamplerRng::uniform(), in [0, 1); unused when greedy
+    double logMinP = 0.0;        // std::log(double(min_p)) taken on the host (the host sampler's libm value);
+                                 // -inf = min_p off
+    int64_t row = 0;             // the row of `logits` this request samples
+    const SampleLogitAdjust* adjust = nullptr;  // host memory, numAdjust entries, read during the call
+    int32_t numAdjust = 0;
+    int32_t topK = 0;            // <= 0: off
+    int32_t logprobs = -1;       // -1: none; N >= 0: the sampled token's raw logprob and the N best raw tokens
+    float temperature = 1.0f;    // < 1e-5: greedy (argmax, ties to the lowest id)
+    float topP = 1.0f;           // (0, 1]
+    float repetitionPenalty = 1.0f;
+};
+
+constexpr int32_t kMaxSampleTop = 20;  // = the runtime's kMaxLogprobs (static_assert in runtime/sampler.cpp)
+
+// What comes back per row: a few bytes, never the logits.
+struct SampleOutput {
+    enum Status : int32_t {
+        kOk = 0,
+        kNonFinite = 1,  // a NaN or +inf logit: the host sampler raises the numerical error for this row
+        kAllMasked = 2,  // every token is -inf after masking: likewise
+        kAmbiguous = 3,  // a top_p / inverse-CDF comparison fell within the rounding bound between this
+                         // backend's sums and the host's: the host decides (it holds the reference order)
+    };
+    int32_t token = -1;
+    int32_t status = kOk;
+    float logprob = 0.0f;        // raw log_softmax of the token (logprobs >= 0)
+    int32_t numTop = 0;          // min(logprobs, V) when logprobs > 0
+    int32_t topIds[kMaxSampleTop] = {};       // best first, ties: lower id first
+    float topLogprobs[kMaxSampleTop] = {};
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -252,6 +302,16 @@ public:
                                  const int32_t* /*hostIdx*/, const float* /*hostWeight*/, int64_t /*topk*/,
                                  const WeightView* /*gate*/, const WeightView* /*up*/, const WeightView* /*down*/,
                                  int64_t /*E*/, float /*limit*/, const Buffer& /*y*/) {
+        return false;
+    }
+
+    // Sampling --------------------------------------------------------------------------------------
+    // Samples n rows of logits [*, V] (fp32, on this backend; reqs[i].row picks the row) and fills out[i]
+    // (host memory) for each; waits for the result. Rows with status != kOk must be redone by the host
+    // sampler on that row's logits. Returns false when this backend has no sampling path (the CPU: the
+    // host sampler is the reference); the caller then downloads the rows and samples on the host.
+    virtual bool sampleRows(const Buffer& /*logits*/, int64_t /*V*/, int64_t /*n*/,
+                            const DeviceSampleRequest* /*reqs*/, SampleOutput* /*out*/) {
         return false;
     }
 

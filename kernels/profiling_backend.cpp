@@ -238,6 +238,14 @@ bool ProfilingBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, in
     return r;
 }
 
+bool ProfilingBackend::sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs,
+                                  SampleOutput* out) {
+    const auto t0 = Clock::now();
+    const bool r = m_inner->sampleRows(logits, V, n, reqs, out);
+    if (r) add("sampleRows", t0);  // a declined call did nothing to time
+    return r;
+}
+
 void ProfilingBackend::synchronize() {
     m_inner->synchronize();
 }

@@ -111,13 +111,30 @@ std::vector<ForwardResult> Glm5NextModel::forwardBatch(const std::vector<SeqStep
     }
     Buffer sel = be.alloc(outRows.size() * size_t(D) * 4);
     for (size_t i = 0; i < outRows.size(); ++i) be.copy(b.xn, size_t(outRows[i] * D) * 4, sel, i * size_t(D) * 4, size_t(D) * 4);
-    const std::vector<float> logits = logitsOf(sel, int64_t(outRows.size()), m_w.lmHead);
+    const Buffer logits = headLogits(sel, int64_t(outRows.size()), m_w.lmHead);
+    // Host logits: one download for the whole batch unless some step keeps its rows on the device, then
+    // one per host step (the device steps' rows never cross).
+    bool anyOnDevice = false;
+    for (const SeqStep& s : steps) anyOnDevice = anyOnDevice || s.logitsOnDevice;
+    std::vector<float> all;
+    if (!anyOnDevice) {
+        all.resize(outRows.size() * size_t(V));
+        be.download(logits, all.data(), all.size() * 4);
+    }
 
     std::vector<ForwardResult> out(steps.size());
     size_t o = 0;
     for (size_t s = 0; s < steps.size(); ++s) {
         const int64_t rows = steps[s].lastOnly ? 1 : b.rows(s);
-        out[s].logits.assign(logits.begin() + int64_t(o) * V, logits.begin() + int64_t(o + size_t(rows)) * V);
+        if (steps[s].logitsOnDevice) {
+            out[s].deviceLogits = logits;
+            out[s].deviceRow = int64_t(o);
+        } else if (!anyOnDevice) {
+            out[s].logits.assign(all.begin() + int64_t(o) * V, all.begin() + int64_t(o + size_t(rows)) * V);
+        } else {
+            out[s].logits.resize(size_t(rows * V));
+            be.download(logits, out[s].logits.data(), out[s].logits.size() * 4, o * size_t(V) * 4);
+        }
         if (steps[s].wantHidden) {
             out[s].hidden.resize(size_t(rows * D));
             be.download(sel, out[s].hidden.data(), out[s].hidden.size() * 4, o * size_t(D) * 4);
@@ -149,13 +166,10 @@ ForwardResult Glm5NextModel::forward(const int32_t* ids, int64_t T, SequenceStat
     return r;
 }
 
-std::vector<float> Glm5NextModel::logitsOf(const Buffer& normed, int64_t rows, const WeightView& head) const {
-    const int64_t V = head.rows;
-    Buffer out = m_backend.alloc(size_t(rows * V) * 4);
+Buffer Glm5NextModel::headLogits(const Buffer& normed, int64_t rows, const WeightView& head) const {
+    Buffer out = m_backend.alloc(size_t(rows * head.rows) * 4);
     m_backend.linear(normed, rows, head, out);
-    std::vector<float> logits(size_t(rows * V));
-    m_backend.download(out, logits.data(), logits.size() * 4);
-    return logits;
+    return out;
 }
 
 ForwardResult Glm5NextModel::forwardMtp(const float* hidden, const int32_t* nextIds, int64_t T,
@@ -201,7 +215,8 @@ ForwardResult Glm5NextModel::forwardMtp(const float* hidden, const int32_t* next
     be.add(m, z, T * D);
     be.rmsnorm(z, T, D, w.headNorm, c.rms_norm_eps, xn);
     ForwardResult r;
-    r.logits = logitsOf(xn, T, w.head);
+    r.logits.resize(size_t(T * w.head.rows));
+    be.download(headLogits(xn, T, w.head), r.logits.data(), r.logits.size() * 4);
     r.indexer = b.stats[0];
     mtpState.advance(T);
     return r;

@@ -22,6 +22,12 @@ namespace ts {
 
 struct ForwardResult {
     std::vector<float> logits;  // [rows, vocab]: all rows of the step, or only the last when lastOnly
+                                // (empty when the step asked for logitsOnDevice)
+    // SeqStep::logitsOnDevice: the rows stay on the backend (a device sampler reads them there, and only
+    // a few bytes per row come back): deviceLogits is the batch's whole [R, vocab] fp32 buffer, shared by
+    // every step that asked, and this step's first row in it is deviceRow.
+    Buffer deviceLogits;
+    int64_t deviceRow = -1;
     std::vector<float> hidden;  // [rows, D] after the final norm (lm_head / MTP input), when asked
     IndexerStats indexer;       // top-k ties at the selection boundary; selectionHash when recorded
 };
@@ -33,6 +39,7 @@ struct SeqStep {
     int64_t pos0 = 0;
     SeqCaches caches;
     bool lastOnly = false;         // logits (and hidden) of the last row only
+    bool logitsOnDevice = false;   // leave the logits on the backend (ForwardResult::deviceLogits)
     bool wantHidden = false;
     bool recordSelection = false;  // fill indexer.selectionHash (diagnostics, tests)
 };
@@ -94,7 +101,8 @@ private:
     Buffer mlaForward(const MlaWeights& w, int L, const Buffer& x, Batch& b) const;
     Buffer mlpForward(const MlpWeights& w, const Buffer& x, int64_t T, int64_t I) const;
     Buffer moeForward(const MoeWeights& w, const Buffer& x, int64_t T, std::vector<uint64_t>* rowHash) const;
-    std::vector<float> logitsOf(const Buffer& normed, int64_t rows, const WeightView& head) const;
+    // lm_head over `rows` normed rows: the logits [rows, V] on the backend.
+    Buffer headLogits(const Buffer& normed, int64_t rows, const WeightView& head) const;
 
     Backend& m_backend;
     ModelConfig m_cfg;

@@ -1,6 +1,7 @@
 #include "runtime/model_runner.h"
 
 #include "core/error.h"
+#include "runtime/device_sampling.h"
 
 namespace ts {
 
@@ -23,22 +24,22 @@ std::vector<SampleResult> ModelRunner::step(const SchedulerOutput& out,
         st.pos0 = seq.numComputed;
         st.caches = m_pool.caches(seq.stateSlot, seq.blockTable);
         st.lastOnly = true;
+        st.logitsOnDevice = true;  // sampled where they are (runtime/device_sampling.h); other rows are unused
         steps.push_back(st);
     }
     std::vector<ForwardResult> res = m_model.forwardBatch(steps);
 
-    std::vector<SampleResult> sampled;
-    const int64_t V = m_model.text().vocab_size;
-    const auto& eos = m_model.text().eos_token_ids;
+    std::vector<LogitRow> rows;
     for (size_t i = 0; i < out.seqs.size(); ++i) {
         const ScheduledSeq& s = out.seqs[i];
         if (s.captureSnapshot >= 0) m_pool.saveSnapshot(s.seq->stateSlot, s.captureSnapshot);
         if (!s.samples) continue;
         const Sequence& seq = *s.seq;
-        const bool suppressStop = seq.numCompletionTokens() < seq.params().minTokens;
-        sampled.push_back(sample(res[i].logits.data(), V, seq, rngFor(seq), suppressStop, eos));
+        rows.push_back({&seq, res[i].deviceRow, seq.numCompletionTokens() < seq.params().minTokens});
     }
-    return sampled;
+    if (rows.empty()) return {};
+    return sampleLogitRows(m_model.backend(), res.front().deviceLogits, m_model.text().vocab_size, rows, rngFor,
+                           m_model.text().eos_token_ids);
 }
 
 }  // namespace ts

@@ -1,5 +1,6 @@
 // Runs one scheduled step on the model (the nano-vllm ModelRunner): loads or resets KDA states, builds the
-// per-sequence SeqSteps over the paged pool, runs forwardBatch, captures snapshots, and samples.
+// per-sequence SeqSteps over the paged pool, runs forwardBatch, captures snapshots, and samples (on the
+// backend when it can: the logits stay there; runtime/device_sampling.h).
 #pragma once
 
 #include <memory>

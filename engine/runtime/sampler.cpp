@@ -14,6 +14,7 @@ namespace {
 // vLLM's _SAMPLING_EPS: below it a temperature means greedy (dividing by it would overflow to inf).
 constexpr float kGreedyTemperature = 1e-5f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+static_assert(kMaxLogprobs == kMaxSampleTop, "SampleOutput holds kMaxSampleTop top tokens");
 
 struct Cand {
     int32_t id;
@@ -37,36 +38,26 @@ void checkLogits(const float* logits, int64_t vocab) {
     }
 }
 
+// frequency · count + presence, as vLLM computes it on float32 (one site: the device path ships this value).
+float outputPenalty(const SamplingParams& p, int32_t count) {
+    return p.frequencyPenalty * float(count) + p.presencePenalty;
+}
+
+// One adjustment, in the order of the header: mask, repetition penalty, then frequency / presence.
+void applyAdjust(float& x, const SampleLogitAdjust& a, float repetitionPenalty) {
+    if (a.flags & SampleLogitAdjust::kAdjustMask) x = kNegInf;
+    if (a.flags & SampleLogitAdjust::kAdjustRepeat) x = x > 0.0f ? x / repetitionPenalty : x * repetitionPenalty;
+    x -= a.subtract;  // 0 leaves every value (-0 and -inf included) unchanged
+}
+
 // Steps 2 and 3 of the header (min_tokens masking, penalties) on a float copy of the row, as vLLM does them
-// on its float32 logits. Token ids outside [0, vocab) in the sequence are ignored (they cannot be penalised).
+// on its float32 logits.
 std::vector<float> penalised(const float* logits, int64_t vocab, const Sequence& seq, bool suppressStop,
                              const std::vector<int32_t>& eosIds) {
-    const SamplingParams& p = seq.params();
     std::vector<float> x(logits, logits + vocab);
-    auto inVocab = [vocab](int32_t t) { return t >= 0 && t < vocab; };
-    if (suppressStop) {
-        for (int32_t t : p.stopTokenIds)
-            if (inVocab(t)) x[size_t(t)] = kNegInf;
-        if (!p.ignoreEos)  // with ignore_eos, eos does not stop, so there is nothing to hold back
-            for (int32_t t : eosIds)
-                if (inVocab(t)) x[size_t(t)] = kNegInf;
-    }
-    if (p.repetitionPenalty != 1.0f) {
-        std::vector<uint8_t> seen(size_t(vocab), 0);
-        for (int32_t t : seq.tokens())
-            if (inVocab(t)) seen[size_t(t)] = 1;
-        const float r = p.repetitionPenalty;
-        for (size_t i = 0; i < x.size(); ++i)
-            if (seen[i]) x[i] = x[i] > 0.0f ? x[i] / r : x[i] * r;
-    }
-    if (p.presencePenalty != 0.0f || p.frequencyPenalty != 0.0f) {
-        std::vector<int32_t> counts(size_t(vocab), 0);
-        const std::vector<int32_t>& toks = seq.tokens();
-        for (size_t i = size_t(seq.numPromptTokens()); i < toks.size(); ++i)
-            if (inVocab(toks[i])) ++counts[size_t(toks[i])];
-        for (size_t i = 0; i < x.size(); ++i)
-            if (counts[i] > 0) x[i] -= p.frequencyPenalty * float(counts[i]) + p.presencePenalty;
-    }
+    const float r = seq.params().repetitionPenalty;
+    for (const SampleLogitAdjust& a : logitAdjustments(seq, vocab, suppressStop, eosIds))
+        applyAdjust(x[size_t(a.token)], a, r);
     return x;
 }
 
@@ -98,12 +89,14 @@ std::vector<Cand> filtered(const std::vector<float>& x, const SamplingParams& p,
         const double cut = maxLogit + std::log(double(p.minP));
         std::erase_if(c, [cut](const Cand& a) { return a.logit < cut; });
     }
-    // top_k: keep every candidate at least as likely as the k-th one.
+    // top_k: keep every candidate at least as likely as the k-th one; then back to increasing id, the
+    // draw's order when top_p does not cut (nth_element leaves an order no other sampler could reproduce).
     if (p.topK > 0 && size_t(p.topK) < c.size()) {
         auto kth = c.begin() + (p.topK - 1);
         std::nth_element(c.begin(), kth, c.end(), moreProbable);
         const double cut = kth->logit;
         std::erase_if(c, [cut](const Cand& a) { return a.logit < cut; });
+        std::sort(c.begin(), c.end(), [](const Cand& a, const Cand& b) { return a.id < b.id; });
     }
     // top_p: token i survives when the mass of the tokens ranked above it is < top_p. Only the head of the
     // ranking is needed, so sort the best m candidates and double m until the mass is reached.
@@ -185,8 +178,11 @@ std::vector<std::pair<int32_t, double>> samplingDistribution(const float* logits
     return out;
 }
 
-SampleResult sample(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng& rng, bool suppressStop,
-                    const std::vector<int32_t>& eosIds) {
+namespace {
+
+// sample() and sampleWithUniform(): the number is drawn from `rng` where the draw happens, when given.
+SampleResult sampleImpl(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng* rng, double uniform,
+                        bool suppressStop, const std::vector<int32_t>& eosIds) {
     checkLogits(logits, vocab);
     const SamplingParams& p = seq.params();
     const std::vector<float> x = penalised(logits, vocab, seq, suppressStop, eosIds);
@@ -199,7 +195,7 @@ SampleResult sample(const float* logits, int64_t vocab, const Sequence& seq, Sam
         const std::vector<Cand> c = filtered(x, p, maxLogit);
         double z = 0.0;
         for (const Cand& a : c) z += std::exp(a.logit - maxLogit);
-        const double u = rng.uniform() * z;
+        const double u = (rng ? rng->uniform() : uniform) * z;
         double acc = 0.0;
         r.token = c.back().id;  // if rounding leaves u past the last partial sum
         for (const Cand& a : c) {
@@ -229,6 +225,73 @@ SampleResult sample(const float* logits, int64_t vocab, const Sequence& seq, Sam
         }
     }
     return r;
+}
+
+}  // namespace
+
+SampleResult sample(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng& rng, bool suppressStop,
+                    const std::vector<int32_t>& eosIds) {
+    return sampleImpl(logits, vocab, seq, &rng, 0.0, suppressStop, eosIds);
+}
+
+SampleResult sampleWithUniform(const float* logits, int64_t vocab, const Sequence& seq, double uniform,
+                               bool suppressStop, const std::vector<int32_t>& eosIds) {
+    return sampleImpl(logits, vocab, seq, nullptr, uniform, suppressStop, eosIds);
+}
+
+bool drawsUniform(const SamplingParams& p) { return !(p.temperature < kGreedyTemperature); }
+
+std::vector<SampleLogitAdjust> logitAdjustments(const Sequence& seq, int64_t vocab, bool suppressStop,
+                                                const std::vector<int32_t>& eosIds) {
+    const SamplingParams& p = seq.params();
+    // (token, what): 0 = held back by min_tokens, 1 = seen (prompt or output), 2 = one output occurrence.
+    // Token ids outside [0, vocab) are ignored (they cannot be penalised).
+    std::vector<std::pair<int32_t, uint8_t>> ev;
+    auto inVocab = [vocab](int32_t t) { return t >= 0 && t < vocab; };
+    if (suppressStop) {
+        for (int32_t t : p.stopTokenIds)
+            if (inVocab(t)) ev.emplace_back(t, 0);
+        if (!p.ignoreEos)  // with ignore_eos, eos does not stop, so there is nothing to hold back
+            for (int32_t t : eosIds)
+                if (inVocab(t)) ev.emplace_back(t, 0);
+    }
+    const std::vector<int32_t>& toks = seq.tokens();
+    if (p.repetitionPenalty != 1.0f)
+        for (int32_t t : toks)
+            if (inVocab(t)) ev.emplace_back(t, 1);
+    if (p.presencePenalty != 0.0f || p.frequencyPenalty != 0.0f)
+        for (size_t i = size_t(seq.numPromptTokens()); i < toks.size(); ++i)
+            if (inVocab(toks[i])) ev.emplace_back(toks[i], 2);
+    auto finish = [&p](SampleLogitAdjust a, int32_t count) {
+        if (count > 0) a.subtract = outputPenalty(p, count);
+        return a;
+    };
+    std::vector<SampleLogitAdjust> out;
+    if (ev.size() > size_t(vocab) / 8) {  // long histories: tally by token id instead of sorting them
+        std::vector<uint32_t> flags(size_t(vocab), 0);
+        std::vector<int32_t> counts(size_t(vocab), 0);
+        for (const auto& [t, what] : ev) {
+            if (what == 0) flags[size_t(t)] |= SampleLogitAdjust::kAdjustMask;
+            else if (what == 1) flags[size_t(t)] |= SampleLogitAdjust::kAdjustRepeat;
+            else ++counts[size_t(t)];
+        }
+        for (size_t t = 0; t < flags.size(); ++t)
+            if (flags[t] || counts[t]) out.push_back(finish({int32_t(t), flags[t], 0.0f}, counts[t]));
+        return out;
+    }
+    std::sort(ev.begin(), ev.end());
+    for (size_t i = 0; i < ev.size();) {
+        SampleLogitAdjust a;
+        a.token = ev[i].first;
+        int32_t count = 0;
+        for (; i < ev.size() && ev[i].first == a.token; ++i) {
+            if (ev[i].second == 0) a.flags |= SampleLogitAdjust::kAdjustMask;
+            else if (ev[i].second == 1) a.flags |= SampleLogitAdjust::kAdjustRepeat;
+            else ++count;
+        }
+        out.push_back(finish(a, count));
+    }
+    return out;
 }
 
 }  // namespace ts

@@ -7,12 +7,15 @@
 //   5. otherwise divide by the temperature, then min_p (drop p < min_p * p_max), then top_k (keep every token
 //      whose logit is >= the k-th largest: ties at the cut are kept, as vLLM's masking does), then top_p
 //      (keep the smallest most-probable set whose mass reaches top_p, renormalised over what min_p and top_k
-//      left), and draw one token from what remains with one uniform number (inverse CDF over the candidates
-//      in an order fixed by the input alone, so a seed reproduces its tokens).
+//      left), and draw one token from what remains with one uniform number: inverse CDF over the candidates
+//      in increasing token id, or, when top_p cut, in the top_p ranking (more probable first, ties: lower id
+//      first). Both orders are fixed by the input alone, so a seed reproduces its tokens, and a device
+//      sampler (Backend::sampleRows) can reproduce them.
 // vLLM v1 applies min_p before top_k/top_p (it is an "argmax-invariant logits processor" run right after the
 // temperature); v0 applied it after. Only the top_p set can differ between the two orders.
 // Everything is CPU and single-threaded: the row is copied once; candidate sets are partially sorted so that
-// a 150k vocabulary costs a few O(V) passes, not a full sort, in the usual case.
+// a 150k vocabulary costs a few O(V) passes, not a full sort, in the usual case. runtime/device_sampling.h
+// runs the same sampling on the backend where it can.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend.h"
 #include "runtime/sequence.h"
 
 namespace ts {
@@ -64,5 +68,18 @@ std::vector<std::pair<int32_t, double>> samplingDistribution(const float* logits
 // caller fails that one sequence; nothing is resampled.
 SampleResult sample(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng& rng, bool suppressStop,
                     const std::vector<int32_t>& eosIds);
+
+// Whether sampling with these parameters draws a uniform number: every token but a greedy one does.
+bool drawsUniform(const SamplingParams& p);
+
+// sample() with the row's uniform number already drawn (by SamplerRng::uniform(), when drawsUniform): the
+// same token for the same number. For callers that draw before they know where the row is sampled.
+SampleResult sampleWithUniform(const float* logits, int64_t vocab, const Sequence& seq, double uniform,
+                               bool suppressStop, const std::vector<int32_t>& eosIds);
+
+// Steps 2 and 3 of the header as per-token edits, token ascending: the one definition of the masking and
+// penalties, applied by the host sampler and shipped to Backend::sampleRows.
+std::vector<SampleLogitAdjust> logitAdjustments(const Sequence& seq, int64_t vocab, bool suppressStop,
+                                                const std::vector<int32_t>& eosIds);
 
 }  // namespace ts

@@ -186,6 +186,7 @@ std::vector<Case> allCases() {
     addAttentionCases(v);
     addMoeCases(v);
     addExl3Cases(v);
+    addSamplingCases(v);
     return v;
 }
 

@@ -22,7 +22,7 @@
 namespace ts::selftest {
 
 struct OpResult {
-    std::string family;   // "math", "mhc_kda", "attention", "moe", "exl3"
+    std::string family;   // "math", "mhc_kda", "attention", "moe", "exl3", "sampling"
     std::string op;       // the Backend method, e.g. "rmsnorm"
     std::string shape;    // human-readable case, e.g. "rows=7 D=4096"
     double maxAbsErr = 0;  // max |dut − ref| over the compared elements
@@ -111,6 +111,7 @@ void addMhcKdaCases(std::vector<Case>& out);
 void addAttentionCases(std::vector<Case>& out);
 void addMoeCases(std::vector<Case>& out);
 void addExl3Cases(std::vector<Case>& out);  // may be empty where the format is not linked in
+void addSamplingCases(std::vector<Case>& out);  // Backend::sampleRows against the host sampler
 
 std::vector<Case> allCases();
 

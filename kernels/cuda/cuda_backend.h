@@ -9,7 +9,7 @@
 // scratch slots, which stream order makes safe to reuse.
 //
 // Ops are split by family, one .cu file each (cuda_math, cuda_mhc_kda, cuda_attention, cuda_moe,
-// cuda_exl3); this file declares them all.
+// cuda_exl3, cuda_sampling); this file declares them all.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -102,6 +102,10 @@ public:
     bool moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t I, const int32_t* hostIdx,
                          const float* hostWeight, int64_t topk, const WeightView* gate, const WeightView* up,
                          const WeightView* down, int64_t E, float limit, const Buffer& y) override;
+
+    // cuda_sampling.cu
+    bool sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs,
+                    SampleOutput* out) override;
 
     void synchronize() override;
     bool deviceMemory(size_t* freeBytes, size_t* totalBytes) const override;

@@ -185,7 +185,7 @@ private slots:
             QCOMPARE(r.maxAbsErr, 0.0);  // the same backend twice: bit-identical
         }
         // Every family contributes cases; every op of the Backend interface is covered.
-        for (const char* f : {"math", "mhc_kda", "attention", "moe", "exl3"})
+        for (const char* f : {"math", "mhc_kda", "attention", "moe", "exl3", "sampling"})
             QVERIFY2(families.count(f), f);
         std::set<std::string> ops;
         for (const auto& r : results) ops.insert(r.op);
@@ -193,7 +193,7 @@ private slots:
                                "concatColumns", "mhcPre", "mhcPost", "mhcHead", "causalConvSilu", "kdaGate",
                                "kdaRecurrent", "gatedRmsnorm", "mlaCacheWrite", "mlaAbsorbQ", "mlaSparseAttention",
                                "mlaUpV", "indexerCacheWrite", "indexerSelect", "moeRoute", "gatherRows",
-                               "scatterAddRows"}) {
+                               "scatterAddRows", "sampleRows"}) {
             bool found = false;
             for (const auto& o : ops) found = found || o.find(op) != std::string::npos;
             QVERIFY2(found, op);

@@ -1,7 +1,8 @@
 // The sampler against independent references: empirical distributions under temperature / top_k / top_p /
 // min_p pass a chi-square goodness-of-fit test (fixed seed, 20k draws, alpha = 0.001) against the exact
 // filtered distribution; greedy, penalties and min_tokens on crafted rows; seeds reproduce; logprobs equal a
-// double-precision log_softmax of the raw logits; bad parameters are rejected by name.
+// double-precision log_softmax of the raw logits; bad parameters are rejected by name; the pieces the device
+// path shares (a pre-drawn uniform, the draw order, the per-token adjustments) agree with sample().
 #include <QtTest>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "core/error.h"
 #include "runtime/sampler.h"
@@ -332,6 +334,106 @@ private slots:
                 QVERIFY(QString(e.what()).contains("numerical error"));
             }
         }
+    }
+
+    // The device path draws each row's number before it knows where the row is sampled:
+    // sampleWithUniform with that number is sample() with the generator (same token, same stream after).
+    void uniformGivenEqualsDrawn() {
+        std::mt19937_64 g(5);
+        std::normal_distribution<float> nd(0.0f, 2.0f);
+        std::vector<float> row(500);
+        struct Case { float t, topP, minP; int32_t topK; };
+        for (Case c : {Case{1.0f, 1.0f, 0.0f, 0}, Case{0.7f, 0.9f, 0.0f, 0}, Case{1.3f, 1.0f, 0.05f, 20},
+                       Case{0.8f, 0.6f, 0.02f, 7}, Case{0.0f, 1.0f, 0.0f, 0}, Case{1e-6f, 0.5f, 0.0f, 3}}) {
+            SamplingParams p;
+            p.temperature = c.t;
+            p.topP = c.topP;
+            p.minP = c.minP;
+            p.topK = c.topK;
+            QCOMPARE(drawsUniform(p), c.t >= 1e-5f);
+            SamplerRng a(77), b(77);
+            for (int i = 0; i < 40; ++i) {
+                for (float& x : row) x = nd(g);
+                const Sequence s = makeSeq(p);
+                const int32_t viaRng = sample(row.data(), 500, s, a, false, {}).token;
+                const double u = drawsUniform(p) ? b.uniform() : 0.0;
+                QCOMPARE(sampleWithUniform(row.data(), 500, s, u, false, {}).token, viaRng);
+            }
+            QCOMPARE(a.uniform(), b.uniform());  // greedy rows drew nothing on either side
+        }
+    }
+
+    // Without top_p the draw walks the candidates in increasing id (after top_k too), with top_p in the
+    // top_p ranking: both orders follow from the input alone, which is what lets a device sampler agree.
+    void drawOrder() {
+        // Six tokens; top_k 3 keeps ids 2 (p .2), 7 (p .5), 9 (p .3) of the renormalised three.
+        std::vector<float> row(10, -5.0f);
+        row[2] = float(std::log(0.2));
+        row[7] = float(std::log(0.5));
+        row[9] = float(std::log(0.3));
+        row[4] = row[5] = row[8] = -3.0f;
+        SamplingParams p;
+        p.topK = 3;
+        const Sequence s = makeSeq(p);
+        QCOMPARE(sampleWithUniform(row.data(), 10, s, 0.1, false, {}).token, 2);   // [0, .2)
+        QCOMPARE(sampleWithUniform(row.data(), 10, s, 0.25, false, {}).token, 7);  // [.2, .7)
+        QCOMPARE(sampleWithUniform(row.data(), 10, s, 0.75, false, {}).token, 9);  // [.7, 1)
+        p.topP = 0.99f;  // cuts nothing of the three, but the draw now walks them best first: 7, 9, 2
+        const Sequence t = makeSeq(p);
+        QCOMPARE(sampleWithUniform(row.data(), 10, t, 0.1, false, {}).token, 7);
+        QCOMPARE(sampleWithUniform(row.data(), 10, t, 0.6, false, {}).token, 9);
+        QCOMPARE(sampleWithUniform(row.data(), 10, t, 0.9, false, {}).token, 2);
+    }
+
+    // The per-token adjustments are the penalties' one definition: sorted, distinct, and the same with a
+    // history longer than the vocabulary (tallied by id instead of sorted).
+    void adjustmentsOfLongHistories() {
+        SamplingParams p;
+        p.repetitionPenalty = 1.25f;
+        p.frequencyPenalty = 0.3f;
+        p.presencePenalty = -0.5f;
+        p.stopTokenIds = {6};
+        std::mt19937 g(3);
+        std::vector<int32_t> prompt(40), output(30);
+        for (int32_t& t : prompt) t = int32_t(g() % 12);
+        for (int32_t& t : output) t = int32_t(g() % 12);
+        const Sequence s = makeSeq(p, prompt, output);
+        for (int64_t vocab : {int64_t(12), int64_t(100000)}) {  // 70 events: tallied at 12, sorted at 100000
+            const auto adj = logitAdjustments(s, vocab, true, {11});
+            std::map<int32_t, int32_t> counts;
+            for (int32_t t : output) ++counts[t];
+            std::set<int32_t> seen(prompt.begin(), prompt.end());
+            seen.insert(output.begin(), output.end());
+            std::set<int32_t> expectIds = seen;
+            expectIds.insert({6, 11});
+            QCOMPARE(adj.size(), expectIds.size());
+            size_t k = 0;
+            for (int32_t id : expectIds) {
+                const SampleLogitAdjust& a = adj[k++];
+                QCOMPARE(a.token, id);
+                QCOMPARE(bool(a.flags & SampleLogitAdjust::kAdjustMask), id == 6 || id == 11);
+                QCOMPARE(bool(a.flags & SampleLogitAdjust::kAdjustRepeat), seen.count(id) > 0);
+                const float sub = counts.count(id) ? p.frequencyPenalty * float(counts[id]) + p.presencePenalty : 0.0f;
+                QCOMPARE(a.subtract, sub);
+            }
+        }
+        // And the sampler applies them: a long history gives the distribution of the short-history rule.
+        std::vector<float> row(12);
+        for (size_t i = 0; i < row.size(); ++i) row[i] = 0.3f * float(i) - 1.0f;
+        const auto dist = samplingDistribution(row.data(), 12, s, true, {11});
+        std::vector<double> l(12);
+        for (size_t i = 0; i < 12; ++i) {
+            float x = row[i];
+            if (i == 6 || i == 11) x = -std::numeric_limits<float>::infinity();
+            if (std::count(prompt.begin(), prompt.end(), int32_t(i)) || std::count(output.begin(), output.end(), int32_t(i)))
+                x = x > 0.0f ? x / p.repetitionPenalty : x * p.repetitionPenalty;
+            const auto c = std::count(output.begin(), output.end(), int32_t(i));
+            if (c) x -= p.frequencyPenalty * float(c) + p.presencePenalty;
+            l[i] = double(x);
+        }
+        double z = 0;
+        for (double v : l) z += std::exp(v);
+        for (auto& [tok, pr] : dist) QVERIFY(std::abs(pr - std::exp(l[size_t(tok)]) / z) < 1e-9);
     }
 
     void validation() {
