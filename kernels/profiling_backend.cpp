@@ -49,192 +49,114 @@ void ProfilingBackend::download(const Buffer& src, void* host, size_t bytes, siz
 }
 
 void ProfilingBackend::copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) {
-    const auto t0 = Clock::now();
-    m_inner->copy(src, srcOffset, dst, dstOffset, bytes);
-    m_inner->synchronize();
-    add("copy", t0);
+    timed("copy", [&] { m_inner->copy(src, srcOffset, dst, dstOffset, bytes); });
 }
 
 void ProfilingBackend::embedding(const int32_t* ids, int64_t T, const WeightView& table, const Buffer& out) {
-    const auto t0 = Clock::now();
-    m_inner->embedding(ids, T, table, out);
-    m_inner->synchronize();
-    add("embedding", t0);
+    timed("embedding", [&] { m_inner->embedding(ids, T, table, out); });
 }
 
 void ProfilingBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const Buffer& y) {
-    const auto t0 = Clock::now();
-    m_inner->linear(x, T, w, y);
-    m_inner->synchronize();
-    add((w.packed ? "linear (packed)" : "linear"), t0);
+    timed(w.packed ? "linear (packed)" : "linear", [&] { m_inner->linear(x, T, w, y); });
 }
 
 void ProfilingBackend::rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, float eps, const Buffer& y) {
-    const auto t0 = Clock::now();
-    m_inner->rmsnorm(x, rows, D, w, eps, y);
-    m_inner->synchronize();
-    add("rmsnorm", t0);
+    timed("rmsnorm", [&] { m_inner->rmsnorm(x, rows, D, w, eps, y); });
 }
 
 void ProfilingBackend::layernorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, const Buffer& b, float eps, const Buffer& y) {
-    const auto t0 = Clock::now();
-    m_inner->layernorm(x, rows, D, w, b, eps, y);
-    m_inner->synchronize();
-    add("layernorm", t0);
+    timed("layernorm", [&] { m_inner->layernorm(x, rows, D, w, b, eps, y); });
 }
 
 void ProfilingBackend::swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_t I, float limit, const Buffer& out) {
-    const auto t0 = Clock::now();
-    m_inner->swiglu(gate, up, T, I, limit, out);
-    m_inner->synchronize();
-    add("swiglu", t0);
+    timed("swiglu", [&] { m_inner->swiglu(gate, up, T, I, limit, out); });
 }
 
 void ProfilingBackend::add(const Buffer& x, const Buffer& y, int64_t n) {
-    const auto t0 = Clock::now();
-    m_inner->add(x, y, n);
-    m_inner->synchronize();
-    add("add", t0);
+    timed("add", [&] { m_inner->add(x, y, n); });
 }
 
 void ProfilingBackend::scale(const Buffer& x, int64_t n, float s) {
-    const auto t0 = Clock::now();
-    m_inner->scale(x, n, s);
-    m_inner->synchronize();
-    add("scale", t0);
+    timed("scale", [&] { m_inner->scale(x, n, s); });
 }
 
 void ProfilingBackend::zero(const Buffer& x) {
-    const auto t0 = Clock::now();
-    m_inner->zero(x);
-    m_inner->synchronize();
-    add("zero", t0);
+    timed("zero", [&] { m_inner->zero(x); });
 }
 
 void ProfilingBackend::concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T, const Buffer& out) {
-    const auto t0 = Clock::now();
-    m_inner->concatColumns(parts, widths, count, T, out);
-    m_inner->synchronize();
-    add("concatColumns", t0);
+    timed("concatColumns", [&] { m_inner->concatColumns(parts, widths, count, T, out); });
 }
 
 void ProfilingBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post, const Buffer& comb) {
-    const auto t0 = Clock::now();
-    m_inner->mhcPre(streams, T, D, p, x, post, comb);
-    m_inner->synchronize();
-    add("mhcPre", t0);
+    timed("mhcPre", [&] { m_inner->mhcPre(streams, T, D, p, x, post, comb); });
 }
 
 void ProfilingBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post, const Buffer& comb) {
-    const auto t0 = Clock::now();
-    m_inner->mhcPost(streams, T, D, n, y, post, comb);
-    m_inner->synchronize();
-    add("mhcPost", t0);
+    timed("mhcPost", [&] { m_inner->mhcPost(streams, T, D, n, y, post, comb); });
 }
 
 void ProfilingBackend::mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& out) {
-    const auto t0 = Clock::now();
-    m_inner->mhcHead(streams, T, D, n, out);
-    m_inner->synchronize();
-    add("mhcHead", t0);
+    timed("mhcHead", [&] { m_inner->mhcHead(streams, T, D, n, out); });
 }
 
 void ProfilingBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, const Buffer& w, const Buffer& convState, const Buffer& out) {
-    const auto t0 = Clock::now();
-    m_inner->causalConvSilu(x, T, C, K, w, convState, out);
-    m_inner->synchronize();
-    add("causalConvSilu", t0);
+    timed("causalConvSilu", [&] { m_inner->causalConvSilu(x, T, C, K, w, convState, out); });
 }
 
 void ProfilingBackend::kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, const Buffer& aLog, const Buffer& dtBias, float lowerBound) {
-    const auto t0 = Clock::now();
-    m_inner->kdaGate(f, T, H, Dk, aLog, dtBias, lowerBound);
-    m_inner->synchronize();
-    add("kdaGate", t0);
+    timed("kdaGate", [&] { m_inner->kdaGate(f, T, H, Dk, aLog, dtBias, lowerBound); });
 }
 
 void ProfilingBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g, const Buffer& betaLogits, const Buffer& state, const Buffer& out) {
-    const auto t0 = Clock::now();
-    m_inner->kdaRecurrent(qkv, T, H, Dk, g, betaLogits, state, out);
-    m_inner->synchronize();
-    add("kdaRecurrent", t0);
+    timed("kdaRecurrent", [&] { m_inner->kdaRecurrent(qkv, T, H, Dk, g, betaLogits, state, out); });
 }
 
 void ProfilingBackend::gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps, const Buffer& gate) {
-    const auto t0 = Clock::now();
-    m_inner->gatedRmsnorm(o, T, H, Dv, w, eps, gate);
-    m_inner->synchronize();
-    add("gatedRmsnorm", t0);
+    timed("gatedRmsnorm", [&] { m_inner->gatedRmsnorm(o, T, H, Dv, w, eps, gate); });
 }
 
 void ProfilingBackend::mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache, const PageTable& pages, int64_t pos0) {
-    const auto t0 = Clock::now();
-    m_inner->mlaCacheWrite(c, T, R, dt, cache, pages, pos0);
-    m_inner->synchronize();
-    add("mlaCacheWrite", t0);
+    timed("mlaCacheWrite", [&] { m_inner->mlaCacheWrite(c, T, R, dt, cache, pages, pos0); });
 }
 
 void ProfilingBackend::mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb, const Buffer& qLat) {
-    const auto t0 = Clock::now();
-    m_inner->mlaAbsorbQ(q, T, H, dn, dv, kvb, qLat);
-    m_inner->synchronize();
-    add("mlaAbsorbQ", t0);
+    timed("mlaAbsorbQ", [&] { m_inner->mlaAbsorbQ(q, T, H, dn, dv, kvb, qLat); });
 }
 
 void ProfilingBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, int64_t R, const Buffer& cache, KvCacheDtype dt, const PageTable& pages, const Buffer& idx, int64_t width, float scale, const Buffer& oLat) {
-    const auto t0 = Clock::now();
-    m_inner->mlaSparseAttention(qLat, T, H, R, cache, dt, pages, idx, width, scale, oLat);
-    m_inner->synchronize();
-    add("mlaSparseAttention", t0);
+    timed("mlaSparseAttention", [&] { m_inner->mlaSparseAttention(qLat, T, H, R, cache, dt, pages, idx, width, scale, oLat); });
 }
 
 void ProfilingBackend::mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb, const Buffer& o) {
-    const auto t0 = Clock::now();
-    m_inner->mlaUpV(oLat, T, H, dn, dv, kvb, o);
-    m_inner->synchronize();
-    add("mlaUpV", t0);
+    timed("mlaUpV", [&] { m_inner->mlaUpV(oLat, T, H, dn, dv, kvb, o); });
 }
 
 void ProfilingBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp, const Buffer& ape, KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore, const PageTable& pages, int64_t pos0) {
-    const auto t0 = Clock::now();
-    m_inner->indexerCacheWrite(k, gate, T, D, kp, ape, dt, tail, poolStore, pages, pos0);
-    m_inner->synchronize();
-    add("indexerCacheWrite", t0);
+    timed("indexerCacheWrite", [&] { m_inner->indexerCacheWrite(k, gate, T, D, kp, ape, dt, tail, poolStore, pages, pos0); });
 }
 
 void ProfilingBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages, int64_t pos0, const Buffer& idx, IndexerStats* stats) {
-    const auto t0 = Clock::now();
-    m_inner->indexerSelect(q, w, T, H, D, kp, topk, dt, poolStore, pages, pos0, idx, stats);
-    m_inner->synchronize();
-    add("indexerSelect", t0);
+    timed("indexerSelect", [&] { m_inner->indexerSelect(q, w, T, H, D, kp, topk, dt, poolStore, pages, pos0, idx, stats); });
 }
 
 void ProfilingBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, int32_t* hostIdx, float* hostWeight) {
-    const auto t0 = Clock::now();
-    m_inner->moeRoute(x, T, gate, bias, E, topk, nGroup, topkGroup, normTopk, scaling, hostIdx, hostWeight);
-    m_inner->synchronize();
-    add("moeRoute", t0);
+    timed("moeRoute", [&] { m_inner->moeRoute(x, T, gate, bias, E, topk, nGroup, topkGroup, normTopk, scaling, hostIdx, hostWeight); });
 }
 
 void ProfilingBackend::gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel, int64_t n, const Buffer& rows) {
-    const auto t0 = Clock::now();
-    m_inner->gatherRows(x, D, hostSel, n, rows);
-    m_inner->synchronize();
-    add("gatherRows", t0);
+    timed("gatherRows", [&] { m_inner->gatherRows(x, D, hostSel, n, rows); });
 }
 
 void ProfilingBackend::scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale, int64_t n, const Buffer& y) {
-    const auto t0 = Clock::now();
-    m_inner->scatterAddRows(rows, D, hostSel, hostScale, n, y);
-    m_inner->synchronize();
-    add("scatterAddRows", t0);
+    timed("scatterAddRows", [&] { m_inner->scatterAddRows(rows, D, hostSel, hostScale, n, y); });
 }
 
 bool ProfilingBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t I, const int32_t* hostIdx, const float* hostWeight, int64_t topk, const WeightView* gate, const WeightView* up, const WeightView* down, int64_t E, float limit, const Buffer& y) {
     const auto t0 = Clock::now();
-    auto r = m_inner->moeExpertsFused(x, T, D, I, hostIdx, hostWeight, topk, gate, up, down, E, limit, y);
+    const bool r = m_inner->moeExpertsFused(x, T, D, I, hostIdx, hostWeight, topk, gate, up, down, E, limit, y);
     m_inner->synchronize();
-    add("moeExpertsFused", t0);
+    if (r) add("moeExpertsFused", t0);  // a declined call did nothing to time (the model runs the expert loop)
     return r;
 }
 

@@ -66,6 +66,14 @@ public:
     bool deviceMemory(size_t* freeBytes, size_t* totalBytes) const override;
 
 private:
+    // Runs one forwarded op, synchronizes the wrapped backend and books the wall time under `op`.
+    template <class F>
+    void timed(const char* op, F&& forward) {
+        const auto t0 = std::chrono::steady_clock::now();
+        forward();
+        m_inner->synchronize();
+        add(op, t0);
+    }
     void add(const char* op, std::chrono::steady_clock::time_point t0) {
         Row& r = m_rows[op];
         ++r.calls;
