@@ -326,6 +326,10 @@ def main():
                     "clock) after this many training seconds and exit; --resume continues the same schedule")
     ap.add_argument("--resume", type=Path, help="full state written by --stop-after")
     args = ap.parse_args()
+    if args.resume and not args.resume.is_file():
+        raise SystemExit(f"--resume {args.resume}: no such file (a full state written by --stop-after)")
+    if args.stop_after is not None and not 0 < args.stop_after < args.train_seconds:
+        raise SystemExit(f"--stop-after must lie in (0, --train-seconds = {args.train_seconds}); got {args.stop_after}")
     import torch
     import transformers
     import make_golden as mg
