@@ -305,6 +305,26 @@ public:
         return false;
     }
 
+    // The same two steps with the routing left on the backend, so a decode step needs no host round trip
+    // per MoE layer. moeRouteDevice: moeRoute's result written to backend buffers idx [T, topk] int32 and
+    // weight [T, topk] fp32 (bit-identical to moeRoute's host outputs). moeExpertsFusedDevice: the routed
+    // experts of moeExpertsFused reading idx/weight from backend buffers (ids outside [0, E) are skipped,
+    // as there). Each returns false when this backend has no such path for these weights or this step
+    // size (the CPU: never); the caller then downloads idx/weight (or calls moeRoute) and goes on as before.
+    virtual bool moeRouteDevice(const Buffer& /*x*/, int64_t /*T*/, const WeightView& /*gate*/,
+                                const Buffer& /*bias*/, int64_t /*E*/, int64_t /*topk*/, int64_t /*nGroup*/,
+                                int64_t /*topkGroup*/, bool /*normTopk*/, float /*scaling*/, const Buffer& /*idx*/,
+                                const Buffer& /*weight*/) {
+        return false;
+    }
+    virtual bool moeExpertsFusedDevice(const Buffer& /*x*/, int64_t /*T*/, int64_t /*D*/, int64_t /*I*/,
+                                       const Buffer& /*idx*/, const Buffer& /*weight*/, int64_t /*topk*/,
+                                       const WeightView* /*gate*/, const WeightView* /*up*/,
+                                       const WeightView* /*down*/, int64_t /*E*/, float /*limit*/,
+                                       const Buffer& /*y*/) {
+        return false;
+    }
+
     // Sampling --------------------------------------------------------------------------------------
     // Samples n rows of logits [*, V] (fp32, on this backend; reqs[i].row picks the row) and fills out[i]
     // (host memory) for each; waits for the result. Rows with status != kOk must be redone by the host

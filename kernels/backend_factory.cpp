@@ -17,14 +17,20 @@ int cudaDeviceCount() { return cudaDeviceCountImpl(); }
 namespace exl3cuda {  // cuda_exl3.cu
 int setMoeLaunches(int n);
 int lastMoeLaunches();
+int moeLaunches();
+bool moeDeviceRouting();
 }  // namespace exl3cuda
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
+int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
+bool exl3MoeDeviceRouting() { return exl3cuda::moeDeviceRouting(); }
 #else
 bool cudaBackendBuilt() { return false; }
 int cudaDeviceCount() { return 0; }
 int exl3MoeSetLaunches(int) { return 0; }
 int exl3MoeLastLaunches() { return 0; }
+int exl3MoeLaunches() { return 0; }
+bool exl3MoeDeviceRouting() { return false; }
 #endif
 
 void checkBackendName(const std::string& name) {

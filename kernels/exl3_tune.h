@@ -14,5 +14,10 @@ namespace ts {
 int exl3MoeSetLaunches(int n);
 // Kernel launches of the last fused MoE call in this process (1, 2 or 3; 0 before any).
 int exl3MoeLastLaunches();
+// The variant in force now: 1 or 2 (0 without CUDA).
+int exl3MoeLaunches();
+// Whether the fused MoE may take its work list from device-side routing (moeExpertsFusedDevice,
+// kernels/cuda/cuda_exl3_moe_routed.cu): on unless TS_MOE_DEVICE_ROUTE=0 (A/B); false without CUDA.
+bool exl3MoeDeviceRouting();
 
 }  // namespace ts

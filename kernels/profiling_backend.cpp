@@ -160,6 +160,27 @@ bool ProfilingBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, in
     return r;
 }
 
+bool ProfilingBackend::moeRouteDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
+                                      int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
+                                      const Buffer& idx, const Buffer& weight) {
+    const auto t0 = Clock::now();
+    const bool r = m_inner->moeRouteDevice(x, T, gate, bias, E, topk, nGroup, topkGroup, normTopk, scaling, idx, weight);
+    m_inner->synchronize();
+    if (r) add("moeRouteDevice", t0);
+    return r;
+}
+
+bool ProfilingBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, int64_t I, const Buffer& idx,
+                                             const Buffer& weight, int64_t topk, const WeightView* gate,
+                                             const WeightView* up, const WeightView* down, int64_t E, float limit,
+                                             const Buffer& y) {
+    const auto t0 = Clock::now();
+    const bool r = m_inner->moeExpertsFusedDevice(x, T, D, I, idx, weight, topk, gate, up, down, E, limit, y);
+    m_inner->synchronize();
+    if (r) add("moeExpertsFusedDevice", t0);
+    return r;
+}
+
 bool ProfilingBackend::sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs,
                                   SampleOutput* out) {
     const auto t0 = Clock::now();

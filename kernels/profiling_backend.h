@@ -61,6 +61,12 @@ public:
     void gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel, int64_t n, const Buffer& rows) override;
     void scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale, int64_t n, const Buffer& y) override;
     bool moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t I, const int32_t* hostIdx, const float* hostWeight, int64_t topk, const WeightView* gate, const WeightView* up, const WeightView* down, int64_t E, float limit, const Buffer& y) override;
+    bool moeRouteDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,
+                        int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, const Buffer& idx,
+                        const Buffer& weight) override;
+    bool moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, int64_t I, const Buffer& idx, const Buffer& weight,
+                               int64_t topk, const WeightView* gate, const WeightView* up, const WeightView* down,
+                               int64_t E, float limit, const Buffer& y) override;
     bool sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs, SampleOutput* out) override;
     void synchronize() override;
     bool deviceMemory(size_t* freeBytes, size_t* totalBytes) const override;

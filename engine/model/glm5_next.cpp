@@ -161,6 +161,7 @@ ForwardResult Glm5NextModel::forward(const int32_t* ids, int64_t T, SequenceStat
     s.lastOnly = lastOnly;
     s.wantHidden = wantHidden;
     s.recordSelection = recordSelection;
+    s.recordTies = true;
     ForwardResult r = std::move(forwardBatch({s})[0]);
     state.advance(T);
     return r;

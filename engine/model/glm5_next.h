@@ -42,6 +42,9 @@ struct SeqStep {
     bool logitsOnDevice = false;   // leave the logits on the backend (ForwardResult::deviceLogits)
     bool wantHidden = false;
     bool recordSelection = false;  // fill indexer.selectionHash (diagnostics, tests)
+    // Count the indexer's top-k ties (ForwardResult::indexer): a diagnostic that costs a device backend
+    // one host round trip per indexer layer, so the serving path leaves it off (forward() turns it on).
+    bool recordTies = false;
 };
 
 // Calibration hook (the EXL3 quantizer's Hessian capture, quant/exl3_calibration.h). When one is set,

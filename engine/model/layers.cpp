@@ -2,6 +2,7 @@
 // indexer, dense SwiGLU MLP and MoE; and the MTP block. Shapes are noted per buffer: T tokens.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -98,9 +99,11 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, int L, const Buffer& x, Ba
                                 st.pos0);
             IndexerStats one;
             if (!bt.rowHash.empty()) one.selectionHash.assign(bt.rowHash.begin() + r0, bt.rowHash.begin() + r0 + n);
+            // Statistics only when asked for: they bring the tie flags back to the host (a round trip).
+            const bool wantStats = st.recordTies || !bt.rowHash.empty();
             b.indexerSelect(iq.viewF32(size_t(r0 * Hi * Di), size_t(n * Hi * Di)), wts.viewF32(size_t(r0 * Hi), size_t(n * Hi)),
                             n, Hi, Di, kp, c.index_topk, st.caches.dtype, ls.idxPools, st.caches.pages, st.pos0,
-                            bt.idx.view(size_t(r0 * width) * 4, size_t(n * width) * 4), &one);
+                            bt.idx.view(size_t(r0 * width) * 4, size_t(n * width) * 4), wantStats ? &one : nullptr);
             if (!bt.rowHash.empty()) std::copy(one.selectionHash.begin(), one.selectionHash.end(), bt.rowHash.begin() + r0);
             IndexerStats& acc = bt.stats[s];
             if (one.firstTiedQuery >= 0 && acc.firstTiedQuery < 0) acc.firstTiedQuery = one.firstTiedQuery;
@@ -143,10 +146,49 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     Backend& b = m_backend;
     const TextConfig& c = m_cfg.text;
     const int64_t D = c.hidden_size, E = c.n_routed_experts, K = c.num_experts_per_tok;
+    const int64_t I = c.moe_intermediate_size;
+    const float limit = c.swiglu_limit ? *c.swiglu_limit : 0.0f;
+    // A backend with a fused path for these (packed) experts runs them all at once; the calibration
+    // observer needs each expert's own call, so it keeps the loop.
+    const bool fusable = !m_mlpObserver && !w.experts.empty() && w.experts[0].gate.packed;
+    std::vector<WeightView> gv, uv, dv;
+    if (fusable) {
+        gv.reserve(w.experts.size());
+        uv.reserve(w.experts.size());
+        dv.reserve(w.experts.size());
+        for (const MlpWeights& ex : w.experts) {
+            gv.push_back(ex.gate);
+            uv.push_back(ex.up);
+            dv.push_back(ex.down);
+        }
+    }
+    Buffer y = allocF(b, T * D);  // zeroed: the experts' outputs are accumulated into it
     std::vector<int32_t> idx(static_cast<size_t>(T * K));
     std::vector<float> wt(static_cast<size_t>(T * K));
-    b.moeRoute(x, T, w.router, w.correctionBias, E, K, c.n_group, c.topk_group, c.norm_topk_prob,
-               c.routed_scaling_factor, idx.data(), wt.data());
+    bool fused = false, routed = false;
+    if (fusable) {
+        // Routing kept on the backend: no host round trip in this layer when the fused path takes it
+        // (the decision record, a diagnostic, still brings the ids back). [idx | weight] in one buffer,
+        // so one download brings both.
+        const size_t tk = size_t(T * K);
+        Buffer rt = b.alloc(tk * 8);
+        const Buffer dIdx = rt.view(0, tk * 4), dWt = rt.view(tk * 4, tk * 4);
+        if (b.moeRouteDevice(x, T, w.router, w.correctionBias, E, K, c.n_group, c.topk_group, c.norm_topk_prob,
+                             c.routed_scaling_factor, dIdx, dWt)) {
+            routed = true;
+            fused = b.moeExpertsFusedDevice(x, T, D, I, dIdx, dWt, K, gv.data(), uv.data(), dv.data(),
+                                            int64_t(w.experts.size()), limit, y);
+            if (!fused || rowHash) {
+                std::vector<uint8_t> both(tk * 8);
+                b.download(rt, both.data(), tk * 8);
+                std::memcpy(idx.data(), both.data(), tk * 4);
+                std::memcpy(wt.data(), both.data() + tk * 4, tk * 4);
+            }
+        }
+    }
+    if (!routed)
+        b.moeRoute(x, T, w.router, w.correctionBias, E, K, c.n_group, c.topk_group, c.norm_topk_prob,
+                   c.routed_scaling_factor, idx.data(), wt.data());
     if (rowHash)  // fold the routing into the per-row decision record
         for (int64_t t = 0; t < T; ++t) {
             std::vector<int32_t> chosen(idx.begin() + t * K, idx.begin() + (t + 1) * K);
@@ -157,23 +199,9 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
 
     // Only the selected experts run, each over the tokens routed to it. Per token the expert outputs
     // are summed in ascending expert order (as the reference does), then the shared expert is added.
-    // A backend with a fused path for these (packed) experts runs them all at once; the calibration
-    // observer needs each expert's own call, so it keeps the loop.
-    Buffer y = allocF(b, T * D);
-    bool fused = false;
-    if (!m_mlpObserver && !w.experts.empty() && w.experts[0].gate.packed) {
-        std::vector<WeightView> gv, uv, dv;
-        gv.reserve(w.experts.size());
-        uv.reserve(w.experts.size());
-        dv.reserve(w.experts.size());
-        for (const MlpWeights& ex : w.experts) {
-            gv.push_back(ex.gate);
-            uv.push_back(ex.up);
-            dv.push_back(ex.down);
-        }
-        fused = b.moeExpertsFused(x, T, D, c.moe_intermediate_size, idx.data(), wt.data(), K, gv.data(), uv.data(),
-                                  dv.data(), int64_t(w.experts.size()), c.swiglu_limit ? *c.swiglu_limit : 0.0f, y);
-    }
+    if (fusable && !fused)
+        fused = b.moeExpertsFused(x, T, D, I, idx.data(), wt.data(), K, gv.data(), uv.data(), dv.data(),
+                                  int64_t(w.experts.size()), limit, y);
     std::vector<int32_t> rows;
     std::vector<float> scales;
     for (int64_t e = 0; e < E && !fused; ++e) {
@@ -189,7 +217,7 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
         const int64_t n = int64_t(rows.size());
         Buffer xe = allocF(b, n * D);
         b.gatherRows(x, D, rows.data(), n, xe);
-        Buffer ye = mlpForward(w.experts[size_t(e)], xe, n, c.moe_intermediate_size);
+        Buffer ye = mlpForward(w.experts[size_t(e)], xe, n, I);
         b.scatterAddRows(ye, D, rows.data(), scales.data(), n, y);
     }
     if (w.hasShared) {

@@ -114,6 +114,7 @@ struct MoeShape {
     float limit;
     bool mixedK;     // expert sets alternate their gate/up K (no single launch fits: the fused path declines)
     int64_t poolE;   // routing draws from experts [0, poolE) (sharing between tokens)
+    bool oddIds = false;  // each token names its first expert twice, and one id is out of range (skipped)
 };
 
 // The model's loop (layers.cpp moeForward without the shared expert), on one backend.
@@ -174,6 +175,10 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
         idx[0] = 0;
         idx[1] = 1;
     }
+    if (s.oddIds) {  // no router does this, but the op's contract allows it: every path must agree
+        for (int64_t t = 0; t < s.T; ++t) idx[size_t(t * s.topk + 1)] = idx[size_t(t * s.topk)];
+        idx[size_t(s.T * s.topk - 1)] = int32_t(s.E + 3);
+    }
     const std::vector<float> wt = ctx.uniform(size_t(s.T * s.topk), 0.05f, 1.0f);
     const std::vector<float> x = ctx.randn(size_t(s.T * s.D)), y0 = ctx.randn(size_t(s.T * s.D));
 
@@ -188,6 +193,17 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
         if (!f) expertLoop(b, xb, s.T, s.D, s.I, idx, wt, s.topk, gate, up, down, s.E, s.limit, yb);
         if (side) fused = f;
         res[side] = Context::getF32(b, yb, size_t(s.T * s.D));
+    }
+    // The same routing read from device buffers (moeExpertsFusedDevice: the work list built on the device).
+    std::vector<float> resDev;
+    bool fusedDev = false;
+    {
+        Backend& b = ctx.dut();
+        const Buffer xb = Context::put(b, x), yb = Context::put(b, y0);
+        const Buffer ib = b.upload(idx.data(), idx.size() * 4), wb = Context::put(b, wt);
+        fusedDev = b.moeExpertsFusedDevice(xb, s.T, s.D, s.I, ib, wb, s.topk, gate.data(), up.data(), down.data(), s.E,
+                                           s.limit, yb);
+        if (fusedDev) resDev = Context::getF32(b, yb, size_t(s.T * s.D));
     }
     const std::string sh = std::string(s.label) + " T=" + str(s.T) + " D=" + str(s.D) + " I=" + str(s.I) + " E=" +
                            str(s.E) + " top" + str(s.topk) + " K=" + str(s.bitsGU) + (s.mixedK ? "/" + str(s.bitsGU + 1) : "") +
@@ -211,7 +227,39 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
     } else if (r.note.empty()) {
         r.note = fused ? "fused, " + str(exl3MoeLastLaunches()) + " launch(es)" : "per-expert loop";
     }
-    return {r};
+    std::vector<OpResult> rs{r};
+    // Routed on the device: taken by a CUDA backend for decode-sized steps of one-launch experts.
+    const bool cuda = ctx.dut().name() == "cuda";
+    const bool expectDev = cuda && !s.mixedK && s.bitsGU == s.bitsD && s.T <= 16 && s.T * s.topk <= 256 &&
+                           exl3MoeLaunches() == 1 && exl3MoeDeviceRouting();
+    if (fusedDev) {
+        OpResult rd = compareRel("moeExpertsFusedDevice", sh, res[0], resDev, kTolMoe);
+        std::vector<float> dr(res[0].size()), dd(resDev.size());
+        for (size_t i = 0; i < dr.size(); ++i) {
+            dr[i] = res[0][i] - y0[i];
+            dd[i] = resDev[i] - y0[i];
+        }
+        const OpResult r2 = compareRel("moeExpertsFusedDevice", sh, dr, dd, kTolMoe);
+        if (!r2.pass) rd = r2;
+        if (!expectDev) {
+            rd.pass = false;
+            rd.note = "device-routed path taken where it should decline";
+        }
+        rs.push_back(rd);
+        // At T = 1 the plan is the host version's: the same bits (with distinct ids and all in range).
+        if (s.T == 1 && fused && !s.oddIds)
+            rs.push_back(Context::compareExact(kFamily, "moeExpertsFusedDevice vs moeExpertsFused", sh,
+                                               bitsOf(res[1]), bitsOf(resDev)));
+    } else if (expectDev) {
+        OpResult rd;
+        rd.family = kFamily;
+        rd.op = "moeExpertsFusedDevice";
+        rd.shape = sh;
+        rd.pass = false;
+        rd.note = "declined a decode-sized step of one-launch experts";
+        rs.push_back(rd);
+    }
+    return rs;
 }
 
 // Random routing: topk distinct experts per token from [0, pool); weights in (0.05, 1).
@@ -394,6 +442,10 @@ void addExl3Cases(std::vector<Case>& out) {
         {"moe 1-launch dup", 16, 256, 384, 288, 8, 16, 5, 5, CB::Inst3, 0.0f, false, 12},
         {"moe 1-launch combine", 64, 256, 256, 288, 8, 16, 2, 2, CB::Mcg, 0.0f, false, 24},
         {"moe 1-launch prefill", 100, 200, 300, 16, 4, 16, 6, 6, CB::Mul1, 0.3f, false, 6},
+        // Device-routed work list (decode sizes): a token naming an expert twice (16 of 12 experts' rows
+        // exceed T: extra jobs) and an out-of-range id; the two-K cases above check that it declines.
+        {"moe odd ids", 4, 256, 384, 288, 8, 16, 4, 4, CB::Mcg, 0.0f, false, 12, true},
+        {"moe odd ids", 16, 256, 384, 288, 8, 16, 3, 3, CB::Mul1, 0.5f, false, 12, true},
     };
     for (const MoeShape& s : moes)
         out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T), [s](Context& c) { return moeCase(c, s); }});

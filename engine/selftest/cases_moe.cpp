@@ -73,8 +73,22 @@ std::vector<OpResult> routeCase(Context& ctx, const RouteSpec& s) {
                            " topk=" + str(s.topk) + (s.nGroup > 1 ? " groups=" + str(s.topkGroup) + "/" + str(s.nGroup) : "") +
                            (s.norm ? " norm" : "") + " x" + fstr(s.scaling) + " " + std::string(dtypeName(s.dtype)) +
                            (s.ties ? " ties" : "");
-    return {Context::compareExact(kFamily, "moeRoute.idx", sh, idxR, idxD),
-            Context::compare(kFamily, "moeRoute.weight", sh, wR, wD, 1e-7, 1e-6)};
+    std::vector<OpResult> rs{Context::compareExact(kFamily, "moeRoute.idx", sh, idxR, idxD),
+                             Context::compare(kFamily, "moeRoute.weight", sh, wR, wD, 1e-7, 1e-6)};
+    // The device-output variant (a backend that has it): the same bits as its own host-output routing.
+    {
+        Backend& b = ctx.dut();
+        const Buffer ib = Context::poisoned(b, n * 4), wb = Context::poisoned(b, n * 4);
+        if (b.moeRouteDevice(Context::put(b, x), s.T, w, Context::put(b, bias), s.E, s.topk, s.nGroup, s.topkGroup,
+                             s.norm, s.scaling, ib, wb)) {
+            std::vector<int32_t> idxV(n);
+            b.download(ib, idxV.data(), n * 4);
+            const std::vector<float> wV = Context::getF32(b, wb, n);
+            rs.push_back(Context::compareExact(kFamily, "moeRouteDevice.idx", sh, idxD, idxV));
+            rs.push_back(Context::compareExact(kFamily, "moeRouteDevice.weight", sh, bitsOf(wD), bitsOf(wV)));
+        }
+    }
+    return rs;
 }
 
 std::vector<OpResult> gatherCase(Context& ctx, const char* label, int64_t T, int64_t D, int64_t n) {

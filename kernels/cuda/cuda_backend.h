@@ -103,6 +103,14 @@ public:
                          const float* hostWeight, int64_t topk, const WeightView* gate, const WeightView* up,
                          const WeightView* down, int64_t E, float limit, const Buffer& y) override;
 
+    // cuda_moe.cu / cuda_exl3_moe_routed.cu: the routing left on the device (no host round trip)
+    bool moeRouteDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,
+                        int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, const Buffer& idx,
+                        const Buffer& weight) override;
+    bool moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, int64_t I, const Buffer& idx, const Buffer& weight,
+                               int64_t topk, const WeightView* gate, const WeightView* up, const WeightView* down,
+                               int64_t E, float limit, const Buffer& y) override;
+
     // cuda_sampling.cu
     bool sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs,
                     SampleOutput* out) override;
@@ -143,6 +151,9 @@ public:
     const int32_t* devicePages(const PageTable& pages) { return uploadInts(kScratchPages, pages.blocks, pages.numBlocks); }
 
 private:
+    // cuda_moe.cu: the router's two launches, writing idx [T, topk] / weight [T, topk] in device memory.
+    void routeOnDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,
+                       int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, int32_t* dIdx, float* dWeight);
     // cuda_exl3.cu: y[T, p.outFeatures()] = x[T, p.inFeatures()] · Wᵀ for a packed EXL3 linear (called by
     // linear() in cuda_math.cu for w.packed).
     void exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y);

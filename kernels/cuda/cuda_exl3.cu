@@ -296,6 +296,11 @@ __device__ __forceinline__ void combineRange(const Params& P, int b, int t0, int
     }
 }
 
+// Jobs of the launch that are real: P.J, or fewer when the device-side plan says so (Params::liveGroups).
+__device__ __forceinline__ int liveJobs(const Params& P) {
+    return P.liveGroups ? (P.mode == kModeSwiglu ? 2 : 1) * *P.liveGroups : P.J;
+}
+
 __device__ __forceinline__ Job jobOf(const Params& P, int j) {
     if (P.jobs) return P.jobs[j];
     Job job = P.inlineJob;
@@ -350,7 +355,7 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
         if (tid == 0) {
             int* cnt = P.counters + P.groups * P.NB + b;
             const int old = atomicAdd(cnt, 1);
-            const bool last = old == P.J - 1;
+            const bool last = old == liveJobs(P) - 1;
             if (last) *cnt = 0;
             *flag = last;
         }
@@ -381,6 +386,7 @@ __device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* sm
     const int64_t sb = u / P.J;
     const int b = int(sb % P.NB);
     const int s = int(sb / P.NB);
+    if (P.liveGroups && j >= liveJobs(P)) return;  // a planned-for pair the step's routing did not use
     const Job job = jobOf(P, j);
     const int m = job.m;
 
@@ -612,7 +618,7 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3MoeKernel(const
         const Params& P = F.ph[1];
         const int cu = t - endD, nTB = (P.Tf + 7) / 8;
         const int b = cu / nTB, t0 = (cu - b * nTB) * 8;
-        blockWaitCount(F.sync + 2 + F.ph[0].groups + b, P.J);
+        blockWaitCount(F.sync + 2 + F.ph[0].groups + b, liveJobs(P));
         combineRange(P, b, t0, min(P.Tf, t0 + 8), tid, kThreads);
     }
     // Retire: the last block to get here (fenced against the others' counter updates: the ticket draw,

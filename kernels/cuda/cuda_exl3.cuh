@@ -98,6 +98,10 @@ struct Params {
     const int* waitOn = nullptr;
     int waitTarget = 0;
     int* signal = nullptr;
+    // The fused MoE with the routing on the device (cuda_exl3_moe_routed.cu): J and groups are upper bounds
+    // planned on the host; the real pair count is *liveGroups (written by the plan kernel earlier in the
+    // stream), jobs j ≥ liveJobs (2·live for swiglu pairs, live for down) exit at once. Null: all J are real.
+    const int* liveGroups = nullptr;
 };
 
 // The fused MoE in ONE launch (exl3MoeKernel, launchMoe): one block per unit, each block taking a work
@@ -234,6 +238,7 @@ int tuneFlags();
 // The fused MoE's variant: 1 (one launch, the default) or 2 (the two-launch version: TS_EXL3_TUNE bit 4,
 // or a run-time override, ts::exl3MoeSetLaunches in kernels/exl3_tune.h, for benchmarks and tests).
 int moeLaunches();
+bool moeDeviceRouting();  // cuda_exl3_moe_routed.cu: TS_MOE_DEVICE_ROUTE (default on)
 int setMoeLaunches(int n);     // 1 or 2; anything else: back to TS_EXL3_TUNE. Returns the previous override.
 void noteMoeLaunches(int n);   // moeExpertsFused records its launches (for exl3MoeLastLaunches)
 int lastMoeLaunches();
@@ -283,6 +288,16 @@ struct Exl3Cache {
     };
     // Keyed by the first expert's gate PackedLinear (stable for the model's life), E entries.
     std::unordered_map<const PackedLinear*, std::vector<ExpertDev>> layers;
+    // The device-routed path (cuda_exl3_moe_routed.cu), same key: a device table of all E experts'
+    // {gate, up, down} × {trellis, suh, svh, bias} pointers, and whether the layer qualifies (one K and
+    // codebook for all projections, packed shapes [I, D] / [D, I]); sig = {K, codebook, k, n}.
+    struct RoutedLayer {
+        Buffer table;
+        int sigGU[4] = {};
+        int sigD[4] = {};
+        bool checked = false, ok = false;
+    };
+    std::unordered_map<const PackedLinear*, RoutedLayer> routed;
 };
 
 }  // namespace ts

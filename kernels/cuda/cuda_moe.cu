@@ -1,7 +1,9 @@
 // cuda_moe: MoE routing and the row gather / scatter of the per-expert path, on the GPU. The CPU backend
 // (kernels/cpu/cpu_moe.cpp) is the truth.
 //
-// moeRoute — two launches, then one device→host copy of [idx | weight] and a stream sync (host outputs):
+// moeRoute — two launches, then one device→host copy of [idx | weight] and a stream sync (host outputs);
+// moeRouteDevice — the same two launches writing the caller's device buffers (no copy, no sync: the fused
+// EXL3 MoE reads them there, cuda_exl3_moe_routed.cu):
 //   1. routerLogitsKernel: logits = x · Wᵀ, s = sigmoid(logit), choice = s + bias, into scratch [T, E].
 //      The discrete choice must equal the CPU's, so the dot product is computed in the CPU's exact
 //      order (cpu::dot): lane j of 8 accumulates the elements i ≡ j (mod 8) in increasing i, the lanes are
@@ -292,9 +294,9 @@ __global__ void __launch_bounds__(kRowThreads)
 
 }  // namespace
 
-void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
-                           int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
-                           int32_t* hostIdx, float* hostWeight) {
+void CudaBackend::routeOnDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
+                                int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
+                                int32_t* dIdx, float* dWeight) {
     TS_CHECK(!gate.packed, "moeRoute needs a dense router weight, not a packed (EXL3) linear");
     const int64_t D = gate.cols;
     TS_CHECK(gate.rows >= E && E > 0 && E <= INT32_MAX, "moeRoute: router weight has fewer rows than experts");
@@ -306,13 +308,9 @@ void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, c
     TS_CHECK(gate.dtype == DType::BF16 || gate.dtype == DType::F16 || gate.dtype == DType::F32,
              "moeRoute: router weight must be BF16, F16 or F32");
     const void* W = deviceWeight(gate);
-    const size_t te = size_t(T * E), tk = size_t(T * topk);
+    const size_t te = size_t(T * E);
     float* s = static_cast<float*>(scratch(kScratchA, te * 4 * 2));
     float* choice = s + te;
-    // [idx | weight] contiguous, so one copy brings both back.
-    auto* out = static_cast<uint8_t*>(scratch(kScratchB, tk * 8));
-    auto* dIdx = reinterpret_cast<int32_t*>(out);
-    auto* dWeight = reinterpret_cast<float*>(out + tk * 4);
     float* groupScore = nullptr;
     int* groupMasked = nullptr;
     if (nGroup > 1) {
@@ -347,11 +345,32 @@ void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, c
         s, choice, T, int(E), int(nGroup), int(topkGroup < INT32_MAX ? topkGroup : INT32_MAX), int(topk), normTopk,
         scaling, groupScore, groupMasked, dIdx, dWeight);
     TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
+                           int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
+                           int32_t* hostIdx, float* hostWeight) {
+    if (T <= 0) return;
+    const size_t tk = size_t(T * topk);
+    // [idx | weight] contiguous, so one copy brings both back.
+    auto* out = static_cast<uint8_t*>(scratch(kScratchB, tk * 8));
+    routeOnDevice(x, T, gate, bias, E, topk, nGroup, topkGroup, normTopk, scaling, reinterpret_cast<int32_t*>(out),
+                  reinterpret_cast<float*>(out + tk * 4));
     std::vector<uint8_t> host(tk * 8);
     TS_CUDA_CHECK(cudaMemcpyAsync(host.data(), out, tk * 8, cudaMemcpyDeviceToHost, m_stream));
     TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
     std::memcpy(hostIdx, host.data(), tk * 4);
     std::memcpy(hostWeight, host.data() + tk * 4, tk * 4);
+}
+
+bool CudaBackend::moeRouteDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
+                                 int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
+                                 const Buffer& idx, const Buffer& weight) {
+    if (T <= 0) return true;
+    TS_CHECK(topk >= 1 && idx.size() >= size_t(T * topk) * 4 && weight.size() >= size_t(T * topk) * 4,
+             "moeRouteDevice: idx / weight too small");
+    routeOnDevice(x, T, gate, bias, E, topk, nGroup, topkGroup, normTopk, scaling, idx.i32(), weight.f32());
+    return true;
 }
 
 void CudaBackend::gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel, int64_t n, const Buffer& rows) {

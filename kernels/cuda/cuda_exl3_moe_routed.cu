@@ -1,0 +1,346 @@
+// The fused EXL3 MoE with the routing left on the device (CudaBackend::moeExpertsFusedDevice): the
+// one-launch fused MoE of cuda_exl3_moe.cu, but its work list is built by a kernel from the router's
+// device outputs (moeRouteDevice, cuda_moe.cu), so a decode step does not stop at every MoE layer to bring
+// the expert ids to the host. Two launches per layer: the plan kernel, then exl3MoeKernel.
+//
+//   moePlanKernel (one block, one thread per (token, choice) pair, T·topk ≤ 256): the host version's
+//   work list, computed by ranks instead of a counting sort. Pair i = (t, k) with expert e:
+//     row of i     = #{valid j : e_j < e, or e_j = e and j < i}     (experts ascending, token-major within)
+//     rowStart(e)  = #{valid j : e_j < e};  count(e) = #{j : e_j = e}
+//     first of e   = no j < i with e_j = e; it writes e's jobs: ⌈count/T⌉ pairs of ≤ T rows, pair index
+//                    = Σ over experts e' < e of ⌈count(e')/T⌉ + chunk (the host's ascending pair order)
+//     combine slot = combOffsets[t] + #{valid k' of t : (e_k', k') < (e, k)}   (ascending expert, then choice)
+//   and *live = the number of pairs. Ids outside [0, E) are skipped, as by the host version.
+//
+//   exl3MoeKernel: planned on the host for the most pairs the step can have, min(T·topk, topk + min(E,
+//   T·topk)) (an expert has ≤ T rows unless a token names it twice; then it gets more jobs), with
+//   Params::liveGroups pointing at *live: units of pairs ≥ live exit at once, the combine counts live
+//   jobs. At T = 1 the bound is exact (a token's top-k experts are distinct), so the plan, the units and
+//   the summation order are the host version's: the result is bit-identical to moeExpertsFused with the
+//   same routing (checked by the self-test). At T > 1 the plan's split-K may differ from the host
+//   version's (planned for the actual pair count): another fixed order, within the same tolerance of the
+//   CPU.
+//
+// Eligible: 1 ≤ T ≤ 16 and T·topk ≤ 256 (decode and short verify steps; prefill keeps the host plan,
+// which also picks 64-row jobs), gate/up/down of every expert packed with one K and codebook (the one
+// launch), and the one-launch variant selected (TS_EXL3_TUNE bit 4 selects two launches: host path).
+// Every expert of the layer is uploaded on the first call (the plan kernel reads a device table of all
+// E experts' pointers) — all of them are read sooner or later in decode anyway.
+//
+// Test:      twinspark-cli selftest --backend cuda --filter exl3/moe   (engine/selftest/cases_exl3.cpp:
+//            "routed on device" against the CPU loop, and bit for bit against moeExpertsFused at T = 1)
+// Benchmark: the full-width slice decode (scripts/gpu/run_gpu_suite.sh, SLICE=1), with TS_MOE_DEVICE_ROUTE=0
+//            for the host-routed A/B.
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_common.cuh"
+#include "cuda/cuda_exl3.cuh"
+
+namespace ts {
+
+namespace {
+
+using namespace exl3cuda;
+
+constexpr int kPlanThreads = 256;  // = the most (token, choice) pairs of an eligible step
+
+// One expert's three projections on the device, as the plan kernel copies them into jobs.
+struct ProjPtrs {
+    const uint16_t* trellis;
+    const float* suh;
+    const float* svh;
+    const float* bias;
+};
+struct ExpertPtrs {
+    ProjPtrs gate, up, down;
+};
+
+struct PlanArgs {
+    const int32_t* idx;        // [P0] expert ids, token-major
+    const float* weight;       // [P0]
+    const ExpertPtrs* table;   // [E]
+    int T, topk, E, P0;
+    int chunk;                 // rows per job (= the plan's R)
+    const float* x;            // [T, D]
+    int D, I;
+    float* act;                // [P0, I] swiglu rows
+    float* eout;               // [P0, D] expert outputs
+    Job* jobsGU;               // [2·maxPairs]
+    Job* jobsD;                // [maxPairs]
+    int32_t* rows;             // [P0] token of each packed row
+    int32_t* combOffsets;      // [T + 1]
+    CombineEntry* comb;        // [P0]
+    int* live;                 // [1] pairs of this step
+};
+
+__global__ void __launch_bounds__(kPlanThreads) moePlanKernel(const PlanArgs a) {
+    __shared__ int se[kPlanThreads];     // expert of pair i, or INT_MAX when invalid / absent
+    __shared__ int sChunks[kPlanThreads];  // ⌈count/16⌉ at the first pair of each expert, else 0
+    const int i = threadIdx.x;
+    int e = 0x7fffffff;
+    if (i < a.P0) {
+        const int v = a.idx[i];
+        if (v >= 0 && v < a.E) e = v;
+    }
+    se[i] = e;
+    __syncthreads();
+    const bool valid = e != 0x7fffffff;
+    int before = 0, count = 0, rank = 0;
+    bool first = valid;
+    for (int j = 0; j < a.P0; ++j) {
+        const int ej = se[j];
+        before += ej < e;  // invalid ej = INT_MAX is never below a valid e
+        if (ej == e) {
+            ++count;
+            if (j < i) {
+                ++rank;
+                first = false;
+            }
+        }
+    }
+    sChunks[i] = valid && first ? (count + a.chunk - 1) / a.chunk : 0;
+    __syncthreads();
+    if (i == 0) {
+        int total = 0;
+        for (int j = 0; j < a.P0; ++j) total += sChunks[j];
+        *a.live = total;
+        // Combine offsets: the valid pairs of the tokens before t.
+        int acc = 0;
+        for (int t = 0; t < a.T; ++t) {
+            a.combOffsets[t] = acc;
+            for (int k = 0; k < a.topk; ++k) acc += se[t * a.topk + k] != 0x7fffffff;
+        }
+        a.combOffsets[a.T] = acc;
+    }
+    if (!valid) return;  // after the last __syncthreads
+    const int row = before + rank;
+    const int t = i / a.topk;
+    a.rows[row] = t;
+    // Combine slot within token t: its valid choices ordered by (expert, choice).
+    int slot = 0, offset = 0;
+    for (int j = 0; j < t * a.topk; ++j) offset += se[j] != 0x7fffffff;
+    for (int j = t * a.topk; j < (t + 1) * a.topk; ++j) {
+        const int ej = se[j];
+        slot += ej < e || (ej == e && j < i);
+    }
+    CombineEntry c;
+    c.src = a.eout + int64_t(row) * a.D;
+    c.weight = a.weight[i];
+    a.comb[offset + slot] = c;
+    if (!first) return;
+    int pair0 = 0;
+    for (int j = 0; j < a.P0; ++j) pair0 += se[j] < e ? sChunks[j] : 0;
+    const ExpertPtrs ex = a.table[e];
+    for (int ch = 0; ch * a.chunk < count; ++ch) {
+        const int p = pair0 + ch, r0 = before + ch * a.chunk, m = min(a.chunk, count - ch * a.chunk);
+        Job g;
+        g.x = a.x;
+        g.rows = a.rows + r0;
+        g.ldx = a.D;
+        g.m = m;
+        g.y = a.act + int64_t(r0) * a.I;
+        g.ldy = a.I;
+        Job u = g;
+        g.trellis = ex.gate.trellis;
+        g.suh = ex.gate.suh;
+        g.svh = ex.gate.svh;
+        g.bias = ex.gate.bias;
+        g.partRow = r0;
+        u.trellis = ex.up.trellis;
+        u.suh = ex.up.suh;
+        u.svh = ex.up.svh;
+        u.bias = ex.up.bias;
+        u.partRow = a.P0 + r0;
+        a.jobsGU[2 * p] = g;
+        a.jobsGU[2 * p + 1] = u;
+        Job d;
+        d.trellis = ex.down.trellis;
+        d.suh = ex.down.suh;
+        d.svh = ex.down.svh;
+        d.bias = ex.down.bias;
+        d.x = a.act + int64_t(r0) * a.I;
+        d.ldx = a.I;
+        d.m = m;
+        d.y = a.eout + int64_t(r0) * a.D;
+        d.ldy = a.D;
+        d.partRow = r0;
+        a.jobsD[p] = d;
+    }
+}
+
+size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
+
+}  // namespace
+
+// TS_MOE_DEVICE_ROUTE=0 turns the device-routed path off (A/B: the model then routes through the host).
+bool exl3cuda::moeDeviceRouting() {
+    static const bool on = [] {
+        const char* e = std::getenv("TS_MOE_DEVICE_ROUTE");
+        return !(e && e[0] == '0' && e[1] == '\0');
+    }();
+    return on;
+}
+
+bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, int64_t I, const Buffer& idx,
+                                        const Buffer& weight, int64_t topk, const WeightView* gate,
+                                        const WeightView* up, const WeightView* down, int64_t E, float limit,
+                                        const Buffer& y) {
+    if (!moeDeviceRouting() || !gate || !up || !down || E <= 0 || topk <= 0 || T < 1 || T > kGroupRows ||
+        T * topk > kPlanThreads || D <= 0 || I <= 0 || E > (int64_t(1) << 24) || moeLaunches() != 1)
+        return false;
+    TS_CHECK(x.size() >= size_t(T * D) * 4 && y.size() >= size_t(T * D) * 4, "moeExpertsFusedDevice: buffer too small");
+    TS_CHECK(idx.size() >= size_t(T * topk) * 4 && weight.size() >= size_t(T * topk) * 4,
+             "moeExpertsFusedDevice: idx / weight too small");
+    TS_CHECK(D < (int64_t(1) << 30) && I < (int64_t(1) << 30), "moeExpertsFusedDevice: too large");
+
+    // The layer's device table of every expert, and whether the layer qualifies (checked once).
+    Exl3Cache& cache = exl3Cache();
+    Exl3Cache::RoutedLayer& L = cache.routed[gate[0].packed];
+    if (!L.checked) {
+        L.checked = true;
+        L.ok = false;
+        std::vector<ExpertPtrs> host(static_cast<size_t>(E));
+        bool ok = true;
+        for (int64_t e = 0; e < E && ok; ++e) {
+            const WeightView* vs[3] = {&gate[e], &up[e], &down[e]};
+            const int64_t outs[3] = {I, I, D}, ins[3] = {D, D, I};
+            ProjPtrs* dst[3] = {&host[size_t(e)].gate, &host[size_t(e)].up, &host[size_t(e)].down};
+            for (int p = 0; p < 3 && ok; ++p) {
+                const WeightView& w = *vs[p];
+                const TrellisView* t = w.packed && w.rows == outs[p] && w.cols == ins[p] &&
+                                               w.packed->inFeatures() == ins[p] && w.packed->outFeatures() == outs[p]
+                                           ? w.packed->trellis()
+                                           : nullptr;
+                if (!t || t->bits < 1 || t->bits > 8 || t->codebook > 2 || t->k % 128 || t->n % 128) {
+                    ok = false;
+                    break;
+                }
+                const int kk = int(t->k), nn = int(t->n);
+                if (e == 0 && p != 1) {
+                    int* sig = p == 0 ? L.sigGU : L.sigD;
+                    sig[0] = t->bits;
+                    sig[1] = t->codebook;
+                    sig[2] = kk;
+                    sig[3] = nn;
+                }
+                const int* sig = p < 2 ? L.sigGU : L.sigD;
+                if (sig[0] != t->bits || sig[1] != t->codebook || sig[2] != kk || sig[3] != nn) ok = false;
+                if (!ok) break;
+                const DeviceTrellis& d = deviceTrellis(*w.packed);
+                *dst[p] = ProjPtrs{d.trellis, d.suh, d.svh, d.bias};
+            }
+        }
+        // One kernel instance serves both phases: the same K and codebook.
+        ok = ok && L.sigGU[0] == L.sigD[0] && L.sigGU[1] == L.sigD[1];
+        if (ok) {
+            L.table = upload(host.data(), host.size() * sizeof(ExpertPtrs));
+            L.ok = true;
+        }
+    }
+    if (!L.ok) return false;
+    const int bits = L.sigGU[0], cb = L.sigGU[1];
+    const int64_t kG = L.sigGU[2], nG = L.sigGU[3], kD = L.sigD[2], nD = L.sigD[3];
+
+    // Planned for the most pairs this step can have (see the header). Jobs hold ≤ R = T rows: an expert
+    // serves each token at most once unless a token names it twice, and then it gets more jobs. With
+    // c_e rows per used expert, Σ⌈c_e/T⌉ ≤ Σ(c_e/T + 1) ≤ topk + used ≤ topk + min(E, P0), and ≤ P0.
+    const int P0 = int(T * topk);
+    const int R = int(T);
+    const int maxPairs = int(std::min<int64_t>(int64_t(P0), topk + std::min<int64_t>(E, P0)));
+    const int numSMs = props().multiProcessorCount;
+    const int tilesKG = int(kG / 16), NBG = int(nG / 128), tilesKD = int(kD / 16), NBD = int(nD / 128);
+    const Plan planGU = planLaunch(bits, cb, 1, tilesKG, NBG, 2 * maxPairs, 2 * P0, R, true, numSMs);
+    const Plan planD = planLaunch(bits, cb, 1, tilesKD, NBD, maxPairs, P0, R, false, numSMs);
+
+    const size_t offJobsD = align256(size_t(2 * maxPairs) * sizeof(Job));
+    const size_t offRows = offJobsD + align256(size_t(maxPairs) * sizeof(Job));
+    const size_t offCombOff = offRows + align256(size_t(P0) * 4);
+    const size_t offComb = offCombOff + align256((size_t(T) + 1) * 4);
+    const size_t offLive = offComb + align256(size_t(P0) * sizeof(CombineEntry));
+    uint8_t* args = exl3Scratch(cache.args, offLive + 4).bytes();
+    float* act = exl3Scratch(cache.act, size_t(P0) * size_t(I) * 4).f32();
+    float* eout = exl3Scratch(cache.expertOut, size_t(P0) * size_t(D) * 4).f32();
+    const size_t partGU = planGU.partials ? size_t(2 * P0) * planGU.S * size_t(nG) : 0;
+    const size_t partD = planD.partials ? size_t(P0) * planD.S * size_t(nD) : 0;
+    float* part = exl3Scratch(cache.part, std::max<size_t>(1, partGU + partD) * 4).f32();
+    const size_t cntGU = size_t(maxPairs) * NBG, cntD = size_t(maxPairs) * NBD + NBD;
+    int* counters = exl3Scratch(cache.counters, (cntGU + cntD + size_t(moeSyncInts(maxPairs, NBD))) * 4).i32();
+
+    PlanArgs pa;
+    pa.idx = idx.i32();
+    pa.weight = weight.f32();
+    pa.table = static_cast<const ExpertPtrs*>(static_cast<const void*>(L.table.bytes()));
+    pa.T = int(T);
+    pa.topk = int(topk);
+    pa.E = int(E);
+    pa.P0 = P0;
+    pa.chunk = R;
+    pa.x = x.f32();
+    pa.D = int(D);
+    pa.I = int(I);
+    pa.act = act;
+    pa.eout = eout;
+    pa.jobsGU = reinterpret_cast<Job*>(args);
+    pa.jobsD = reinterpret_cast<Job*>(args + offJobsD);
+    pa.rows = reinterpret_cast<int32_t*>(args + offRows);
+    pa.combOffsets = reinterpret_cast<int32_t*>(args + offCombOff);
+    pa.comb = reinterpret_cast<CombineEntry*>(args + offComb);
+    pa.live = reinterpret_cast<int*>(args + offLive);
+    moePlanKernel<<<1, kPlanThreads, 0, stream()>>>(pa);
+    TS_CUDA_LAUNCH_CHECK();
+
+    MoeParams mp;
+    Params& pg = mp.ph[0];
+    pg.jobs = pa.jobsGU;
+    pg.J = 2 * maxPairs;
+    pg.k = int(kG);
+    pg.n = int(nG);
+    pg.tilesK = tilesKG;
+    pg.tilesN = int(nG / 16);
+    pg.NB = NBG;
+    pg.kIn = int(D);
+    pg.nOut = int(I);
+    pg.S = planGU.S;
+    pg.KSL = planGU.KSL;
+    pg.steps = planGU.steps;
+    pg.R = planGU.R;
+    pg.mode = kModeSwiglu;
+    pg.limit = limit;
+    pg.part = part;
+    pg.counters = counters;
+    pg.groups = maxPairs;
+    pg.liveGroups = pa.live;
+    Params& pd = mp.ph[1];
+    pd.jobs = pa.jobsD;
+    pd.J = maxPairs;
+    pd.k = int(kD);
+    pd.n = int(nD);
+    pd.tilesK = tilesKD;
+    pd.tilesN = int(nD / 16);
+    pd.NB = NBD;
+    pd.kIn = int(I);
+    pd.nOut = int(D);
+    pd.S = planD.S;
+    pd.KSL = planD.KSL;
+    pd.steps = planD.steps;
+    pd.R = planD.R;
+    pd.mode = kModeDown;
+    pd.part = part + partGU;
+    pd.counters = counters + cntGU;
+    pd.groups = maxPairs;
+    pd.liveGroups = pa.live;
+    pd.fusedCombine = 1;  // T·topk ≤ 256
+    pd.combOffsets = pa.combOffsets;
+    pd.combEntries = pa.comb;
+    pd.yFinal = y.f32();
+    pd.Tf = int(T);
+    mp.sync = counters + cntGU + cntD;
+    launchMoe(mp, planGU, planD, bits, cb, stream());
+    noteMoeLaunches(1);
+    return true;
+}
+
+}  // namespace ts
