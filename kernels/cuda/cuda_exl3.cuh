@@ -227,6 +227,31 @@ struct Plan {
 // bits: K; MG: m-groups per job; tilesK: k/16; NB: n/128; J jobs of up to R rows, rowsTotal rows in all;
 // pairMode: swiglu jobs; codebook: the kernel variant (its occupancy picks decode slice lengths; < 0: don't).
 Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs);
+// The Params of one phase of the fused MoE (gate/up pairs: kModeSwiglu, or down: kModeDown) over a
+// device job table of J jobs (`groups` pairs), for padded k × n trellises, logical widths kIn → nOut and
+// the phase's plan. The caller sets the rest (limit, the combine fields, liveGroups).
+inline Params moePhaseParams(const Job* jobs, int J, int groups, int64_t k, int64_t n, int64_t kIn, int64_t nOut,
+                             const Plan& plan, int mode, float* part, int* counters) {
+    Params p;
+    p.jobs = jobs;
+    p.J = J;
+    p.k = int(k);
+    p.n = int(n);
+    p.tilesK = int(k / 16);
+    p.tilesN = int(n / 16);
+    p.NB = int(n / 128);
+    p.kIn = int(kIn);
+    p.nOut = int(nOut);
+    p.S = plan.S;
+    p.KSL = plan.KSL;
+    p.steps = plan.steps;
+    p.R = plan.R;
+    p.mode = mode;
+    p.part = part;
+    p.counters = counters;
+    p.groups = groups;
+    return p;
+}
 // The m-groups to use for jobs of about `rowsPerJob` rows (at most 16·MG rows each).
 inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1; }
 // A/B switches for measuring the decode changes on a GPU, read once from the environment variable

@@ -270,45 +270,13 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     cache.stagingCopied(stream());
 
     // Launch 1: gate + up + swiglu.
-    Params pg;
-    pg.jobs = reinterpret_cast<const Job*>(args);
-    pg.J = 2 * nPairs;
-    pg.k = int(sigGU.k);
-    pg.n = int(sigGU.n);
-    pg.tilesK = tilesKG;
-    pg.tilesN = int(sigGU.n / 16);
-    pg.NB = NBG;
-    pg.kIn = int(D);
-    pg.nOut = int(I);
-    pg.S = planGU.S;
-    pg.KSL = planGU.KSL;
-    pg.steps = planGU.steps;
-    pg.R = planGU.R;
-    pg.mode = kModeSwiglu;
+    Params pg = moePhaseParams(reinterpret_cast<const Job*>(args), 2 * nPairs, nPairs, sigGU.k, sigGU.n, D, I, planGU,
+                               kModeSwiglu, part, counters);
     pg.limit = limit;
-    pg.part = part;
-    pg.counters = counters;
-    pg.groups = nPairs;
 
     // Launch 2: down, then the combine into y.
-    Params pd;
-    pd.jobs = reinterpret_cast<const Job*>(args + offJobsD);
-    pd.J = nPairs;
-    pd.k = int(sigD.k);
-    pd.n = int(sigD.n);
-    pd.tilesK = tilesKD;
-    pd.tilesN = int(sigD.n / 16);
-    pd.NB = NBD;
-    pd.kIn = int(I);
-    pd.nOut = int(D);
-    pd.S = planD.S;
-    pd.KSL = planD.KSL;
-    pd.steps = planD.steps;
-    pd.R = planD.R;
-    pd.mode = kModeDown;
-    pd.part = part + partOffD;
-    pd.counters = countersD;
-    pd.groups = nPairs;
+    Params pd = moePhaseParams(reinterpret_cast<const Job*>(args + offJobsD), nPairs, nPairs, sigD.k, sigD.n, I, D,
+                               planD, kModeDown, part + partOffD, countersD);
     pd.fusedCombine = fusedCombine ? 1 : 0;
     pd.combOffsets = reinterpret_cast<const int32_t*>(args + offCombOff);
     pd.combEntries = reinterpret_cast<const CombineEntry*>(args + offCombEnt);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Where a decode step's time goes on the GPU machine, after run_gpu_suite.sh has built build-gpu and written
+# the full-width slice (SLICE=1): (1) the slice's decode tok/s with the MoE routing on the device (default)
+# and through the host (TS_MOE_DEVICE_ROUTE=0) at batch 1 and 4; (2) the kernels' own time per decode step
+# from Nsight Compute (tools/device/gpu_busy.py) at batch 1 (the engine path, as the tok/s runs), beside the wall time per step: the
+# difference is what launch-side work (CUDA graphs) could still recover; (3) the per-op profile at batch 1.
+#   device: bash scripts/gpu/decode_step_ab.sh "$OUT"   (after run_gpu_suite.sh in the same call)
+# Results: $OUT/ab.txt, $OUT/ab_*.json, $OUT/busy.txt/json, $OUT/profile_b1.txt. About 2 minutes.
+set -uo pipefail
+OUT=${1:-/tmp/twinspark-gpu}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+CLI=build-gpu/app/twinspark-cli
+SL=${SLICE_LAYERS:-4}; SP=${SLICE_PROMPT:-256}; SN=${AB_TOKENS:-48}
+SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L$SL}
+[ -x "$CLI" ] && [ -f "$SDIR/config.json" ] || { echo "run run_gpu_suite.sh (SLICE=1) first"; exit 2; }
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+AB="$OUT/ab.txt"
+for b in 1 4; do
+  IDS=$(python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP")
+  for route in 1 0; do
+    TS_MOE_DEVICE_ROUTE=$route $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b \
+      --max-tokens "$SN" --ignore-eos --json "$OUT/ab_b${b}_route$route.json" >/dev/null 2>"$OUT/ab_b${b}_route$route.err"
+    echo "batch $b, TS_MOE_DEVICE_ROUTE=$route: rc $? $(grep -E 'decode with|rror' "$OUT/ab_b${b}_route$route.err" | tail -1)" | tee -a "$AB"
+  done
+done
+IDS=$(python3 tools/device/slice_roofline.py prompts --batch 1 --length "$SP")
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$NCU" ]; then
+  timeout 300 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency 1 --max-tokens 10 --ignore-eos \
+    >"$OUT/ncu.csv" 2>"$OUT/ncu.err"
+  echo "ncu rc $?" | tee -a "$OUT/busy.txt"
+  python3 tools/device/gpu_busy.py "$OUT/ncu.csv" --skip 2 --top 25 --json "$OUT/busy.json" 2>&1 | tee -a "$OUT/busy.txt"
+  xz -9 "$OUT/ncu.csv"
+else
+  echo "no ncu on this machine" | tee -a "$OUT/busy.txt"
+fi
+$CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --max-tokens 32 --ignore-eos --profile-ops \
+  >/dev/null 2>"$OUT/profile_b1.txt"
+tail -40 "$OUT/profile_b1.txt"
