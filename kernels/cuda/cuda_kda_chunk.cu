@@ -74,6 +74,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 
 #include "cuda/cuda_backend.h"
@@ -427,14 +428,21 @@ __global__ void __launch_bounds__(kStateThreads)
     for (int m = 0; m < RK; ++m) Sg[(w * RK + m) * DV + j] = Sreg[m];
 }
 
-// The threshold: TS_KDA_CHUNK if set to an integer ≥ 0 (0 = never chunked), else kDefaultMinTokens.
+// The threshold: TS_KDA_CHUNK if set to an integer ≥ 0 (0 = never chunked), else kDefaultMinTokens. Read
+// once; a value that is not such an integer is reported once on stderr (an A/B run with a typo would
+// otherwise measure the default and look like a result).
 int64_t chunkMinTokens() {
-    if (const char* env = std::getenv("TS_KDA_CHUNK")) {
+    static const int64_t threshold = []() -> int64_t {
+        const char* env = std::getenv("TS_KDA_CHUNK");
+        if (!env) return kDefaultMinTokens;
         char* end = nullptr;
         const long long v = std::strtoll(env, &end, 10);
         if (end != env && *end == '\0' && v >= 0) return v == 0 ? INT64_MAX : int64_t(v);
-    }
-    return kDefaultMinTokens;
+        std::fprintf(stderr, "twinspark: TS_KDA_CHUNK='%s' is not an integer >= 0; using the default (%lld)\n", env,
+                     static_cast<long long>(kDefaultMinTokens));
+        return kDefaultMinTokens;
+    }();
+    return threshold;
 }
 
 template <int DK>
