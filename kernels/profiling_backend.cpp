@@ -32,6 +32,11 @@ Buffer ProfilingBackend::alloc(size_t bytes) {
     return m_inner->alloc(bytes);
 }
 
+// Forwarded, not left to Backend's default (which would call alloc() and zero-fill on the device).
+Buffer ProfilingBackend::allocUninit(size_t bytes) {
+    return m_inner->allocUninit(bytes);
+}
+
 void ProfilingBackend::preloadWeight(const WeightView& w) {
     m_inner->preloadWeight(w);
 }

@@ -30,6 +30,7 @@ public:
     std::string report() const;
 
     Buffer alloc(size_t bytes) override;
+    Buffer allocUninit(size_t bytes) override;
     void preloadWeight(const WeightView& w) override;
     void releaseWeights() override;
     Buffer upload(const void* host, size_t bytes) override;

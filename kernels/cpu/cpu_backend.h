@@ -12,6 +12,8 @@ public:
     std::string name() const override { return "cpu"; }
 
     Buffer alloc(size_t bytes) override;
+    // Quiet NaN in every float (0xFF in trailing bytes): a caller that relies on zeros fails loudly.
+    Buffer allocUninit(size_t bytes) override;
     Buffer upload(const void* host, size_t bytes) override;
     void download(const Buffer& src, void* host, size_t bytes, size_t offset) override;
     void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) override;

@@ -84,19 +84,46 @@ void hadamard(float* x, int64_t n) {
 
 }  // namespace cpu
 
-Buffer CpuBackend::alloc(size_t bytes) {
-    // Large buffers (KV pools) come straight from mmap: zero pages the OS fills lazily, so a 2 GiB
-    // pool costs nothing until used.
-    if (bytes >= (size_t(1) << 20)) {
+namespace {
+
+constexpr size_t kMmapBytes = size_t(1) << 20;
+
+// Host memory of `bytes` (64-byte aligned). Large buffers (KV pools) come straight from mmap: zero
+// pages the OS fills lazily, so a 2 GiB pool costs nothing until used. Smaller ones come from
+// aligned_alloc and hold garbage; `rounded` (if given) receives the bytes that may be written.
+Buffer hostAlloc(size_t bytes, size_t* rounded) {
+    if (bytes >= kMmapBytes) {
         void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) throw std::bad_alloc();
+        if (rounded) *rounded = bytes;
         return Buffer(std::shared_ptr<void>(p, [bytes](void* q) { ::munmap(q, bytes); }), bytes);
     }
-    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    void* p = std::aligned_alloc(64, rounded);
+    const size_t r = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    void* p = std::aligned_alloc(64, r);
     if (!p) throw std::bad_alloc();
-    std::memset(p, 0, rounded);
+    if (rounded) *rounded = r;
     return Buffer(std::shared_ptr<void>(p, [](void* q) { std::free(q); }), bytes);
+}
+
+}  // namespace
+
+Buffer CpuBackend::alloc(size_t bytes) {
+    size_t rounded = 0;
+    Buffer b = hostAlloc(bytes, &rounded);
+    if (bytes < kMmapBytes) std::memset(b.bytes(), 0, rounded);  // mmap pages are zero already
+    return b;
+}
+
+Buffer CpuBackend::allocUninit(size_t bytes) {
+    // Not garbage but NaN: any element an op fails to write, or any read that assumed alloc()'s zeros,
+    // turns the results into NaN, which the golden and e2e tests cannot miss.
+    Buffer b = hostAlloc(bytes, nullptr);
+    constexpr uint32_t kQuietNaN = 0x7fc00000u;
+    const size_t floats = bytes / 4;
+    uint8_t* p = b.bytes();
+    for (size_t i = 0; i < floats; ++i) std::memcpy(p + i * 4, &kQuietNaN, 4);
+    std::memset(p + floats * 4, 0xFF, bytes - floats * 4);
+    return b;
 }
 
 Buffer CpuBackend::upload(const void* host, size_t bytes) {
