@@ -227,6 +227,9 @@ public:
     // out[T, Σw] = [parts[0][T, w0] | parts[1][T, w1] | ...]
     virtual void concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T,
                                const Buffer& out) = 0;
+    // dst[t, i, :] = src[t, :] for i < n: src [T, D] → dst [T, n, D] (the embedding broadcast to the n
+    // mHC streams, one op instead of T·n copies). Writes every element of dst; src and dst must not overlap.
+    virtual void repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) = 0;
 
     // mHC ---------------------------------------------------------------------------------------------
     // streams [T, n, D] → x [T, D] (pre-weighted collapse), post [T, n], comb [T, n, n] (Sinkhorn).

@@ -93,6 +93,10 @@ void ProfilingBackend::concatColumns(const Buffer* parts, const int64_t* widths,
     timed("concatColumns", [&] { m_inner->concatColumns(parts, widths, count, T, out); });
 }
 
+void ProfilingBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) {
+    timed("repeatRows", [&] { m_inner->repeatRows(src, T, D, n, dst); });
+}
+
 void ProfilingBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post, const Buffer& comb) {
     timed("mhcPre", [&] { m_inner->mhcPre(streams, T, D, p, x, post, comb); });
 }

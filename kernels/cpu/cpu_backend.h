@@ -28,6 +28,7 @@ public:
     void scale(const Buffer& x, int64_t n, float s) override;
     void zero(const Buffer& x) override;
     void concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T, const Buffer& out) override;
+    void repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) override;
 
     void mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x,
                 const Buffer& post, const Buffer& comb) override;

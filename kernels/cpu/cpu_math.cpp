@@ -1,4 +1,5 @@
-// Dense CPU ops: memory, embedding, linear (bf16/f16/f32 weights, fp32 math), norms, SwiGLU.
+// Dense CPU ops: memory, embedding, linear (bf16/f16/f32 weights, fp32 math), norms, SwiGLU, concatColumns,
+// repeatRows.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -241,6 +242,16 @@ void CpuBackend::concatColumns(const Buffer* parts, const int64_t* widths, int c
             off += widths[i];
         }
     }
+}
+
+void CpuBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) {
+    TS_CHECK(T >= 0 && D >= 0 && n >= 0, "repeatRows: negative shape");
+    const size_t row = static_cast<size_t>(D) * 4;
+    TS_CHECK(src.size() >= static_cast<size_t>(T) * row && dst.size() >= static_cast<size_t>(T * n) * row,
+             "repeatRows: buffer too small");
+    for (int64_t t = 0; t < T; ++t)
+        for (int i = 0; i < n; ++i)
+            std::memcpy(dst.bytes() + static_cast<size_t>(t * n + i) * row, src.bytes() + static_cast<size_t>(t) * row, row);
 }
 
 std::unique_ptr<Backend> makeCpuBackend() { return std::make_unique<CpuBackend>(); }

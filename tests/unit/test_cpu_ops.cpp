@@ -1,7 +1,7 @@
 // CPU reference ops on inputs with known answers: the fp8_ds_mla cache layout and its error bound,
 // sparse attention over an index set, the indexer's tie-break and tail, mHC's Sinkhorn projection,
-// group-limited MoE routing, the SwiGLU clamp, the bf16 linear against a double-precision sum,
-// and allocUninit's NaN fill.
+// group-limited MoE routing, the SwiGLU clamp, the bf16 linear against a double-precision sum, the
+// embedding broadcast to the mHC streams (repeatRows), and allocUninit's NaN fill.
 #include <QtTest>
 
 #include <algorithm>
@@ -215,6 +215,28 @@ private slots:
                 for (int64_t i = 0; i < in; ++i) want += double(x[size_t(t * in + i)]) * bf16ToF32(w[size_t(o * in + i)]);
                 QVERIFY(std::fabs(got[size_t(t * out + o)] - want) < 1e-4);
             }
+    }
+
+    void repeatRowsBroadcast() {
+        auto b = makeCpuBackend();
+        const int64_t T = 3, D = 5;
+        const int n = 4;
+        std::vector<float> src(static_cast<size_t>(T * D));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = float(i + 1);  // every row distinct, none zero
+        // One spare float past [T, n, D]: it must be left alone.
+        const size_t outFloats = static_cast<size_t>(T * n * D) + 1;
+        std::vector<float> sentinel(outFloats, -7.0f);
+        Buffer dst = b->upload(sentinel.data(), outFloats * 4);
+        b->repeatRows(b->upload(src.data(), src.size() * 4), T, D, n, dst);
+        const auto got = read(*b, dst, outFloats);
+        for (int64_t t = 0; t < T; ++t)
+            for (int i = 0; i < n; ++i)
+                for (int64_t d = 0; d < D; ++d)
+                    QCOMPARE(got[static_cast<size_t>((t * n + i) * D + d)], src[static_cast<size_t>(t * D + d)]);
+        QCOMPARE(got.back(), -7.0f);
+        // Nothing to do for an empty shape (and no access to the buffers).
+        b->repeatRows(Buffer(), 0, D, n, Buffer());
+        b->repeatRows(b->upload(src.data(), src.size() * 4), T, D, 0, Buffer());
     }
 
     void allocUninitIsNaN() {
