@@ -11,7 +11,11 @@
 namespace ts {
 
 namespace {
-Buffer allocF(Backend& b, int64_t n) { return b.alloc(size_t(n) * 4); }
+// Step activations of n floats. allocF: contents unspecified (Backend::allocUninit: no zero fill, NaN on
+// the CPU backend), for every buffer whose first op as an output writes all of it — which is every
+// buffer here but the MoE output. allocZeroF: zero-filled, for a buffer that is accumulated into.
+Buffer allocF(Backend& b, int64_t n) { return b.allocUninit(static_cast<size_t>(n) * 4); }
+Buffer allocZeroF(Backend& b, int64_t n) { return b.alloc(static_cast<size_t>(n) * 4); }
 }  // namespace
 
 Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
@@ -24,7 +28,8 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     b.linear(x, T, w.qProj, q);
     b.linear(x, T, w.kProj, k);
     b.linear(x, T, w.vProj, v);
-    Buffer qkvRaw = allocF(b, T * 3 * C), qkv = allocF(b, T * 3 * C);  // [T, q | k | v]
+    // [T, q | k | v]; qkv is written per sequence below, and the sequences' rows cover [0, T).
+    Buffer qkvRaw = allocF(b, T * 3 * C), qkv = allocF(b, T * 3 * C);
     const Buffer parts[3] = {q, k, v};
     const int64_t widths[3] = {C, C, C};
     b.concatColumns(parts, widths, 3, T, qkvRaw);
@@ -37,7 +42,7 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     b.linear(x, T, w.bProj, beta);
 
     // The recurrent part runs per sequence, on its rows, with its own conv tail and state.
-    Buffer o = allocF(b, T * C);  // [T, H, Dv]
+    Buffer o = allocF(b, T * C);  // [T, H, Dv], written per sequence (their rows cover [0, T))
     for (size_t s = 0; s < bt.steps->size(); ++s) {
         const int64_t r0 = bt.rowStart[s], n = bt.rows(s);
         LayerState& ls = bt.step(s).caches.layers[L];
@@ -52,7 +57,7 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     b.linear(x, T, w.gA, low);
     b.linear(low, T, w.gB, gate);
     b.gatedRmsnorm(o, T, H, Dk, w.oNorm, c.rms_norm_eps, gate);
-    Buffer y = allocF(b, T * D);
+    Buffer y = allocZeroF(b, T * D);
     b.linear(o, T, w.oProj, y);
     return y;
 }
@@ -88,7 +93,8 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, int L, const Buffer& x, Ba
         b.linear(x, T, iw.compressGate, ig);
         b.linear(x, T, iw.weightsProj, wts);
         b.scale(wts, T * Hi, 1.0f / std::sqrt(float(Hi)));
-        bt.idx = b.alloc(size_t(T * width) * 4);
+        // indexerSelect writes all `width` entries of its rows (−1 padding included; CPU and CUDA).
+        bt.idx = b.allocUninit(static_cast<size_t>(T * width) * 4);
         for (size_t s = 0; s < bt.steps->size(); ++s) {
             const SeqStep& st = bt.step(s);
             const LayerState& ls = st.caches.layers[L];
@@ -121,7 +127,7 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, int L, const Buffer& x, Ba
                              width, scale, oLat.viewF32(size_t(r0 * H * R), size_t(n * H * R)));
     }
     b.mlaUpV(oLat, T, H, dn, dv, w.kvB, o);
-    Buffer y = allocF(b, T * D);
+    Buffer y = allocZeroF(b, T * D);
     b.linear(o, T, w.oProj, y);
     return y;
 }
@@ -159,7 +165,8 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     // are summed in ascending expert order (as the reference does), then the shared expert is added.
     // A backend with a fused path for these (packed) experts runs them all at once; the calibration
     // observer needs each expert's own call, so it keeps the loop.
-    Buffer y = allocF(b, T * D);
+    // Zeroed: it is accumulated into (moeExpertsFused and scatterAddRows are y += expert outputs).
+    Buffer y = allocZeroF(b, T * D);
     bool fused = false;
     if (!m_mlpObserver && !w.experts.empty() && w.experts[0].gate.packed) {
         std::vector<WeightView> gv, uv, dv;
