@@ -177,7 +177,8 @@ std::vector<OpResult> repeatRowsCase(Context& ctx, const char* label, int64_t T,
     auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
         const Buffer sb = Context::put(b, src);
         const Buffer db = Context::poisoned(b, outFloats * 4);
-        const Buffer dv = dstOffset ? db.view(static_cast<size_t>(dstOffset) * 4, static_cast<size_t>(T * n * D) * 4) : db;
+        const Buffer dv =
+            dstOffset ? db.view(static_cast<size_t>(dstOffset) * 4, static_cast<size_t>(T * n * D) * 4) : db;
         b.repeatRows(sb, T, D, n, dv);
         return Outs{Context::getF32(b, db, outFloats)};
     });

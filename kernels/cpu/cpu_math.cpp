@@ -249,9 +249,10 @@ void CpuBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, cons
     const size_t row = static_cast<size_t>(D) * 4;
     TS_CHECK(src.size() >= static_cast<size_t>(T) * row && dst.size() >= static_cast<size_t>(T * n) * row,
              "repeatRows: buffer too small");
-    for (int64_t t = 0; t < T; ++t)
-        for (int i = 0; i < n; ++i)
-            std::memcpy(dst.bytes() + static_cast<size_t>(t * n + i) * row, src.bytes() + static_cast<size_t>(t) * row, row);
+    for (int64_t t = 0; t < T; ++t) {
+        const uint8_t* s = src.bytes() + static_cast<size_t>(t) * row;
+        for (int i = 0; i < n; ++i) std::memcpy(dst.bytes() + static_cast<size_t>(t * n + i) * row, s, row);
+    }
 }
 
 std::unique_ptr<Backend> makeCpuBackend() { return std::make_unique<CpuBackend>(); }
