@@ -188,6 +188,13 @@ public:
 
     // Memory ------------------------------------------------------------------------------------------
     virtual Buffer alloc(size_t bytes) = 0;  // zero-filled
+    // Contents unspecified: for an output that the op writing it first overwrites completely (every
+    // element), where alloc()'s zero fill would be pure overhead (on CUDA a memset launch per buffer,
+    // dozens per decode step). Never for a buffer that is accumulated into (add, scatterAddRows,
+    // moeExpertsFused), read before it is written, or written only in part. The CPU backend fills it
+    // with quiet NaN (0x7fc00000 per float, 0xFF for trailing bytes), so code that relies on zeros here
+    // fails the CPU tests loudly instead of passing by luck. The default is alloc(): always correct.
+    virtual Buffer allocUninit(size_t bytes) { return alloc(bytes); }
     // Makes a weight resident now (device backends upload it; host backends read it in place), so that
     // memory is accounted before the KV pool is sized and the first request pays no upload.
     virtual void preloadWeight(const WeightView& /*w*/) {}
@@ -220,6 +227,9 @@ public:
     // out[T, Σw] = [parts[0][T, w0] | parts[1][T, w1] | ...]
     virtual void concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T,
                                const Buffer& out) = 0;
+    // dst[t, i, :] = src[t, :] for i < n: src [T, D] → dst [T, n, D] (the embedding broadcast to the n
+    // mHC streams, one op instead of T·n copies). Writes every element of dst; src and dst must not overlap.
+    virtual void repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) = 0;
 
     // mHC ---------------------------------------------------------------------------------------------
     // streams [T, n, D] → x [T, D] (pre-weighted collapse), post [T, n], comb [T, n, n] (Sinkhorn).

@@ -32,6 +32,11 @@ Buffer ProfilingBackend::alloc(size_t bytes) {
     return m_inner->alloc(bytes);
 }
 
+// Forwarded, not left to Backend's default (which would call alloc() and zero-fill on the device).
+Buffer ProfilingBackend::allocUninit(size_t bytes) {
+    return m_inner->allocUninit(bytes);
+}
+
 void ProfilingBackend::preloadWeight(const WeightView& w) {
     m_inner->preloadWeight(w);
 }
@@ -86,6 +91,10 @@ void ProfilingBackend::zero(const Buffer& x) {
 
 void ProfilingBackend::concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T, const Buffer& out) {
     timed("concatColumns", [&] { m_inner->concatColumns(parts, widths, count, T, out); });
+}
+
+void ProfilingBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) {
+    timed("repeatRows", [&] { m_inner->repeatRows(src, T, D, n, dst); });
 }
 
 void ProfilingBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post, const Buffer& comb) {

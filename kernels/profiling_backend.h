@@ -30,6 +30,7 @@ public:
     std::string report() const;
 
     Buffer alloc(size_t bytes) override;
+    Buffer allocUninit(size_t bytes) override;
     void preloadWeight(const WeightView& w) override;
     void releaseWeights() override;
     Buffer upload(const void* host, size_t bytes) override;
@@ -44,6 +45,7 @@ public:
     void scale(const Buffer& x, int64_t n, float s) override;
     void zero(const Buffer& x) override;
     void concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T, const Buffer& out) override;
+    void repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) override;
     void mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post, const Buffer& comb) override;
     void mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post, const Buffer& comb) override;
     void mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& out) override;

@@ -86,17 +86,18 @@ std::vector<ForwardResult> Glm5NextModel::forwardBatch(const std::vector<SeqStep
     const int64_t T = b.T = b.rowStart.back();
     b.stats.resize(steps.size());
     if (record) b.rowHash.assign(size_t(T), 0);
-    b.streams = be.alloc(size_t(T * n * D) * 4);
-    b.x = be.alloc(size_t(T * D) * 4);
-    b.xn = be.alloc(size_t(T * D) * 4);
-    b.post = be.alloc(size_t(T * n) * 4);
-    b.comb = be.alloc(size_t(T * n * n) * 4);
+    // Step buffers without a zero fill (Backend::allocUninit): each is written whole before it is read —
+    // streams by repeatRows below, x / post / comb by mhcPre (x also by mhcHead), xn by rmsnorm.
+    b.streams = be.allocUninit(static_cast<size_t>(T * n * D) * 4);
+    b.x = be.allocUninit(static_cast<size_t>(T * D) * 4);
+    b.xn = be.allocUninit(static_cast<size_t>(T * D) * 4);
+    b.post = be.allocUninit(static_cast<size_t>(T * n) * 4);
+    b.comb = be.allocUninit(static_cast<size_t>(T * n * n) * 4);
 
-    // Embedding, broadcast to the n residual streams.
-    Buffer e = be.alloc(size_t(T * D) * 4);
+    // Embedding, broadcast to the n residual streams (one op, not T·n copies).
+    Buffer e = be.allocUninit(static_cast<size_t>(T * D) * 4);
     be.embedding(ids.data(), T, m_w.embed, e);
-    for (int64_t t = 0; t < T; ++t)
-        for (int i = 0; i < n; ++i) be.copy(e, size_t(t * D) * 4, b.streams, size_t((t * n + i) * D) * 4, size_t(D) * 4);
+    be.repeatRows(e, T, D, n, b.streams);
 
     for (int L = 0; L < c.num_hidden_layers; ++L) runLayer(L, b);
 
@@ -109,7 +110,7 @@ std::vector<ForwardResult> Glm5NextModel::forwardBatch(const std::vector<SeqStep
         if (steps[s].lastOnly) outRows.push_back(b.rowStart[s + 1] - 1);
         else for (int64_t r = b.rowStart[s]; r < b.rowStart[s + 1]; ++r) outRows.push_back(r);
     }
-    Buffer sel = be.alloc(outRows.size() * size_t(D) * 4);
+    Buffer sel = be.allocUninit(outRows.size() * static_cast<size_t>(D) * 4);  // every row copied below
     for (size_t i = 0; i < outRows.size(); ++i) be.copy(b.xn, size_t(outRows[i] * D) * 4, sel, i * size_t(D) * 4, size_t(D) * 4);
     const Buffer logits = headLogits(sel, int64_t(outRows.size()), m_w.lmHead);
     // Host logits: one download for the whole batch unless some step keeps its rows on the device, then
@@ -168,7 +169,7 @@ ForwardResult Glm5NextModel::forward(const int32_t* ids, int64_t T, SequenceStat
 }
 
 Buffer Glm5NextModel::headLogits(const Buffer& normed, int64_t rows, const WeightView& head) const {
-    Buffer out = m_backend.alloc(size_t(rows * head.rows) * 4);
+    Buffer out = m_backend.allocUninit(static_cast<size_t>(rows * head.rows) * 4);  // linear writes it all
     m_backend.linear(normed, rows, head, out);
     return out;
 }
@@ -195,16 +196,18 @@ ForwardResult Glm5NextModel::forwardMtp(const float* hidden, const int32_t* next
     b.T = T;
     b.stats.resize(1);
 
-    Buffer e = be.alloc(size_t(T * D) * 4), h = be.upload(hidden, size_t(T * D) * 4);
+    // No zero fill: embedding, concatColumns, linear and rmsnorm write their whole outputs (position 0's
+    // embedding is zeroed explicitly).
+    Buffer e = be.allocUninit(static_cast<size_t>(T * D) * 4), h = be.upload(hidden, static_cast<size_t>(T * D) * 4);
     be.embedding(nextIds, T, m_w.embed, e);
     if (pos0 == 0) be.zero(e.viewF32(0, size_t(D)));
     be.rmsnorm(e, T, D, w.enorm, c.rms_norm_eps, e);
     be.rmsnorm(h, T, D, w.hnorm, c.rms_norm_eps, h);
-    Buffer eh = be.alloc(size_t(T * 2 * D) * 4);
+    Buffer eh = be.allocUninit(static_cast<size_t>(T * 2 * D) * 4);
     const Buffer parts[2] = {e, h};
     const int64_t widths[2] = {D, D};
     be.concatColumns(parts, widths, 2, T, eh);
-    Buffer z = be.alloc(size_t(T * D) * 4), xn = be.alloc(size_t(T * D) * 4);
+    Buffer z = be.allocUninit(static_cast<size_t>(T * D) * 4), xn = be.allocUninit(static_cast<size_t>(T * D) * 4);
     be.linear(eh, T, w.ehProj, z);
 
     // One DSA-MLA decoder layer with a plain residual (no mHC), then shared_head.

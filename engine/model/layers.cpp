@@ -12,7 +12,11 @@
 namespace ts {
 
 namespace {
-Buffer allocF(Backend& b, int64_t n) { return b.alloc(size_t(n) * 4); }
+// Step activations of n floats. allocF: contents unspecified (Backend::allocUninit: no zero fill, NaN on
+// the CPU backend), for every buffer whose first op as an output writes all of it — which is every
+// buffer here but the MoE output. allocZeroF: zero-filled, for a buffer that is accumulated into.
+Buffer allocF(Backend& b, int64_t n) { return b.allocUninit(static_cast<size_t>(n) * 4); }
+Buffer allocZeroF(Backend& b, int64_t n) { return b.alloc(static_cast<size_t>(n) * 4); }
 }  // namespace
 
 Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
@@ -25,7 +29,8 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     b.linear(x, T, w.qProj, q);
     b.linear(x, T, w.kProj, k);
     b.linear(x, T, w.vProj, v);
-    Buffer qkvRaw = allocF(b, T * 3 * C), qkv = allocF(b, T * 3 * C);  // [T, q | k | v]
+    // [T, q | k | v]; qkv is written per sequence below, and the sequences' rows cover [0, T).
+    Buffer qkvRaw = allocF(b, T * 3 * C), qkv = allocF(b, T * 3 * C);
     const Buffer parts[3] = {q, k, v};
     const int64_t widths[3] = {C, C, C};
     b.concatColumns(parts, widths, 3, T, qkvRaw);
@@ -38,7 +43,7 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     b.linear(x, T, w.bProj, beta);
 
     // The recurrent part runs per sequence, on its rows, with its own conv tail and state.
-    Buffer o = allocF(b, T * C);  // [T, H, Dv]
+    Buffer o = allocF(b, T * C);  // [T, H, Dv], written per sequence (their rows cover [0, T))
     for (size_t s = 0; s < bt.steps->size(); ++s) {
         const int64_t r0 = bt.rowStart[s], n = bt.rows(s);
         LayerState& ls = bt.step(s).caches.layers[L];
@@ -89,7 +94,8 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, int L, const Buffer& x, Ba
         b.linear(x, T, iw.compressGate, ig);
         b.linear(x, T, iw.weightsProj, wts);
         b.scale(wts, T * Hi, 1.0f / std::sqrt(float(Hi)));
-        bt.idx = b.alloc(size_t(T * width) * 4);
+        // indexerSelect writes all `width` entries of its rows (−1 padding included; CPU and CUDA).
+        bt.idx = b.allocUninit(static_cast<size_t>(T * width) * 4);
         for (size_t s = 0; s < bt.steps->size(); ++s) {
             const SeqStep& st = bt.step(s);
             const LayerState& ls = st.caches.layers[L];
@@ -162,7 +168,8 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
             dv.push_back(ex.down);
         }
     }
-    Buffer y = allocF(b, T * D);  // zeroed: the experts' outputs are accumulated into it
+    // Zeroed: it is accumulated into (moeExpertsFused and scatterAddRows are y += expert outputs).
+    Buffer y = allocZeroF(b, T * D);
     std::vector<int32_t> idx(static_cast<size_t>(T * K));
     std::vector<float> wt(static_cast<size_t>(T * K));
     bool fused = false, routed = false;
@@ -171,7 +178,7 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
         // (the decision record, a diagnostic, still brings the ids back). [idx | weight] in one buffer,
         // so one download brings both.
         const size_t tk = size_t(T * K);
-        Buffer rt = b.alloc(tk * 8);
+        Buffer rt = b.allocUninit(tk * 8);  // both halves written by moeRouteDevice
         const Buffer dIdx = rt.view(0, tk * 4), dWt = rt.view(tk * 4, tk * 4);
         if (b.moeRouteDevice(x, T, w.router, w.correctionBias, E, K, c.n_group, c.topk_group, c.norm_topk_prob,
                              c.routed_scaling_factor, dIdx, dWt)) {

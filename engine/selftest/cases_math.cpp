@@ -1,6 +1,6 @@
 // Op self-test cases of the dense math family (kernels/cpu/cpu_math.cpp is the reference,
 // kernels/cuda/cuda_math.cu the CUDA side): embedding, linear, rmsnorm, layernorm, swiglu, add, scale,
-// zero, concatColumns. Every op runs on both backends with the same inputs into poisoned outputs.
+// zero, concatColumns, repeatRows. Every op runs on both backends with the same inputs into poisoned outputs.
 //
 // Widths: GLM-5.3-Flash (hidden 4096, dense MLP 12288, q_lora 1536, q_b 64 heads × 256 = 16384,
 // kv_lora 512, indexer head dim 128, KDA q|k|v 3 × 64 × 128), the golden tiny_a model (hidden 128,
@@ -19,8 +19,8 @@
 //   noise ≈ u·√D/3 = 1.3e-6 at D = 4096, shared by a whole row), so an output term |(x − m)·inv·w| ≤ 6
 //   moves by ≤ ~8e-6; it may cancel against b, so the bound is absolute at that scale: atol 3e-5.
 // - swiglu: expf (≤ 2 ulp on the GPU) and one division: a few ulp, rtol 1e-5.
-// - embedding, add, scale, zero, concatColumns: the same single IEEE operation or a copy on both
-//   sides: compared bit for bit.
+// - embedding, add, scale, zero, concatColumns, repeatRows: the same single IEEE operation or a copy on
+//   both sides: compared bit for bit.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -167,6 +167,26 @@ std::vector<OpResult> concatCase(Context& ctx, const char* label, int64_t T, std
     return {exact("concatColumns", std::string(label) + " T=" + str(T) + " widths=" + ws, ref[0], dut[0])};
 }
 
+// src [T, D] → dst [T, n, D]. dstOffset > 0: dst starts dstOffset floats into its buffer (a view that is
+// not 16-byte aligned: the scalar path of the CUDA kernel). The whole destination buffer is compared,
+// so a write past [T, n, D] shows as well as a missing one.
+std::vector<OpResult> repeatRowsCase(Context& ctx, const char* label, int64_t T, int64_t D, int n,
+                                     int64_t dstOffset = 0) {
+    const std::vector<float> src = ctx.randn(static_cast<size_t>(T * D));
+    const size_t outFloats = static_cast<size_t>(T * n * D + dstOffset);
+    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        const Buffer sb = Context::put(b, src);
+        const Buffer db = Context::poisoned(b, outFloats * 4);
+        const Buffer dv =
+            dstOffset ? db.view(static_cast<size_t>(dstOffset) * 4, static_cast<size_t>(T * n * D) * 4) : db;
+        b.repeatRows(sb, T, D, n, dv);
+        return Outs{Context::getF32(b, db, outFloats)};
+    });
+    const std::string sh = std::string(label) + " T=" + str(T) + " D=" + str(D) + " n=" + str(n) +
+                           (dstOffset ? " dst+" + str(dstOffset) : "");
+    return {exact("repeatRows", sh, ref[0], dut[0])};
+}
+
 }  // namespace
 
 void addMathCases(std::vector<Case>& out) {
@@ -243,6 +263,15 @@ void addMathCases(std::vector<Case>& out) {
     add("concatColumns glm kda qkv", [](Context& c) { return concatCase(c, "glm kda", 2, {8192, 8192, 8192}); });
     add("concatColumns odd", [](Context& c) { return concatCase(c, "odd", 5, {5, 17, 3}); });
     add("concatColumns T=1", [](Context& c) { return concatCase(c, "T=1", 1, {1, 1}); });
+
+    // repeatRows: the embedding broadcast to the hc_mult = 4 mHC streams (decode, prefill, the tiny
+    // models), odd widths and a misaligned destination (scalar path), n = 1
+    add("repeatRows glm decode", [](Context& c) { return repeatRowsCase(c, "glm", 1, 4096, 4); });
+    add("repeatRows glm prefill", [](Context& c) { return repeatRowsCase(c, "glm", 9, 4096, 4); });
+    add("repeatRows tiny_a", [](Context& c) { return repeatRowsCase(c, "tiny_a", 5, 128, 4); });
+    add("repeatRows odd", [](Context& c) { return repeatRowsCase(c, "odd", 3, 77, 3); });
+    add("repeatRows misaligned", [](Context& c) { return repeatRowsCase(c, "misaligned", 2, 256, 4, 1); });
+    add("repeatRows n=1", [](Context& c) { return repeatRowsCase(c, "n=1", 4, 33, 1); });
 }
 
 }  // namespace ts::selftest

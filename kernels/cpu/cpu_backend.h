@@ -12,6 +12,8 @@ public:
     std::string name() const override { return "cpu"; }
 
     Buffer alloc(size_t bytes) override;
+    // Quiet NaN in every float (0xFF in trailing bytes): a caller that relies on zeros fails loudly.
+    Buffer allocUninit(size_t bytes) override;
     Buffer upload(const void* host, size_t bytes) override;
     void download(const Buffer& src, void* host, size_t bytes, size_t offset) override;
     void copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) override;
@@ -26,6 +28,7 @@ public:
     void scale(const Buffer& x, int64_t n, float s) override;
     void zero(const Buffer& x) override;
     void concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T, const Buffer& out) override;
+    void repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) override;
 
     void mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x,
                 const Buffer& post, const Buffer& comb) override;

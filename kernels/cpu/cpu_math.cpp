@@ -1,4 +1,5 @@
-// Dense CPU ops: memory, embedding, linear (bf16/f16/f32 weights, fp32 math), norms, SwiGLU.
+// Dense CPU ops: memory, embedding, linear (bf16/f16/f32 weights, fp32 math), norms, SwiGLU, concatColumns,
+// repeatRows.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -84,19 +85,46 @@ void hadamard(float* x, int64_t n) {
 
 }  // namespace cpu
 
-Buffer CpuBackend::alloc(size_t bytes) {
-    // Large buffers (KV pools) come straight from mmap: zero pages the OS fills lazily, so a 2 GiB
-    // pool costs nothing until used.
-    if (bytes >= (size_t(1) << 20)) {
+namespace {
+
+constexpr size_t kMmapBytes = size_t(1) << 20;
+
+// Host memory of `bytes` (64-byte aligned). Large buffers (KV pools) come straight from mmap: zero
+// pages the OS fills lazily, so a 2 GiB pool costs nothing until used. Smaller ones come from
+// aligned_alloc and hold garbage; `rounded` (if given) receives the bytes that may be written.
+Buffer hostAlloc(size_t bytes, size_t* rounded) {
+    if (bytes >= kMmapBytes) {
         void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) throw std::bad_alloc();
+        if (rounded) *rounded = bytes;
         return Buffer(std::shared_ptr<void>(p, [bytes](void* q) { ::munmap(q, bytes); }), bytes);
     }
-    const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    void* p = std::aligned_alloc(64, rounded);
+    const size_t r = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    void* p = std::aligned_alloc(64, r);
     if (!p) throw std::bad_alloc();
-    std::memset(p, 0, rounded);
+    if (rounded) *rounded = r;
     return Buffer(std::shared_ptr<void>(p, [](void* q) { std::free(q); }), bytes);
+}
+
+}  // namespace
+
+Buffer CpuBackend::alloc(size_t bytes) {
+    size_t rounded = 0;
+    Buffer b = hostAlloc(bytes, &rounded);
+    if (bytes < kMmapBytes) std::memset(b.bytes(), 0, rounded);  // mmap pages are zero already
+    return b;
+}
+
+Buffer CpuBackend::allocUninit(size_t bytes) {
+    // Not garbage but NaN: any element an op fails to write, or any read that assumed alloc()'s zeros,
+    // turns the results into NaN, which the golden and e2e tests cannot miss.
+    Buffer b = hostAlloc(bytes, nullptr);
+    constexpr uint32_t kQuietNaN = 0x7fc00000u;
+    const size_t floats = bytes / 4;
+    uint8_t* p = b.bytes();
+    for (size_t i = 0; i < floats; ++i) std::memcpy(p + i * 4, &kQuietNaN, 4);
+    std::memset(p + floats * 4, 0xFF, bytes - floats * 4);
+    return b;
 }
 
 Buffer CpuBackend::upload(const void* host, size_t bytes) {
@@ -213,6 +241,17 @@ void CpuBackend::concatColumns(const Buffer* parts, const int64_t* widths, int c
             std::memcpy(out.f32() + t * total + off, parts[i].f32() + t * widths[i], size_t(widths[i]) * 4);
             off += widths[i];
         }
+    }
+}
+
+void CpuBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) {
+    TS_CHECK(T >= 0 && D >= 0 && n >= 0, "repeatRows: negative shape");
+    const size_t row = static_cast<size_t>(D) * 4;
+    TS_CHECK(src.size() >= static_cast<size_t>(T) * row && dst.size() >= static_cast<size_t>(T * n) * row,
+             "repeatRows: buffer too small");
+    for (int64_t t = 0; t < T; ++t) {
+        const uint8_t* s = src.bytes() + static_cast<size_t>(t) * row;
+        for (int i = 0; i < n; ++i) std::memcpy(dst.bytes() + static_cast<size_t>(t * n + i) * row, s, row);
     }
 }
 

@@ -140,6 +140,9 @@ Buffer CudaBackend::alloc(size_t bytes) {
     return b;
 }
 
+// No memset: the caller's first op overwrites every element (Backend::allocUninit's contract).
+Buffer CudaBackend::allocUninit(size_t bytes) { return deviceAlloc(m_pool, bytes); }
+
 Buffer CudaBackend::upload(const void* host, size_t bytes) {
     Buffer b = deviceAlloc(m_pool, bytes);
     if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(b.bytes(), host, bytes, cudaMemcpyHostToDevice, m_stream));

@@ -1,7 +1,8 @@
 // The CUDA backend: every op of kernels/backend.h on one NVIDIA GPU, with the CPU backend as the truth
 // (`twinspark-cli selftest --backend cuda` compares every op and the whole model against it).
 //
-// Memory: Buffers are device memory (the caching allocator of cuda_backend.cu; alloc() zero-fills).
+// Memory: Buffers are device memory (the caching allocator of cuda_backend.cu; alloc() zero-fills with a
+// memset on the stream, allocUninit() does not: a recycled block keeps whatever its last owner wrote).
 // Weights (WeightView) point into mapped host checkpoints; the first op that reads one uploads it once
 // (same dtype, keyed by host pointer, shape and dtype) and keeps it until releaseWeights(). EXL3 linears
 // upload their trellis + scales once. Every op is enqueued on the backend's one stream; upload(),
@@ -40,6 +41,7 @@ public:
     std::string name() const override { return "cuda"; }
 
     Buffer alloc(size_t bytes) override;
+    Buffer allocUninit(size_t bytes) override;
     void preloadWeight(const WeightView& w) override;
     void releaseWeights() override;
     Buffer upload(const void* host, size_t bytes) override;
@@ -57,6 +59,7 @@ public:
     void scale(const Buffer& x, int64_t n, float s) override;
     void zero(const Buffer& x) override;
     void concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T, const Buffer& out) override;
+    void repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) override;
 
     // cuda_mhc_kda.cu
     void mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x,

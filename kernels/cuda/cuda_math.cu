@@ -1,5 +1,5 @@
 // cuda_math: the dense ops of kernels/backend.h on the GPU — embedding, linear, rmsnorm, layernorm, swiglu,
-// add, scale, zero, concatColumns. The CPU backend (kernels/cpu/cpu_math.cpp) is the truth: same formulas,
+// add, scale, zero, concatColumns, repeatRows. The CPU backend (kernels/cpu/cpu_math.cpp) is the truth: same formulas,
 // same operand order where it is cheap to keep, fp32 everywhere (weights BF16/F16/F32 widened on load).
 //
 // Variants
@@ -18,6 +18,9 @@
 //   layernorm's mean is summed in double, as the CPU does.
 // - swiglu, add, scale: grid-stride element-wise kernels; zero: cudaMemsetAsync; concatColumns: one
 //   cudaMemcpy2DAsync per part; embedding: one block per token.
+// - repeatRows (the embedding broadcast to the mHC streams): one grid-stride launch over dst [T, n, D],
+//   float4 when D % 4 == 0 and both buffers are 16-byte aligned (the T·n copies it replaces were one
+//   cudaMemcpyAsync each).
 //
 // Test: `twinspark-cli selftest --backend cuda --filter math` (cases in engine/selftest/cases_math.cpp:
 // the GLM-5.3-Flash and tiny widths, odd sizes, T = 1..8 and T > 8, misaligned x, all weight dtypes).
@@ -341,6 +344,15 @@ __global__ void scaleKernel(float* x, int64_t n, float s) {
         x[i] *= s;
 }
 
+// dst[t, i, :] = src[t, :]: element e of dst [T, n, D] (in units of V = float or float4, D in units of V)
+// reads src[e / (n·D), e % D].
+template <class V>
+__global__ void repeatRowsKernel(const V* __restrict__ src, int64_t total, int64_t D, int64_t nD,
+                                 V* __restrict__ dst) {
+    for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x)
+        dst[e] = src[(e / nD) * D + e % D];
+}
+
 }  // namespace
 
 void CudaBackend::embedding(const int32_t* ids, int64_t T, const WeightView& table, const Buffer& out) {
@@ -469,6 +481,22 @@ void CudaBackend::concatColumns(const Buffer* parts, const int64_t* widths, int 
                                             size_t(widths[i]) * 4, size_t(T), cudaMemcpyDeviceToDevice, m_stream));
         off += widths[i];
     }
+}
+
+void CudaBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) {
+    TS_CHECK(T >= 0 && D >= 0 && n >= 0, "repeatRows: negative shape");
+    TS_CHECK(src.size() >= size_t(T * D) * 4 && dst.size() >= size_t(T * n * D) * 4, "repeatRows: buffer too small");
+    if (T <= 0 || D <= 0 || n <= 0) return;
+    if (D % 4 == 0 && aligned16(src.f32()) && aligned16(dst.f32())) {
+        const int64_t D4 = D / 4, total = T * n * D4;
+        repeatRowsKernel<float4><<<gridFor(total, kThreads), kThreads, 0, m_stream>>>(
+            reinterpret_cast<const float4*>(src.f32()), total, D4, n * D4, reinterpret_cast<float4*>(dst.f32()));
+    } else {
+        const int64_t total = T * n * D;
+        repeatRowsKernel<float><<<gridFor(total, kThreads), kThreads, 0, m_stream>>>(src.f32(), total, D, n * D,
+                                                                                    dst.f32());
+    }
+    TS_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace ts

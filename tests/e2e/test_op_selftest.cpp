@@ -60,6 +60,10 @@ public:
         m_cpu->concatColumns(p, w, c, T, out);
         hit("concatColumns", out, size_t(T * w[0]));
     }
+    void repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) override {
+        m_cpu->repeatRows(src, T, D, n, dst);
+        hit("repeatRows", dst, static_cast<size_t>(T * n * D));
+    }
     void mhcPre(const Buffer& s, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post,
                 const Buffer& comb) override {
         m_cpu->mhcPre(s, T, D, p, x, post, comb);
@@ -190,8 +194,8 @@ private slots:
         std::set<std::string> ops;
         for (const auto& r : results) ops.insert(r.op);
         for (const char* op : {"embedding", "linear", "rmsnorm", "layernorm", "swiglu", "add", "scale",
-                               "concatColumns", "mhcPre", "mhcPost", "mhcHead", "causalConvSilu", "kdaGate",
-                               "kdaRecurrent", "gatedRmsnorm", "mlaCacheWrite", "mlaAbsorbQ", "mlaSparseAttention",
+                               "concatColumns", "repeatRows", "mhcPre", "mhcPost", "mhcHead", "causalConvSilu",
+                               "kdaGate", "kdaRecurrent", "gatedRmsnorm", "mlaCacheWrite", "mlaAbsorbQ", "mlaSparseAttention",
                                "mlaUpV", "indexerCacheWrite", "indexerSelect", "moeRoute", "gatherRows",
                                "scatterAddRows", "sampleRows"}) {
             bool found = false;
@@ -205,7 +209,8 @@ private slots:
         QTest::addColumn<QString>("family");  // only that family's cases run: the harness is not cheap
         const std::pair<const char*, const char*> ops[] = {
             {"embedding", "math/"}, {"linear", "math/"}, {"rmsnorm", "math/"}, {"layernorm", "math/"},
-            {"swiglu", "math/"}, {"add", "math/"}, {"scale", "math/"}, {"concatColumns", "math/"}, {"mhcPre", "mhc_kda/"}, {"mhcPost", "mhc_kda/"}, {"mhcHead", "mhc_kda/"},
+            {"swiglu", "math/"}, {"add", "math/"}, {"scale", "math/"}, {"concatColumns", "math/"}, {"repeatRows", "math/"},
+            {"mhcPre", "mhc_kda/"}, {"mhcPost", "mhc_kda/"}, {"mhcHead", "mhc_kda/"},
             {"causalConvSilu", "mhc_kda/"}, {"kdaGate", "mhc_kda/"}, {"kdaRecurrent", "mhc_kda/"},
             {"gatedRmsnorm", "mhc_kda/"}, {"mlaCacheWrite", "attention/"}, {"mlaAbsorbQ", "attention/"},
             {"mlaSparseAttention", "attention/"}, {"mlaUpV", "attention/"}, {"indexerCacheWrite", "attention/"},

@@ -42,7 +42,10 @@ Diff compare(const std::vector<float>& ours, const std::vector<float>& ref, int6
         int64_t ao = 0, ar = 0;
         for (int64_t v = 0; v < V; ++v) {
             const size_t i = size_t(r * V + v);
-            const float e = std::fabs(ours[i] - ref[i]);
+            // NaN counts as an infinite error: std::max would drop it, and a NaN logit (an activation
+            // that relied on zeros gets NaN from allocUninit on the CPU) must fail, not vanish.
+            const float d0 = std::fabs(ours[i] - ref[i]);
+            const float e = std::isnan(d0) ? INFINITY : d0;
             rowMax = std::max(rowMax, e);
             sum += e;
             if (ours[i] > ours[size_t(r * V + ao)]) ao = v;

@@ -1,8 +1,10 @@
 // CPU reference ops on inputs with known answers: the fp8_ds_mla cache layout and its error bound,
 // sparse attention over an index set, the indexer's tie-break and tail, mHC's Sinkhorn projection,
-// group-limited MoE routing, the SwiGLU clamp, and the bf16 linear against a double-precision sum.
+// group-limited MoE routing, the SwiGLU clamp, the bf16 linear against a double-precision sum, the
+// embedding broadcast to the mHC streams (repeatRows), and allocUninit's NaN fill.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -213,6 +215,54 @@ private slots:
                 for (int64_t i = 0; i < in; ++i) want += double(x[size_t(t * in + i)]) * bf16ToF32(w[size_t(o * in + i)]);
                 QVERIFY(std::fabs(got[size_t(t * out + o)] - want) < 1e-4);
             }
+    }
+
+    void repeatRowsBroadcast() {
+        auto b = makeCpuBackend();
+        const int64_t T = 3, D = 5;
+        const int n = 4;
+        std::vector<float> src(static_cast<size_t>(T * D));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = float(i + 1);  // every row distinct, none zero
+        // One spare float past [T, n, D]: it must be left alone.
+        const size_t outFloats = static_cast<size_t>(T * n * D) + 1;
+        std::vector<float> sentinel(outFloats, -7.0f);
+        Buffer dst = b->upload(sentinel.data(), outFloats * 4);
+        b->repeatRows(b->upload(src.data(), src.size() * 4), T, D, n, dst);
+        const auto got = read(*b, dst, outFloats);
+        for (int64_t t = 0; t < T; ++t)
+            for (int i = 0; i < n; ++i)
+                for (int64_t d = 0; d < D; ++d)
+                    QCOMPARE(got[static_cast<size_t>((t * n + i) * D + d)], src[static_cast<size_t>(t * D + d)]);
+        QCOMPARE(got.back(), -7.0f);
+        // Nothing to do for an empty shape (and no access to the buffers).
+        b->repeatRows(Buffer(), 0, D, n, Buffer());
+        b->repeatRows(b->upload(src.data(), src.size() * 4), T, D, 0, Buffer());
+    }
+
+    void allocUninitIsNaN() {
+        // The CPU backend poisons allocUninit memory so that a model buffer wrongly switched from
+        // alloc() (one whose op does not overwrite it, or that is accumulated into) breaks the tests.
+        auto b = makeCpuBackend();
+        for (size_t bytes : {size_t(0), size_t(4), size_t(4 * 37 + 3), size_t(1) << 20, (size_t(1) << 20) + 2}) {
+            Buffer u = b->allocUninit(bytes);
+            QCOMPARE(u.size(), bytes);
+            std::vector<uint8_t> host(bytes);
+            if (bytes) b->download(u, host.data(), bytes);
+            const size_t floats = bytes / 4;
+            size_t wrong = 0;  // counted, then compared once: a QCOMPARE per byte of 1 MiB is slow
+            for (size_t i = 0; i < floats; ++i) {
+                uint32_t bits = 0;
+                std::memcpy(&bits, host.data() + i * 4, 4);
+                wrong += bits != 0x7fc00000u;
+            }
+            for (size_t i = floats * 4; i < bytes; ++i) wrong += host[i] != 0xFF;
+            QCOMPARE(wrong, size_t(0));
+            // alloc() stays zero-filled.
+            Buffer z = b->alloc(bytes);
+            std::vector<uint8_t> zh(bytes, 1);
+            if (bytes) b->download(z, zh.data(), bytes);
+            QCOMPARE(size_t(std::count(zh.begin(), zh.end(), uint8_t(0))), bytes);
+        }
     }
 };
 

@@ -41,6 +41,7 @@ public:
     void scale(const Buffer& x, int64_t n, float s) override { m_cpu->scale(x, n, s); }
     void zero(const Buffer& x) override { m_cpu->zero(x); }
     void concatColumns(const Buffer* p, const int64_t* w, int c, int64_t T, const Buffer& o) override { m_cpu->concatColumns(p, w, c, T, o); }
+    void repeatRows(const Buffer& s, int64_t T, int64_t D, int n, const Buffer& d) override { m_cpu->repeatRows(s, T, D, n, d); }
     void mhcPre(const Buffer& s, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& po, const Buffer& c) override {
         m_cpu->mhcPre(s, T, D, p, x, po, c);
     }
