@@ -5,7 +5,9 @@
 # from Nsight Compute (tools/device/gpu_busy.py) at batch 1 (the engine path, as the tok/s runs), beside the wall time per step: the
 # difference is what launch-side work (CUDA graphs) could still recover; (3) the per-op profile at batch 1.
 #   device: bash scripts/gpu/decode_step_ab.sh "$OUT"   (after run_gpu_suite.sh in the same call)
-# Results: $OUT/ab.txt, $OUT/ab_*.json, $OUT/busy.txt/json, $OUT/profile_b1.txt. About 2 minutes.
+# Results: $OUT/ab.txt, $OUT/ab_*.json, $OUT/busy.txt/json, $OUT/profile_b1.txt. About 4 minutes.
+# Env: AB_ROUTES ("1 0": which TS_MOE_DEVICE_ROUTE values to run; "0" when the suite's slice already gave the
+#      default), AB_TOKENS (48), NCU_ON (1; 0 skips the ncu run), PROFILE (1; 0 skips the per-op profile).
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -18,7 +20,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 AB="$OUT/ab.txt"
 for b in 1 4; do
   IDS=$(python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP")
-  for route in 1 0; do
+  for route in ${AB_ROUTES:-1 0}; do
     TS_MOE_DEVICE_ROUTE=$route $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b \
       --max-tokens "$SN" --ignore-eos --json "$OUT/ab_b${b}_route$route.json" >/dev/null 2>"$OUT/ab_b${b}_route$route.err"
     echo "batch $b, TS_MOE_DEVICE_ROUTE=$route: rc $? $(grep -E 'decode with|rror' "$OUT/ab_b${b}_route$route.err" | tail -1)" | tee -a "$AB"
@@ -26,7 +28,7 @@ for b in 1 4; do
 done
 IDS=$(python3 tools/device/slice_roofline.py prompts --batch 1 --length "$SP")
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-if [ -n "$NCU" ]; then
+if [ "${NCU_ON:-1}" = 1 ] && [ -n "$NCU" ]; then
   timeout 300 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
     $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency 1 --max-tokens 10 --ignore-eos \
     >"$OUT/ncu.csv" 2>"$OUT/ncu.err"
@@ -36,6 +38,8 @@ if [ -n "$NCU" ]; then
 else
   echo "no ncu on this machine" | tee -a "$OUT/busy.txt"
 fi
-$CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --max-tokens 32 --ignore-eos --profile-ops \
-  >/dev/null 2>"$OUT/profile_b1.txt"
-tail -40 "$OUT/profile_b1.txt"
+if [ "${PROFILE:-1}" = 1 ]; then
+  $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --max-tokens 32 --ignore-eos --profile-ops \
+    >/dev/null 2>"$OUT/profile_b1.txt"
+  tail -40 "$OUT/profile_b1.txt"
+fi
