@@ -16,18 +16,23 @@
 //      a flip needs two experts within an ulp at the top-k boundary.
 //      Launch: one 64-thread block per 8 experts × 8 tokens (thread = expert·8 + lane); weight and x
 //      columns are staged through shared memory 256 at a time (coalesced 16-byte loads), the next 256
-//      prefetched into registers while the current ones are used.
+//      prefetched into registers while the current ones are used. Decode (T ≤ 4, rows 16-byte aligned,
+//      shared memory permitting): routerLogitsWholeKernel copies the block's whole weight slice and x into
+//      shared memory at once (one memory latency per call instead of one per 256 columns), same lanes,
+//      same order, same bits.
 //   2. routerSelectKernel: one warp per token. Group-limited masking exactly as the CPU (group score =
 //      sum of the two best choices, groups ranked by a stable descending sort, the experts of all but
 //      the best topkGroup groups set to −∞), then topk rounds of a warp arg-max in the order (choice desc, id asc):
 //      round k takes the best expert that comes after round k−1's in that order, which is the CPU's
 //      partial_sort prefix. Weights = s[idx] / (Σ s[idx] + 1e-20) (if norm) × scaling, summed in k order.
+//      With E ≤ 512 and topk ≤ 32 each lane keeps its choice / score values in registers for all rounds.
 // gatherRows: rows[i] = x[sel[i]]; one block per (row, 1024 columns).
 // scatterAddRows: y[sel[i]] += scale[i] · rows[i]; targets may repeat. Deterministic without atomics: the
 //   host groups i by target (stable, so increasing i), and one block per (target, 1024 columns) adds that
 //   target's rows in increasing i — the CPU's order, so the result is the CPU's bit for bit.
 //
-// Decode (T = 1..4): moeRoute costs two small launches plus a ~10 µs host round trip; the per-expert
+// Decode (T = 1..4): moeRoute costs two small launches plus a ~10 µs host round trip (moeRouteDevice: no
+// round trip; measured on the H200 at 288 × 4096 before the decode forms: 41 + 17 µs per call); the per-expert
 // path costs per selected expert one gather, three linears, one swiglu and one scatter launch (the fused
 // EXL3 path, moeExpertsFused in cuda_exl3.cu, replaces all of those with one launch).
 //
@@ -40,6 +45,8 @@
 #include <numeric>
 #include <type_traits>
 #include <vector>
+
+#include <cuda_pipeline.h>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
@@ -188,7 +195,64 @@ __global__ void __launch_bounds__(kRouteThreads)
     }
 }
 
+// Decode form of routerLogitsKernel (T ≤ 4, D % 8 = 0, aligned rows; the same 8 experts × 8 lanes per block,
+// the same per-lane order and lane combine, so the same bits): the block's whole weight slice [8, D] (in its
+// own dtype) and x [TOK, D] are copied into shared memory with every 16-byte copy in flight at once, then
+// each lane runs its chain. The chunked kernel waits one memory latency per 256 columns (16 for D = 4096:
+// ~41 µs per call on the H200, a third of a decode step's MoE time); this one waits once.
+template <int DT, bool FUSED, int TOK>
+__global__ void __launch_bounds__(kRouteThreads)
+    routerLogitsWholeKernel(const float* __restrict__ x, const void* __restrict__ W, const float* __restrict__ bias,
+                            int64_t T, int64_t E, int64_t D, float* __restrict__ sOut, float* __restrict__ choiceOut) {
+    extern __shared__ __align__(16) uint8_t routeSmem[];
+    constexpr int kWBytes = DT == 2 ? 4 : 2;
+    const int tid = threadIdx.x, el = tid >> 3, j = tid & 7;
+    const int64_t e0 = int64_t(blockIdx.x) * kRouteExperts, t0 = int64_t(blockIdx.y) * TOK;
+    const int64_t e = e0 + el;
+    const int64_t nE = E - e0 < kRouteExperts ? E - e0 : kRouteExperts, nT = T - t0 < TOK ? T - t0 : TOK;
+    float* xs = reinterpret_cast<float*>(routeSmem);                       // [TOK, D]
+    uint8_t* ws = routeSmem + size_t(TOK) * size_t(D) * 4;                 // [8, D] weights, dtype DT
+    const int64_t wChunks = nE * D * kWBytes / 16, xChunks = nT * D / 4;  // 16-byte copies
+    const uint8_t* wSrc = static_cast<const uint8_t*>(W) + e0 * D * kWBytes;
+    for (int64_t i = tid; i < wChunks; i += kRouteThreads) __pipeline_memcpy_async(ws + 16 * i, wSrc + 16 * i, 16);
+    for (int64_t i = tid; i < xChunks; i += kRouteThreads)
+        __pipeline_memcpy_async(xs + 4 * i, x + t0 * D + 4 * i, 16);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    float acc[TOK];
+#pragma unroll
+    for (int tt = 0; tt < TOK; ++tt) acc[tt] = 0.0f;
+    if (el < nE) {
+        const uint8_t* wr = ws + size_t(el) * size_t(D) * kWBytes;
+        for (int64_t i = j; i < D; i += 8) {  // columns ≡ j (mod 8), increasing: the CPU's lane j
+            float w;
+            if constexpr (DT == 2) w = reinterpret_cast<const float*>(wr)[i];
+            else if constexpr (DT == 0) w = __uint_as_float(uint32_t(reinterpret_cast<const uint16_t*>(wr)[i]) << 16);
+            else w = __half2float(__ushort_as_half(reinterpret_cast<const uint16_t*>(wr)[i]));
+#pragma unroll
+            for (int tt = 0; tt < TOK; ++tt) acc[tt] = mulAdd<FUSED>(acc[tt], tt < nT ? xs[tt * D + i] : 0.0f, w);
+        }
+    }
+#pragma unroll
+    for (int tt = 0; tt < TOK; ++tt) {
+        float v = acc[tt];
+        v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 4));
+        v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 1));
+        v = __fadd_rn(v, __shfl_down_sync(0xffffffffu, v, 2));
+        const int64_t t = t0 + tt;
+        if (j == 0 && e < E && t < T) {
+            const float ex = float(exp(-double(v)));
+            const float sg = __fdiv_rn(1.0f, __fadd_rn(1.0f, ex));
+            sOut[t * E + e] = sg;
+            choiceOut[t * E + e] = bias ? __fadd_rn(sg, bias[e]) : sg;
+        }
+    }
+}
+
 constexpr int kSelectWarps = 4;
+constexpr int kSelCache = 16;    // choice values per lane held in registers: E ≤ 512 (GLM-5.3-Flash: 288)
+constexpr int kSelMaxTopk = 32;
 
 // True when (va, ea) comes before (vb, eb) in the routing order: choice descending, then lower id.
 __device__ __forceinline__ bool before(float va, int ea, float vb, int eb) {
@@ -225,6 +289,60 @@ __global__ void __launch_bounds__(kSelectWarps * 32)
             masked[g] = rank >= topkGroup ? 1 : 0;
         }
         __syncwarp();
+    }
+    if (E <= 32 * kSelCache && topk <= kSelMaxTopk) {
+        // The same rounds with the token's choice and score values held in registers (the loop below reads
+        // them from memory once per round, and lane 0 reads the chosen scores back through idx: ~17 µs per
+        // decode call on the H200, mostly dependent loads). Same comparisons, same order: the same bits.
+        __shared__ float selS[kSelectWarps][kSelMaxTopk];
+        const int w = threadIdx.x >> 5;
+        float cv[kSelCache], sv[kSelCache];
+#pragma unroll
+        for (int q = 0; q < kSelCache; ++q) {
+            const int e = lane + 32 * q;
+            cv[q] = sv[q] = 0.0f;
+            if (e < E) {
+                const int g = perGroup > 0 ? e / perGroup : 0;
+                cv[q] = (masked && g < nGroup && masked[g]) ? -INFINITY : ch[e];
+                sv[q] = st[e];
+            }
+        }
+        float prevV = 0.0f;
+        int prevE = -1;
+        for (int k = 0; k < topk; ++k) {
+            float bestV = 0.0f, bestS = 0.0f;
+            int bestE = -1;
+#pragma unroll
+            for (int q = 0; q < kSelCache; ++q) {
+                const int e = lane + 32 * q;
+                if (e >= E) continue;
+                const float v = cv[q];
+                if (prevE >= 0 && !before(prevV, prevE, v, e)) continue;  // already taken
+                if (bestE < 0 || before(v, e, bestV, bestE)) { bestV = v; bestE = e; bestS = sv[q]; }
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, bestV, o);
+                const int oe = __shfl_xor_sync(0xffffffffu, bestE, o);
+                const float os = __shfl_xor_sync(0xffffffffu, bestS, o);
+                if (oe >= 0 && (bestE < 0 || before(ov, oe, bestV, bestE))) { bestV = ov; bestE = oe; bestS = os; }
+            }
+            prevV = bestV;
+            prevE = bestE;
+            if (lane == 0) {
+                idx[t * topk + k] = bestE;
+                selS[w][k] = bestS;
+            }
+        }
+        if (lane == 0) {
+            float sum = 0.0f;
+            for (int k = 0; k < topk; ++k) sum = __fadd_rn(sum, selS[w][k]);
+            for (int k = 0; k < topk; ++k) {
+                float wk = selS[w][k];
+                if (normTopk) wk = __fdiv_rn(wk, __fadd_rn(sum, 1e-20f));
+                weight[t * topk + k] = __fmul_rn(wk, scaling);
+            }
+        }
+        return;
     }
     float prevV = 0.0f;
     int prevE = -1;
@@ -325,9 +443,19 @@ void CudaBackend::routeOnDevice(const Buffer& x, int64_t T, const WeightView& ga
     const int64_t gy = (T + tok - 1) / tok;
     TS_CHECK(gy <= 65535, "moeRoute: too many tokens for one launch");
     const dim3 grid(unsigned((E + kRouteExperts - 1) / kRouteExperts), unsigned(gy));
+    // Decode: the whole-slice kernel when its shared memory fits (D = 4096, BF16: 64 KiB + 16 KiB per token).
+    const size_t wBytes = gate.dtype == DType::F32 ? 4 : 2;
+    const size_t wholeSmem = size_t(tok) * size_t(D) * 4 + size_t(kRouteExperts) * size_t(D) * wBytes;
+    const bool whole = tok <= 4 && vecW && vecX && (reinterpret_cast<uintptr_t>(W) & 15u) == 0 &&
+                       wholeSmem <= size_t(props().sharedMemPerBlockOptin);
     auto launch = [&](auto dtTag) {
         constexpr int DT = decltype(dtTag)::value;
-        if (tok == 1)
+        if (whole) {
+            auto fn = tok == 1 ? routerLogitsWholeKernel<DT, kCpuFusesMulAdd, 1> : routerLogitsWholeKernel<DT, kCpuFusesMulAdd, 4>;
+            if (wholeSmem > 48 * 1024)
+                TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(wholeSmem)));
+            fn<<<grid, kRouteThreads, wholeSmem, m_stream>>>(x.f32(), W, B, T, E, D, s, choice);
+        } else if (tok == 1)
             routerLogitsKernel<DT, kCpuFusesMulAdd, 1>
                 <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
         else if (tok == 4)
