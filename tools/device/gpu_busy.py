@@ -66,7 +66,7 @@ def main():
     by = {}
     for s in decode:
         for name, ns in s:
-            base = name.replace("(anonymous namespace)", "").replace("void ", "", 1)
+            base = name.replace("(anonymous namespace)::", "").replace("<unnamed>::", "").replace("void ", "", 1)
             short = base.split("(")[0].split("<")[0].split("::")[-1]
             t = by.setdefault(short, [0, 0.0])
             t[0] += 1
