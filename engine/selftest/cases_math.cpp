@@ -225,13 +225,17 @@ void addMathCases(std::vector<Case>& out) {
     add("linear odd f32", [](Context& c) { return linearCase(c, "odd", 5, 77, D::F32, {1, 12}); });
     add("linear misaligned x", [](Context& c) { return linearCase(c, "misaligned", 512, 256, D::BF16, {2, 12}, 1); });
 
-    // rmsnorm: block-per-row (D > 1024) and warp-per-row paths, weighted or not, in place
+    // rmsnorm: block-per-row (D > 1024: registers, or strided) and warp-per-row paths, weighted or not, in place
     add("rmsnorm glm hidden", [](Context& c) { return rmsnormCase(c, "glm", 7, 4096, true, false, 1e-5f); });
     add("rmsnorm glm hidden T=1 in-place", [](Context& c) { return rmsnormCase(c, "glm", 1, 4096, true, true, 1e-5f); });
     add("rmsnorm glm unweighted", [](Context& c) { return rmsnormCase(c, "glm", 3, 4096, false, false, 1e-6f); });
     add("rmsnorm glm q_lora", [](Context& c) { return rmsnormCase(c, "glm q_lora", 2, 1536, true, false, 1e-5f); });
     add("rmsnorm glm kv_lora", [](Context& c) { return rmsnormCase(c, "glm kv_lora", 5, 512, true, true, 1e-5f); });
     add("rmsnorm glm heads", [](Context& c) { return rmsnormCase(c, "glm kda heads", 256, 128, true, false, 1e-5f); });
+    // The vector form (D % 4 = 0, ≤ 8192: registers hold the row) with a partial last float4 group per
+    // thread, and past its limit (the strided block kernel).
+    add("rmsnorm wide", [](Context& c) { return rmsnormCase(c, "wide", 2, 6144, true, true, 1e-5f); });
+    add("rmsnorm wider", [](Context& c) { return rmsnormCase(c, "wider", 2, 12288, true, false, 1e-5f); });
     add("rmsnorm boundary", [](Context& c) { return rmsnormCase(c, "boundary", 33, 1024, true, false, 1e-5f); });
     add("rmsnorm boundary+1", [](Context& c) { return rmsnormCase(c, "boundary", 4, 1025, true, false, 1e-5f); });
     add("rmsnorm tiny_a", [](Context& c) { return rmsnormCase(c, "tiny_a", 3, 128, true, false, 1e-6f); });
