@@ -226,13 +226,16 @@ void addMhcKdaCases(std::vector<Case>& out) {
     };
 
     // mhcPre: T < 32 splits D over blocks (decode), T ≥ 32 one block per token; D tails of the 512-element
-    // chunks and of the 1024-column slices; n = 1..4; every fn dtype.
+    // chunks and of the 1024-column slices; n = 1..4, 6, 40; every fn dtype.
     const MhcPreShape pre[] = {
         {"real", 1, 4096, 4, 20, DType::BF16},     {"real", 3, 4096, 4, 20, DType::BF16},
         {"real", 32, 4096, 4, 20, DType::BF16},    {"tiny_a", 7, 128, 4, 20, DType::BF16},
         {"embedded", 5, 256, 4, 20, DType::F32},   {"odd", 3, 100, 3, 5, DType::F16},
         {"odd", 33, 37, 2, 3, DType::F32},         {"n=1", 2, 33, 1, 1, DType::F32},
         {"odd", 2, 1500, 4, 20, DType::BF16},
+        // Past the fast forms: n = 6 (2n + n² = 48 mixing rows, the generic column loop), n = 40 (Sinkhorn
+        // with block barriers: more than one warp of rows).
+        {"n=6", 2, 64, 6, 4, DType::F32},          {"n=40", 1, 16, 40, 3, DType::F32},
     };
     for (const MhcPreShape& s : pre)
         add("mhcPre " + std::string(s.label) + " T=" + str(s.T) + " D=" + str(s.D), [s](Context& c) { return mhcPreCase(c, s); });

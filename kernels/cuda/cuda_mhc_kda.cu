@@ -14,6 +14,11 @@
 //       does (same order, same +eps terms; one thread per row / column), then writes its slice of
 //       x = Σ_i pre[i]·streams[i]. With few tokens (decode) D is split over several blocks, each of
 //       which redoes the (tiny) Sinkhorn; block 0 writes post and comb.
+//   Both are latency-bound in decode (one token: ~9 and ~21 µs per call on the H200 with loads issued one
+//   row / chunk at a time), so for n ≤ 4 the partial kernel issues all of a thread's fn loads before its
+//   warp sums, the mixing kernel copies the token's partials to shared memory in one pass and writes four
+//   columns per thread and pass, and Sinkhorn (threads < n, one warp) uses warp barriers. Same operations in
+//   the same order: the results are those of the simple loops.
 // - mhcPost (in place): one thread per (t, d) reads the n old stream values into registers first.
 // - mhcHead: one thread per (t, d).
 // - causalConvSilu: conv + SiLU with one thread per (t, c) reading the old conv state for the first
@@ -79,6 +84,7 @@ constexpr int kMhcThreads = 128;   // partial kernel block (4 warps)
 constexpr int kMhcPerThread = 4;   // elements per thread
 constexpr int kMhcChunk = kMhcThreads * kMhcPerThread;  // 512 elements of n·D per block
 constexpr int kMixThreads = 256;
+constexpr int kMhcMaxMix = 24;     // 2n + n² for n ≤ 4 (GLM-5.3-Flash: hc_mult 4): the partial kernel's fast form
 
 // part[t, chunk, 0] = Σ s², part[t, chunk, 1 + j] = Σ s · fn[j] over the chunk's elements of token t's
 // flattened streams s [n·D]. Dynamic shared memory: 4 warps × (1 + mix) floats.
@@ -101,6 +107,30 @@ __global__ void mhcPartialKernel(const float* __restrict__ streams, int64_t widt
     const int stride = 1 + mix;
     sq = warpSum(sq);
     if (lane == 0) sh[warp * stride] = sq;
+    if (mix <= kMhcMaxMix) {
+        // Every fn load of the thread first (all in flight at once), then the warp sums: the loop below waits
+        // one load latency per mixing row (24 at n = 4: ~9 µs per decode call on the H200). Same products,
+        // same order, same bits.
+        float acc[kMhcMaxMix];
+#pragma unroll
+        for (int j = 0; j < kMhcMaxMix; ++j) {
+            acc[j] = 0.0f;
+            if (j < mix) {
+                const int64_t row = int64_t(j) * width;
+#pragma unroll
+                for (int e = 0; e < kMhcPerThread; ++e) {
+                    const int64_t i = first + int64_t(e) * kMhcThreads;
+                    if (i < width) acc[j] += v[e] * ldw<DT>(fn, row + i);
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kMhcMaxMix; ++j) {
+            if (j >= mix) break;
+            const float a = warpSum(acc[j]);
+            if (lane == 0) sh[warp * stride + 1 + j] = a;
+        }
+    } else
     for (int j = 0; j < mix; ++j) {
         const int64_t row = int64_t(j) * width;
         float acc = 0.0f;
@@ -123,7 +153,7 @@ __global__ void mhcPartialKernel(const float* __restrict__ streams, int64_t widt
 
 // Per token: reduce the partials, the mixing coefficients and Sinkhorn (as CpuBackend::mhcPre), then
 // x[t, d] = Σ_i pre[i] · s[i, d] for d in this block's slice [blockIdx.y · dPerBlock, + dPerBlock).
-// Dynamic shared memory: m [1 + mix] | pre [n] | c [n·n].
+// Dynamic shared memory: m [1 + mix] | pre [n] | c [n·n] | the token's partials [nChunks, 1 + mix].
 __global__ void mhcMixKernel(const float* __restrict__ streams, int64_t D, int n, const float* __restrict__ part,
                              int nChunks, const float* __restrict__ base, const float* __restrict__ scale, int iters,
                              float hcEps, float normEps, int64_t dPerBlock, float* __restrict__ x,
@@ -135,9 +165,14 @@ __global__ void mhcMixKernel(const float* __restrict__ streams, int64_t D, int n
     float* c = pre + n;        // [n, n]
     const int64_t t = blockIdx.x, width = int64_t(n) * D;
     const float* pt = part + t * nChunks * stride;
+    // All of the token's partials into shared memory at once (the sums below would otherwise wait one load
+    // latency per few chunks), then each sum in chunk order, as before.
+    float* pAll = c + n * n;  // [nChunks, stride]
+    for (int i = threadIdx.x; i < nChunks * stride; i += blockDim.x) pAll[i] = pt[i];
+    __syncthreads();
     for (int k = threadIdx.x; k < stride; k += blockDim.x) {
         float a = 0.0f;
-        for (int ch = 0; ch < nChunks; ++ch) a += pt[ch * stride + k];
+        for (int ch = 0; ch < nChunks; ++ch) a += pAll[ch * stride + k];
         m[k] = a;
     }
     __syncthreads();
@@ -165,29 +200,57 @@ __global__ void mhcMixKernel(const float* __restrict__ streams, int64_t D, int n
     }
     __syncthreads();
     // Column normalise, then (iters − 1) × (row, column); each sum in the CPU's order, + eps in the denominator.
-    for (int it = 0; it < iters; ++it) {
-        if (it > 0) {
-            if (threadIdx.x < n) {
-                float* ci = c + threadIdx.x * n;
-                float sum = 0.0f;
-                for (int j = 0; j < n; ++j) sum += ci[j];
-                for (int j = 0; j < n; ++j) ci[j] /= (sum + hcEps);
+    // Only threads < n work: with n ≤ 32 they are warp 0, so its phases are separated by warp barriers (40 block
+    // barriers at 20 iterations cost more than the arithmetic), and one block barrier follows.
+    const bool oneWarp = n <= 32;
+    if (!oneWarp || threadIdx.x < 32) {
+        for (int it = 0; it < iters; ++it) {
+            if (it > 0) {
+                if (threadIdx.x < n) {
+                    float* ci = c + threadIdx.x * n;
+                    float sum = 0.0f;
+                    for (int j = 0; j < n; ++j) sum += ci[j];
+                    for (int j = 0; j < n; ++j) ci[j] /= (sum + hcEps);
+                }
+                if (oneWarp) __syncwarp();
+                else __syncthreads();
             }
-            __syncthreads();
+            if (threadIdx.x < n) {
+                const int j = threadIdx.x;
+                float sum = 0.0f;
+                for (int i = 0; i < n; ++i) sum += c[i * n + j];
+                for (int i = 0; i < n; ++i) c[i * n + j] /= (sum + hcEps);
+            }
+            if (oneWarp) __syncwarp();
+            else __syncthreads();
         }
-        if (threadIdx.x < n) {
-            const int j = threadIdx.x;
-            float sum = 0.0f;
-            for (int i = 0; i < n; ++i) sum += c[i * n + j];
-            for (int i = 0; i < n; ++i) c[i * n + j] /= (sum + hcEps);
-        }
-        __syncthreads();
     }
+    if (oneWarp) __syncthreads();
     if (writeCoef)
         for (int k = threadIdx.x; k < n * n; k += blockDim.x) comb[t * n * n + k] = c[k];
     const float* s = streams + t * width;
     const int64_t d0 = int64_t(blockIdx.y) * dPerBlock;
     const int64_t d1 = d0 + dPerBlock < D ? d0 + dPerBlock : D;
+    if (n <= 4) {  // four columns per thread and pass, every load of the pass in flight at once
+        for (int64_t d = d0 + threadIdx.x; d < d1; d += 4 * int64_t(blockDim.x)) {
+            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                if (i >= n) break;
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const int64_t dq = d + int64_t(q) * blockDim.x;
+                    if (dq < d1) acc[q] += pre[i] * s[int64_t(i) * D + dq];
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int64_t dq = d + int64_t(q) * blockDim.x;
+                if (dq < d1) x[t * D + dq] = acc[q];
+            }
+        }
+        return;
+    }
     for (int64_t d = d0 + threadIdx.x; d < d1; d += blockDim.x) {
         float acc = 0.0f;
         for (int i = 0; i < n; ++i) acc += pre[i] * s[int64_t(i) * D + d];
@@ -478,7 +541,10 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     const int64_t dBlocks = T < 32 ? (D + 1023) / 1024 : 1;
     const int64_t dPerBlock = (D + dBlocks - 1) / dBlocks;
     const dim3 grid2{unsigned(T), unsigned(dBlocks)};
-    const size_t smem2 = size_t(1 + mix + n + n * n) * 4;
+    const size_t smem2 = size_t(1 + mix + n + n * n) * 4 + size_t(nChunks) * size_t(1 + mix) * 4;
+    TS_CHECK(smem2 <= size_t(props().sharedMemPerBlockOptin), "mhcPre: n·D too large for the mixing kernel");
+    if (smem2 > 48 * 1024)
+        TS_CUDA_CHECK(cudaFuncSetAttribute(mhcMixKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem2)));
     mhcMixKernel<<<grid2, kMixThreads, smem2, stream()>>>(streams.f32(), D, n, part, nChunks, p.base.f32(),
                                                          p.scale.f32(), p.sinkhornIters, p.hcEps, p.normEps, dPerBlock,
                                                          x.f32(), post.f32(), comb.f32());
