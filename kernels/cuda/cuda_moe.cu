@@ -26,6 +26,8 @@
 //      round k takes the best expert that comes after round k−1's in that order, which is the CPU's
 //      partial_sort prefix. Weights = s[idx] / (Σ s[idx] + 1e-20) (if norm) × scaling, summed in k order.
 //      With E ≤ 512 and topk ≤ 32 each lane keeps its choice / score values in registers for all rounds.
+//      Without groups and T ≤ 64: routerRankSelectKernel, one block per token counting each expert's rank in
+//      that order (the same top-k, the same order).
 // gatherRows: rows[i] = x[sel[i]]; one block per (row, 1024 columns).
 // scatterAddRows: y[sel[i]] += scale[i] · rows[i]; targets may repeat. Deterministic without atomics: the
 //   host groups i by target (stable, so increasing i), and one block per (target, 1024 columns) adds that
@@ -375,6 +377,45 @@ __global__ void __launch_bounds__(kSelectWarps * 32)
     }
 }
 
+// Decode form of the selection without groups (nGroup = 1, E ≤ kRankMaxE): one block per token; every
+// expert's rank in the routing order (choice descending, then lower id) is counted against all others, and
+// the experts with rank < topk are the top-k in round order. The order is total over distinct ids, so this is
+// the rounds' result (one warp's topk dependent rounds took ~15 µs per decode call on the H200).
+constexpr int kRankThreads = 256;
+constexpr int kRankMaxE = 2048;
+__global__ void __launch_bounds__(kRankThreads)
+    routerRankSelectKernel(const float* __restrict__ s, const float* __restrict__ choice, int E, int topk,
+                           bool normTopk, float scaling, int32_t* __restrict__ idx, float* __restrict__ weight) {
+    __shared__ float cv[kRankMaxE];
+    __shared__ float selS[kSelMaxTopk];
+    const int64_t t = blockIdx.x;
+    for (int e = threadIdx.x; e < E; e += kRankThreads) cv[e] = choice[t * E + e];
+    if (threadIdx.x < topk) {  // only a NaN choice (a broken router) leaves a rank unfilled: then id −1
+        idx[t * topk + threadIdx.x] = -1;
+        selS[threadIdx.x] = 0.0f;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < E; e += kRankThreads) {
+        const float v = cv[e];
+        int rank = 0;
+        for (int j = 0; j < E; ++j) rank += before(cv[j], j, v, e) ? 1 : 0;
+        if (rank < topk) {
+            idx[t * topk + rank] = e;
+            selS[rank] = s[t * E + e];
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (int k = 0; k < topk; ++k) sum = __fadd_rn(sum, selS[k]);
+        for (int k = 0; k < topk; ++k) {
+            float wk = selS[k];
+            if (normTopk) wk = __fdiv_rn(wk, __fadd_rn(sum, 1e-20f));
+            weight[t * topk + k] = __fmul_rn(wk, scaling);
+        }
+    }
+}
+
 constexpr int kRowThreads = 256;
 constexpr int kRowChunk = kRowThreads * 4;  // columns per block
 
@@ -469,6 +510,12 @@ void CudaBackend::routeOnDevice(const Buffer& x, int64_t T, const WeightView& ga
     else if (gate.dtype == DType::F16) launch(std::integral_constant<int, 1>{});
     else launch(std::integral_constant<int, 2>{});
     TS_CUDA_LAUNCH_CHECK();
+    if (nGroup == 1 && E <= kRankMaxE && topk <= kSelMaxTopk && T <= 64) {  // decode and short steps
+        routerRankSelectKernel<<<unsigned(T), kRankThreads, 0, m_stream>>>(s, choice, int(E), int(topk), normTopk,
+                                                                            scaling, dIdx, dWeight);
+        TS_CUDA_LAUNCH_CHECK();
+        return;
+    }
     routerSelectKernel<<<unsigned((T + kSelectWarps - 1) / kSelectWarps), kSelectWarps * 32, 0, m_stream>>>(
         s, choice, T, int(E), int(nGroup), int(topkGroup < INT32_MAX ? topkGroup : INT32_MAX), int(topk), normTopk,
         scaling, groupScore, groupMasked, dIdx, dWeight);
