@@ -14,11 +14,11 @@
 //       does (same order, same +eps terms; one thread per row / column), then writes its slice of
 //       x = Σ_i pre[i]·streams[i]. With few tokens (decode) D is split over several blocks, each of
 //       which redoes the (tiny) Sinkhorn; block 0 writes post and comb.
-//   Both are latency-bound in decode (one token: ~9 and ~21 µs per call on the H200 with loads issued one
-//   row / chunk at a time), so for n ≤ 4 the partial kernel issues all of a thread's fn loads before its
-//   warp sums, the mixing kernel copies the token's partials to shared memory in one pass and writes four
-//   columns per thread and pass, and Sinkhorn (threads < n, one warp) uses warp barriers. Same operations in
-//   the same order: the results are those of the simple loops.
+//   Both are latency-bound in decode (one token: ~9 and ~21 µs per call on the H200). The mixing kernel
+//   copies the token's partials to shared memory in one pass, writes four columns per thread and pass
+//   (n ≤ 4), and runs Sinkhorn (threads < n, one warp) on warp barriers: same operations in the same order,
+//   20.1 µs. (Issuing all 24 fn rows' loads of a partial-kernel thread before its warp sums made that kernel
+//   slower, 9.1 → 15.9 µs: measured and reverted; its grid has only n·D/512 = 32 blocks per token.)
 // - mhcPost (in place): one thread per (t, d) reads the n old stream values into registers first.
 // - mhcHead: one thread per (t, d).
 // - causalConvSilu: conv + SiLU with one thread per (t, c) reading the old conv state for the first
@@ -84,7 +84,6 @@ constexpr int kMhcThreads = 128;   // partial kernel block (4 warps)
 constexpr int kMhcPerThread = 4;   // elements per thread
 constexpr int kMhcChunk = kMhcThreads * kMhcPerThread;  // 512 elements of n·D per block
 constexpr int kMixThreads = 256;
-constexpr int kMhcMaxMix = 24;     // 2n + n² for n ≤ 4 (GLM-5.3-Flash: hc_mult 4): the partial kernel's fast form
 
 // part[t, chunk, 0] = Σ s², part[t, chunk, 1 + j] = Σ s · fn[j] over the chunk's elements of token t's
 // flattened streams s [n·D]. Dynamic shared memory: 4 warps × (1 + mix) floats.
@@ -107,30 +106,6 @@ __global__ void mhcPartialKernel(const float* __restrict__ streams, int64_t widt
     const int stride = 1 + mix;
     sq = warpSum(sq);
     if (lane == 0) sh[warp * stride] = sq;
-    if (mix <= kMhcMaxMix) {
-        // Every fn load of the thread first (all in flight at once), then the warp sums: the loop below waits
-        // one load latency per mixing row (24 at n = 4: ~9 µs per decode call on the H200). Same products,
-        // same order, same bits.
-        float acc[kMhcMaxMix];
-#pragma unroll
-        for (int j = 0; j < kMhcMaxMix; ++j) {
-            acc[j] = 0.0f;
-            if (j < mix) {
-                const int64_t row = int64_t(j) * width;
-#pragma unroll
-                for (int e = 0; e < kMhcPerThread; ++e) {
-                    const int64_t i = first + int64_t(e) * kMhcThreads;
-                    if (i < width) acc[j] += v[e] * ldw<DT>(fn, row + i);
-                }
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < kMhcMaxMix; ++j) {
-            if (j >= mix) break;
-            const float a = warpSum(acc[j]);
-            if (lane == 0) sh[warp * stride + 1 + j] = a;
-        }
-    } else
     for (int j = 0; j < mix; ++j) {
         const int64_t row = int64_t(j) * width;
         float acc = 0.0f;
