@@ -423,6 +423,10 @@ void addAttentionCases(std::vector<Case>& out) {
     out.push_back(mlaProjectionCase(1, 64, 256, 256, 512, DType::BF16));
     out.push_back(mlaProjectionCase(20, 4, 32, 32, 64, DType::BF16));
     out.push_back(mlaProjectionCase(3, 4, 64, 64, 128, DType::F16));
+    // Decode forms (≤ 4 rows) with partial column tiles and odd depths; 5 rows: the tiled kernel.
+    out.push_back(mlaProjectionCase(2, 8, 192, 256, 512, DType::BF16));
+    out.push_back(mlaProjectionCase(4, 5, 20, 12, 70, DType::F32));
+    out.push_back(mlaProjectionCase(5, 5, 20, 12, 70, DType::F16));
     out.push_back(mlaProjectionCase(70, 3, 20, 12, 70, DType::F32));
 
     // Sparse attention: real decode (2,063-wide selection), batch of 4, fp32 cache, prefill, tiny_a and odd

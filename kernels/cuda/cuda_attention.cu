@@ -5,8 +5,9 @@
 //                       scale and (tile 0) the 64 zero bf16 of k_pe; fp32 mode copies the row. Slots are
 //                       computed and bounds-checked on the host, as the CPU does. Bytes equal the CPU's.
 //   mlaAbsorbQ, mlaUpV  per-head small GEMMs over kv_b_proj (device copy, bf16/f16/f32) with fp32
-//                       accumulation: one tiled SIMT kernel, 64-row tiles for prefill, 16-row tiles for
-//                       decode (where the weight read dominates).
+//                       accumulation: one tiled SIMT kernel, 64-row tiles for prefill, 16-row tiles up to 16
+//                       rows; decode (≤ 4 rows, where the weight read dominates) GEMV forms, one per weight
+//                       layout (columns contiguous: absorb; k contiguous: up-projection).
 //   mlaSparseAttention  (1) one block per query turns idx[t, width] into the set of physical slots
 //                       (−1 and positions beyond the pages dropped, duplicates removed: a sorted, unique
 //                       list — what the indexer emits — is taken as is, anything else is deduplicated);
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/cuda_attention_common.cuh"
@@ -134,10 +136,85 @@ __global__ void __launch_bounds__(256) headGemmKernel(GemmArgs g) {
     }
 }
 
+// Decode forms (M ≤ kDecodeRows: the weight read is everything). The tiled kernel above waits one weight
+// load latency per 16-deep k step, ~49 µs per call at GLM-5.3-Flash's widths on the H200 (64 heads × 512 ×
+// 192/256, 13–17 MB); these issue each thread's loads back to back. Sums in another fixed order (fp32).
+constexpr int kDecodeRows = 4;
+
+template <int DT>
+__device__ __forceinline__ float ldB(const void* b, int64_t i) {
+    if constexpr (DT == 0) return __uint_as_float(uint32_t(static_cast<const uint16_t*>(b)[i]) << 16);
+    else if constexpr (DT == 1) return __half2float(__ushort_as_half(static_cast<const uint16_t*>(b)[i]));
+    else return static_cast<const float*>(b)[i];
+}
+
+// B contiguous in n (ldbN = 1: mlaAbsorbQ). Block (64 columns, head): thread (column tid % 64, k group tid / 64)
+// sums every 4th k; the four groups are added in group order.
+template <int DT>
+__global__ void __launch_bounds__(256) headGemvNKernel(GemmArgs g) {
+    __shared__ float red[4][kDecodeRows][64];
+    const int tid = threadIdx.x, col = tid & 63, kg = tid >> 6;
+    const int64_t h = blockIdx.y, n = int64_t(blockIdx.x) * 64 + col;
+    const float* a = g.a + h * g.aHead;
+    const int64_t bBase = g.bOff + h * g.bHead;
+    float acc[kDecodeRows] = {};
+    if (n < g.N) {
+#pragma unroll 8
+        for (int64_t k = kg; k < g.K; k += 4) {
+            const float bv = ldB<DT>(g.b, bBase + k * g.ldbK + n);
+#pragma unroll
+            for (int m = 0; m < kDecodeRows; ++m)
+                if (m < g.M) acc[m] = fmaf(a[m * g.lda + k], bv, acc[m]);
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < kDecodeRows; ++m) red[kg][m][col] = acc[m];
+    __syncthreads();
+    if (kg == 0 && n < g.N) {
+        float* c = g.c + h * g.cHead;
+        for (int m = 0; m < g.M; ++m) c[m * g.ldc + n] = ((red[0][m][col] + red[1][m][col]) + red[2][m][col]) + red[3][m][col];
+    }
+}
+
+// B contiguous in k (ldbK = 1: mlaUpV). One warp per output column: lanes stride k, then a warp sum.
+template <int DT>
+__global__ void __launch_bounds__(256) headGemvKKernel(GemmArgs g) {
+    const int lane = threadIdx.x & 31;
+    const int64_t h = blockIdx.y, n = int64_t(blockIdx.x) * 8 + (threadIdx.x >> 5);
+    if (n >= g.N) return;  // whole warp
+    const float* a = g.a + h * g.aHead;
+    const int64_t bRow = g.bOff + h * g.bHead + n * g.ldbN;
+    float acc[kDecodeRows] = {};
+#pragma unroll 8
+    for (int64_t k = lane; k < g.K; k += 32) {
+        const float bv = ldB<DT>(g.b, bRow + k);
+#pragma unroll
+        for (int m = 0; m < kDecodeRows; ++m)
+            if (m < g.M) acc[m] = fmaf(a[m * g.lda + k], bv, acc[m]);
+    }
+    float* c = g.c + h * g.cHead;
+#pragma unroll
+    for (int m = 0; m < kDecodeRows; ++m) {
+        const float v = warpSum(acc[m]);
+        if (lane == 0 && m < g.M) c[m * g.ldc + n] = v;
+    }
+}
+
 void launchHeadGemm(const GemmArgs& g, int64_t H, cudaStream_t stream) {
     if (g.M == 0 || g.N == 0 || H == 0) return;
     TS_CHECK(H <= 65535, "mla GEMM: too many heads");
-    if (g.M <= 16) {
+    if (g.M <= kDecodeRows && (g.ldbN == 1 || g.ldbK == 1) && g.bType >= 0 && g.bType <= 2) {
+        const bool byN = g.ldbN == 1;
+        const dim3 grid(unsigned(byN ? blocksFor(g.N, 64) : blocksFor(g.N, 8)), unsigned(H));
+        auto run = [&](auto dt) {
+            constexpr int DT = decltype(dt)::value;
+            if (byN) headGemvNKernel<DT><<<grid, 256, 0, stream>>>(g);
+            else headGemvKKernel<DT><<<grid, 256, 0, stream>>>(g);
+        };
+        if (g.bType == 0) run(std::integral_constant<int, 0>{});
+        else if (g.bType == 1) run(std::integral_constant<int, 1>{});
+        else run(std::integral_constant<int, 2>{});
+    } else if (g.M <= 16) {
         const dim3 grid(blocksFor(g.N, 64), 1, unsigned(H));
         headGemmKernel<16><<<grid, 256, 0, stream>>>(g);
     } else {
