@@ -130,8 +130,10 @@ int generateWithEngine(const Args& args) {
     std::vector<std::vector<double>> arrivals(static_cast<size_t>(concurrency));  // seconds since t0, per token
     std::vector<int64_t> reqIds;
     const auto t0 = std::chrono::steady_clock::now();
+    // All requests in one submitAll: admitted in the same step, so "decode with all N running" starts at once.
+    std::vector<Engine::Submission> subs;
     for (int64_t i = 0; i < concurrency; ++i) {
-        reqIds.push_back(engine.submit(prompts[size_t(i) % prompts.size()], sp, [&, i](const EngineEvent& e) {
+        subs.push_back({prompts[size_t(i) % prompts.size()], sp, [&, i](const EngineEvent& e) {
             const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             std::lock_guard<std::mutex> lock(mu);
             texts[size_t(i)] += e.text;
@@ -150,8 +152,9 @@ int generateWithEngine(const Args& args) {
                 if (concurrency == 1 && tok) std::fputs(e.text.c_str(), stdout);
                 reasons[size_t(i)] = e.reason == FinishReason::Stop ? "stop" : e.reason == FinishReason::Length ? "length" : "abort";
             }
-        }));
+        }});
     }
+    reqIds = engine.submitAll(std::move(subs));
     engine.waitIdle();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("\n");

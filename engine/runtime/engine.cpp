@@ -71,7 +71,7 @@ Engine::~Engine() {
     m_thread.join();
 }
 
-int64_t Engine::submit(std::vector<int32_t> prompt, SamplingParams params, Callback onEvent) {
+void Engine::validateRequest(const std::vector<int32_t>& prompt, const SamplingParams& params) const {
     if (prompt.empty()) fail(ErrorKind::InvalidArgument, "the prompt is empty");
     m_model.checkIds(prompt.data(), int64_t(prompt.size()));
     validateSamplingParams(params, m_model.text().vocab_size);
@@ -86,17 +86,44 @@ int64_t Engine::submit(std::vector<int32_t> prompt, SamplingParams params, Callb
                                              " tokens per request (max_model_len " +
                                              std::to_string(m_config.maxModelLen) + ", KV pool " +
                                              std::to_string(m_plan.tokens) + " tokens), prompt and completion together");
-    auto r = std::make_unique<Request>(SamplerRng(params.seed));
-    r->cb = std::move(onEvent);
-    r->submitted = now();
+}
+
+int64_t Engine::submit(std::vector<int32_t> prompt, SamplingParams params, Callback onEvent) {
+    std::vector<Submission> one;
+    one.push_back({std::move(prompt), std::move(params), std::move(onEvent)});
+    return submitAll(std::move(one)).front();
+}
+
+std::vector<int64_t> Engine::submitAll(std::vector<Submission> requests) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+        try {
+            validateRequest(requests[i].prompt, requests[i].params);
+        } catch (const Error& e) {
+            if (requests.size() == 1) throw;
+            fail(e.kind(), "request " + std::to_string(i + 1) + " of " + std::to_string(requests.size()) + ": " + e.what());
+        }
+    }
+    std::vector<std::unique_ptr<Request>> made;
+    made.reserve(requests.size());
+    for (Submission& q : requests) {
+        auto r = std::make_unique<Request>(SamplerRng(q.params.seed));
+        r->cb = std::move(q.onEvent);
+        r->submitted = now();
+        if (m_tokenizer) r->detok = std::make_unique<StreamingDetokenizer>(*m_tokenizer, q.params.skipSpecialTokens);
+        made.push_back(std::move(r));
+    }
+    std::vector<int64_t> ids;
+    ids.reserve(requests.size());
     std::lock_guard<std::mutex> lock(m_mutex);
-    const int64_t id = m_nextId++;
-    if (m_tokenizer) r->detok = std::make_unique<StreamingDetokenizer>(*m_tokenizer, params.skipSpecialTokens);
-    r->seq = std::make_unique<Sequence>(id, std::move(prompt), std::move(params));
-    m_requests.emplace(id, std::move(r));
-    m_incoming.push_back(id);
+    for (size_t i = 0; i < made.size(); ++i) {
+        const int64_t id = m_nextId++;
+        made[i]->seq = std::make_unique<Sequence>(id, std::move(requests[i].prompt), std::move(requests[i].params));
+        m_requests.emplace(id, std::move(made[i]));
+        m_incoming.push_back(id);
+        ids.push_back(id);
+    }
     m_wake.notify_all();
-    return id;
+    return ids;
 }
 
 bool Engine::finish(int64_t id, FinishReason reason) {

@@ -79,6 +79,15 @@ public:
     // Validates and queues a request; throws ts::Error(InvalidArgument) with a clear message for bad
     // parameters, ids outside the vocabulary, an empty prompt, or a prompt the engine can never hold.
     int64_t submit(std::vector<int32_t> prompt, SamplingParams params, Callback onEvent);
+    // Several requests at once: all are validated first (one bad request refuses the whole batch, nothing
+    // queued), then queued under one lock, so the step thread admits them together (capacity permitting)
+    // and their decode steps line up — what a concurrency benchmark measures. Ids in submission order.
+    struct Submission {
+        std::vector<int32_t> prompt;
+        SamplingParams params;
+        Callback onEvent;
+    };
+    std::vector<int64_t> submitAll(std::vector<Submission> requests);
     // Ends a request now (client gone, stop string matched): Abort, or the given reason. False if unknown.
     bool abort(int64_t id) { return finish(id, FinishReason::Abort); }
     bool finish(int64_t id, FinishReason reason);
@@ -89,6 +98,7 @@ public:
     void verifyIdle() const;
 
 private:
+    void validateRequest(const std::vector<int32_t>& prompt, const SamplingParams& params) const;
     struct Request {
         explicit Request(SamplerRng r) : rng(std::move(r)) {}
         std::unique_ptr<Sequence> seq;

@@ -4,6 +4,7 @@
 // with aborts and preemptions; bad requests are refused up front.
 #include <QtTest>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <random>
@@ -218,6 +219,56 @@ private slots:
             QFAIL("prompt at max_model_len");
         } catch (const Error& err) {
             QVERIFY2(QString(err.what()).contains("max_model_len"), err.what());
+        }
+    }
+
+    // submitAll: one bad request refuses the batch and queues nothing; a good batch is admitted in one step,
+    // so every request's tokens come out of the same steps, and each equals the request run alone.
+    void submitAllTogether() {
+        const int V = m_model->text().vocab_size;
+        Engine e(*m_model, smallConfig());
+        Collector col;
+        std::vector<Engine::Submission> bad;
+        bad.push_back({prompt(5, 9, V), greedy(4), col.cb()});
+        bad.push_back({{1, V}, greedy(4), col.cb()});
+        try {
+            e.submitAll(std::move(bad));
+            QFAIL("a batch with an id outside the vocabulary was queued");
+        } catch (const Error& err) {
+            QVERIFY2(err.kind() == ErrorKind::InvalidArgument, err.what());
+            QVERIFY2(QString(err.what()).startsWith("request 2 of 2: "), err.what());
+        }
+        e.waitIdle();
+        QCOMPARE(e.metrics().promptTokens, int64_t(0));  // nothing of the refused batch ran
+        QVERIFY(col.results.empty());
+
+        const std::vector<std::vector<int32_t>> prompts = {prompt(6, 20, V), prompt(7, 5, V), prompt(8, 33, V)};
+        std::mutex orderMutex;
+        std::vector<int64_t> order;  // request id of every token event, in the engine's order
+        const Engine::Callback inner = col.cb();
+        auto cb = [&](const EngineEvent& ev) {
+            if (ev.type == EngineEvent::Type::Token) {
+                std::lock_guard<std::mutex> lock(orderMutex);
+                order.push_back(ev.requestId);
+            }
+            inner(ev);
+        };
+        std::vector<Engine::Submission> good;
+        for (const auto& p : prompts) good.push_back({p, greedy(10), cb});
+        const std::vector<int64_t> ids = e.submitAll(std::move(good));
+        QCOMPARE(ids.size(), size_t(3));
+        QVERIFY(ids[0] < ids[1] && ids[1] < ids[2]);
+        e.waitIdle();
+        e.verifyIdle();
+        for (size_t i = 0; i < prompts.size(); ++i)
+            QCOMPARE(col.results[ids[i]].tokens, runAlone(*m_model, prompts[i], greedy(10)).tokens);
+        // Admitted together: every step (the prefill, then 9 decode steps) gives each request one token, so the
+        // events come in 10 groups of three, each group holding all three requests.
+        QCOMPARE(order.size(), size_t(30));
+        for (size_t g = 0; g < 10; ++g) {
+            std::vector<int64_t> group(order.begin() + long(3 * g), order.begin() + long(3 * g + 3));
+            std::sort(group.begin(), group.end());
+            QCOMPARE(group, ids);
         }
     }
 
