@@ -256,11 +256,13 @@ void handleChat(const json& body, HandlerEnv& env, httplib::Response& res) {
     auto slot = std::make_shared<InFlightSlot>(env.counters, env.options.limits.maxConcurrentRequests);
     auto gen = std::make_shared<Generation>(*ctx.source, env.shutdown, env.options.limits.maxBufferedEvents);
     try {
+        std::vector<std::pair<std::vector<int32_t>, SamplingParams>> choices;
         for (int i = 0; i < req->n; ++i) {
             SamplingParams p = req->sampling;
             if (p.seed && i > 0) p.seed = *p.seed + uint64_t(i);  // n choices must differ; each stays reproducible
-            gen->submit(ids, std::move(p));
+            choices.emplace_back(ids, std::move(p));
         }
+        gen->submitAll(std::move(choices));  // the n choices start in the same engine step
     } catch (const ts::Error& e) {
         throw fromEngineError(e);
     }

@@ -196,13 +196,15 @@ void handleCompletions(const json& body, HandlerEnv& env, httplib::Response& res
     auto slot = std::make_shared<InFlightSlot>(env.counters, env.options.limits.maxConcurrentRequests);
     auto gen = std::make_shared<Generation>(*ctx.source, env.shutdown, env.options.limits.maxBufferedEvents);
     try {
+        std::vector<std::pair<std::vector<int32_t>, SamplingParams>> choices;
         for (size_t p = 0; p < prompts.size(); ++p)
             for (int j = 0; j < req->n; ++j) {
                 SamplingParams sp = req->sampling;
                 sp.maxTokens = maxTokens[p];
                 if (sp.seed && (p > 0 || j > 0)) sp.seed = *sp.seed + uint64_t(p * size_t(req->n) + size_t(j));
-                gen->submit(prompts[p], std::move(sp));
+                choices.emplace_back(prompts[p], std::move(sp));
             }
+        gen->submitAll(std::move(choices));  // every prompt × n choice starts in the same engine step
     } catch (const ts::Error& e) {
         throw fromEngineError(e);
     }

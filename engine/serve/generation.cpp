@@ -34,16 +34,22 @@ Generation::Generation(GenerationSource& source, const std::atomic<bool>& shutdo
 
 Generation::~Generation() { abortAll(); }
 
-int Generation::submit(std::vector<int32_t> prompt, SamplingParams params) {
-    const int choice = int(m_ids.size());
-    std::weak_ptr<EventChannel> weak = m_channel;
-    const int64_t id = m_source.submit(std::move(prompt), std::move(params), [weak, choice](const EngineEvent& e) {
-        if (auto ch = weak.lock()) ch->push(ChoiceEvent{choice, e});
-    });
-    m_ids.push_back(id);
-    m_done.push_back(false);
-    ++m_open;
-    return choice;
+void Generation::submitAll(std::vector<std::pair<std::vector<int32_t>, SamplingParams>> choices) {
+    std::vector<Engine::Submission> subs;
+    subs.reserve(choices.size());
+    const int first = int(m_ids.size());
+    for (size_t i = 0; i < choices.size(); ++i) {
+        std::weak_ptr<EventChannel> weak = m_channel;
+        const int choice = first + int(i);
+        subs.push_back({std::move(choices[i].first), std::move(choices[i].second), [weak, choice](const EngineEvent& e) {
+                            if (auto ch = weak.lock()) ch->push(ChoiceEvent{choice, e});
+                        }});
+    }
+    for (int64_t id : m_source.submitAll(std::move(subs))) {
+        m_ids.push_back(id);
+        m_done.push_back(false);
+        ++m_open;
+    }
 }
 
 Generation::Wait Generation::next(ChoiceEvent& out, std::chrono::milliseconds timeout) {

@@ -26,6 +26,19 @@ public:
     virtual ~GenerationSource() = default;
     // Queues a request; throws ts::Error(InvalidArgument) for what the engine refuses.
     virtual int64_t submit(std::vector<int32_t> prompt, SamplingParams params, Callback cb) = 0;
+    // Queues several requests so that they start together (Engine::submitAll: all validated first, admitted
+    // in one step). This default submits one by one and, when one is refused, aborts those already queued.
+    virtual std::vector<int64_t> submitAll(std::vector<Engine::Submission> requests) {
+        std::vector<int64_t> ids;
+        try {
+            for (Engine::Submission& r : requests)
+                ids.push_back(submit(std::move(r.prompt), std::move(r.params), std::move(r.onEvent)));
+        } catch (...) {
+            for (int64_t id : ids) abort(id);
+            throw;
+        }
+        return ids;
+    }
     virtual bool abort(int64_t id) = 0;
     virtual EngineMetrics metrics() const = 0;
 };
@@ -35,6 +48,9 @@ public:
     explicit EngineSource(Engine& engine) : m_engine(engine) {}
     int64_t submit(std::vector<int32_t> prompt, SamplingParams params, Callback cb) override {
         return m_engine.submit(std::move(prompt), std::move(params), std::move(cb));
+    }
+    std::vector<int64_t> submitAll(std::vector<Engine::Submission> requests) override {
+        return m_engine.submitAll(std::move(requests));
     }
     bool abort(int64_t id) override { return m_engine.abort(id); }
     EngineMetrics metrics() const override { return m_engine.metrics(); }
@@ -77,8 +93,9 @@ public:
     Generation(const Generation&) = delete;
     Generation& operator=(const Generation&) = delete;
 
-    // Submits choice index = number of choices submitted so far. Throws what the source throws.
-    int submit(std::vector<int32_t> prompt, SamplingParams params);
+    // Submits the choices together (GenerationSource::submitAll): they start in the same engine step; choice
+    // indices continue from size(). Throws what the source throws, with none of them queued.
+    void submitAll(std::vector<std::pair<std::vector<int32_t>, SamplingParams>> choices);
     int size() const { return int(m_ids.size()); }
     bool finished() const { return m_open == 0; }
     Wait next(ChoiceEvent& out, std::chrono::milliseconds timeout);
