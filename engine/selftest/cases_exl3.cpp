@@ -251,13 +251,8 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
             rs.push_back(Context::compareExact(kFamily, "moeExpertsFusedDevice vs moeExpertsFused", sh,
                                                bitsOf(res[1]), bitsOf(resDev)));
     } else if (expectDev) {
-        OpResult rd;
-        rd.family = kFamily;
-        rd.op = "moeExpertsFusedDevice";
-        rd.shape = sh;
-        rd.pass = false;
-        rd.note = "declined a decode-sized step of one-launch experts";
-        rs.push_back(rd);
+        rs.push_back(Context::verdict(kFamily, "moeExpertsFusedDevice", sh, false,
+                                      "declined a decode-sized step of one-launch experts"));
     }
     return rs;
 }

@@ -119,13 +119,8 @@ std::vector<OpResult> runBatch(Context& ctx, const Batch& b) {
     const Buffer logits = Context::put(dut, all);
     const std::string shape = b.label + " V=" + str(V) + " rows=" + str(int64_t(n));
     if (!dut.sampleRows(logits, V, int64_t(n), reqs.data(), out.data())) {
-        OpResult r;
-        r.family = kFamily;
-        r.op = "sampleRows";
-        r.shape = shape;
-        r.pass = true;
-        r.note = "not supported: the runtime samples these rows on the host (the reference)";
-        return {r};
+        return {Context::verdict(kFamily, "sampleRows", shape, true,
+                                 "not supported: the runtime samples these rows on the host (the reference)")};
     }
 
     // The host sampler on the same rows and numbers; each row's outcome encoded for an exact comparison.

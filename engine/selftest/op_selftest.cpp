@@ -135,6 +135,16 @@ OpResult Context::compare(std::string family, std::string op, std::string shape,
     return r;
 }
 
+OpResult Context::verdict(std::string family, std::string op, std::string shape, bool pass, std::string note) {
+    OpResult r;
+    r.family = std::move(family);
+    r.op = std::move(op);
+    r.shape = std::move(shape);
+    r.pass = pass;
+    r.note = std::move(note);
+    return r;
+}
+
 OpResult Context::compareExact(std::string family, std::string op, std::string shape,
                                const std::vector<int32_t>& ref, const std::vector<int32_t>& dut) {
     OpResult r;
@@ -200,19 +210,10 @@ std::vector<OpResult> run(Backend& ref, Backend& dut, uint64_t seed, const std::
         std::vector<OpResult> rs;
         try {
             rs = c.run(ctx);
-            if (rs.empty()) {
-                OpResult r;
-                r.family = c.family;
-                r.op = c.name;
-                r.note = "case produced no result";
-                rs.push_back(r);
-            }
+            if (rs.empty()) rs.push_back(Context::verdict(c.family, c.name, "", false, "case produced no result"));
         } catch (const std::exception& e) {
-            OpResult r;
-            r.family = c.family;
-            r.op = c.name;
+            OpResult r = Context::verdict(c.family, c.name, "", false, std::string("threw: ") + e.what());
             r.worst = INFINITY;
-            r.note = std::string("threw: ") + e.what();
             rs = {r};
         }
         for (OpResult& r : rs) {
@@ -227,11 +228,8 @@ std::vector<OpResult> run(Backend& ref, Backend& dut, uint64_t seed, const std::
         dut.releaseWeights();
         ref.releaseWeights();
     } catch (const std::exception& e) {  // a device left broken by a case: a failure, not a lost table
-        OpResult r;
-        r.family = "harness";
-        r.op = "releaseWeights";
+        OpResult r = Context::verdict("harness", "releaseWeights", "", false, std::string("threw: ") + e.what());
         r.worst = INFINITY;
-        r.note = std::string("threw: ") + e.what();
         if (onResult) onResult(r);
         all.push_back(std::move(r));
     }

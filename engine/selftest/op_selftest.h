@@ -76,6 +76,8 @@ public:
     // Element-wise comparison of fp32 results.
     static OpResult compare(std::string family, std::string op, std::string shape, const std::vector<float>& ref,
                             const std::vector<float>& dut, double atol, double rtol);
+    // A result that is a verdict, not a comparison (a path taken or declined, a case that could not run).
+    static OpResult verdict(std::string family, std::string op, std::string shape, bool pass, std::string note);
     // Exact comparison (ints, bytes, discrete decisions).
     static OpResult compareExact(std::string family, std::string op, std::string shape,
                                  const std::vector<int32_t>& ref, const std::vector<int32_t>& dut);
