@@ -32,7 +32,9 @@
 // Benchmark: the full-width slice decode (scripts/gpu/run_gpu_suite.sh, SLICE=1), with TS_MOE_DEVICE_ROUTE=0
 //            for the host-routed A/B.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
@@ -175,11 +177,15 @@ size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
 
 }  // namespace
 
-// TS_MOE_DEVICE_ROUTE=0 turns the device-routed path off (A/B: the model then routes through the host).
+// TS_MOE_DEVICE_ROUTE=0 turns the device-routed path off (A/B: the model then routes through the host); 1 or
+// unset: on. Another value is reported once on stderr (an A/B run with a typo would measure the default).
 bool exl3cuda::moeDeviceRouting() {
     static const bool on = [] {
         const char* e = std::getenv("TS_MOE_DEVICE_ROUTE");
-        return !(e && e[0] == '0' && e[1] == '\0');
+        if (!e || std::strcmp(e, "1") == 0) return true;
+        if (std::strcmp(e, "0") == 0) return false;
+        std::fprintf(stderr, "twinspark: TS_MOE_DEVICE_ROUTE='%s' is not 0 or 1; keeping the default (1)\n", e);
+        return true;
     }();
     return on;
 }
