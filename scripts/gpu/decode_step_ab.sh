@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Where a decode step's time goes on the GPU machine, after run_gpu_suite.sh has built build-gpu and written
-# the full-width slice (SLICE=1): (1) the slice's decode tok/s with the MoE routing on the device (default)
-# and through the host (TS_MOE_DEVICE_ROUTE=0) at batch 1 and 4; (2) the kernels' own time per decode step
+# the full-width slice (SLICE=1): (1) the slice's decode tok/s under each setting of AB_VARS (default: the MoE
+# routing on the device, TS_MOE_DEVICE_ROUTE=1, and through the host, =0) at each batch of AB_BATCHES; (2) the kernels' own time per decode step
 # from Nsight Compute (tools/device/gpu_busy.py) at batch 1 (the engine path, as the tok/s runs), beside the wall time per step: the
 # difference is what launch-side work (CUDA graphs) could still recover; (3) the per-op profile at batch 1.
 #   device: bash scripts/gpu/decode_step_ab.sh "$OUT"   (after run_gpu_suite.sh in the same call)
 # Results: $OUT/ab.txt, $OUT/ab_*.json, $OUT/busy.txt/json, $OUT/profile_b1.txt. About 4 minutes.
-# Env: AB_ROUTES ("1 0": which TS_MOE_DEVICE_ROUTE values to run; "0" when the suite's slice already gave the
-#      default), AB_TOKENS (48), NCU_ON (1; 0 skips the ncu run), PROFILE (1; 0 skips the per-op profile).
+# Env: AB_VARS (space-separated NAME=VALUE settings, one run each, e.g. "TS_GEMV_ROWS=0 TS_GEMV_ROWS=4";
+#      default "TS_MOE_DEVICE_ROUTE=1 TS_MOE_DEVICE_ROUTE=0"; "" skips the A/B), AB_BATCHES ("1 4"), AB_TOKENS (48), NCU_ON (1; 0 skips the ncu run), PROFILE (1; 0 skips the per-op profile).
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -18,12 +18,13 @@ SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L$SL}
 [ -x "$CLI" ] && [ -f "$SDIR/config.json" ] || { echo "run run_gpu_suite.sh (SLICE=1) first"; exit 2; }
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 AB="$OUT/ab.txt"
-for b in 1 4; do
+for b in ${AB_BATCHES:-1 4}; do
   IDS=$(python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP")
-  for route in ${AB_ROUTES:-1 0}; do
-    TS_MOE_DEVICE_ROUTE=$route $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b \
-      --max-tokens "$SN" --ignore-eos --json "$OUT/ab_b${b}_route$route.json" >/dev/null 2>"$OUT/ab_b${b}_route$route.err"
-    echo "batch $b, TS_MOE_DEVICE_ROUTE=$route: rc $? $(grep -E 'decode with|rror' "$OUT/ab_b${b}_route$route.err" | tail -1)" | tee -a "$AB"
+  for setting in ${AB_VARS-TS_MOE_DEVICE_ROUTE=1 TS_MOE_DEVICE_ROUTE=0}; do
+    tag=$(echo "$setting" | tr '=' '_')
+    env "$setting" $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b \
+      --max-tokens "$SN" --ignore-eos --json "$OUT/ab_b${b}_$tag.json" >/dev/null 2>"$OUT/ab_b${b}_$tag.err"
+    echo "batch $b, $setting: rc $? $(grep -E 'decode with|rror' "$OUT/ab_b${b}_$tag.err" | tail -1)" | tee -a "$AB"
   done
 done
 IDS=$(python3 tools/device/slice_roofline.py prompts --batch 1 --length "$SP")
