@@ -345,6 +345,34 @@ public:
         return false;
     }
 
+    // Decode-step graphs ------------------------------------------------------------------------------
+    // The model brackets the part of a step that repeats: between beginGraphRegion(key) and
+    // endGraphRegion(), every region with the same key issues the same ops, with the same shapes, weights
+    // and activation buffers, in the same order, and the same sizes of backend allocations (alloc /
+    // allocUninit at the model's level). What may change from one such region to the next is only
+    //   (a) the inputs of the ops a backend keeps eager: host arrays (ids, page tables, expert choices),
+    //       positions, per-sequence buffers (recurrent states, caches) and host outputs (downloads);
+    //   (b) the contents of buffers.
+    // A device backend runs the first region of a key eagerly and measures it, captures the runs of its
+    // other ops between the eager ones as CUDA graphs the second time, and replays those graphs from the
+    // third time on (the model's host code still runs; a captured op only checks that it matches the
+    // recording and returns). Regions do not nest. endGraphRegion(false) closes a region that an
+    // exception left; a backend without graphs ignores all of this.
+    virtual void beginGraphRegion(uint64_t /*key*/) {}
+    virtual void endGraphRegion(bool /*completed*/) {}
+    // On by default where supported (TS_CUDA_GRAPHS=0 turns it off at start); false = no graphs here.
+    virtual bool setGraphsEnabled(bool /*on*/) { return false; }
+    struct GraphStats {
+        int64_t captures = 0;        // regions captured (one per key, again after an invalidation)
+        int64_t replays = 0;         // regions replayed from graphs
+        int64_t segmentLaunches = 0; // graph launches (captured runs of ops)
+        int64_t eagerRegions = 0;    // regions run eagerly: measuring, or graphs off for the key
+        int64_t invalidations = 0;   // times the recorded graphs were dropped (scratch grew, weights changed)
+        int64_t lastSegments = 0;    // graphs per replayed region, last replay
+        int64_t lastEagerOps = 0;    // eager ops between them, last replay
+    };
+    virtual GraphStats graphStats() const { return {}; }
+
     // Output ------------------------------------------------------------------------------------------
     virtual void synchronize() {}
     // Free and total bytes of the backend's device memory; false for host backends (their KV budget is

@@ -176,6 +176,12 @@ int generateWithEngine(const Args& args) {
         std::fprintf(stderr, "decode with all %lld request(s) running: %lld tokens in %.3f s = %.2f tok/s aggregate "
                              "(median step %.3f ms)\n",
                      (long long)concurrency, (long long)dw.tokens, dw.seconds, dw.tokPerS, dw.medianGapS * 1e3);
+    const Backend::GraphStats gs = l.backend->graphStats();
+    if (gs.captures + gs.replays + gs.eagerRegions > 0)
+        std::fprintf(stderr, "cuda graphs: %lld decode steps replayed, %lld captured, %lld eager (measured, or not "
+                             "graphable); a replay: %lld graphs + %lld eager ops; %lld invalidations\n",
+                     (long long)gs.replays, (long long)gs.captures, (long long)gs.eagerRegions,
+                     (long long)gs.lastSegments, (long long)gs.lastEagerOps, (long long)gs.invalidations);
     if (auto json = args.get("json")) {
         nlohmann::json j = {{"concurrency", concurrency}, {"prompt_tokens", ids.size()}, {"generated_tokens", total},
                             {"seconds", secs}, {"aggregate_tok_s", double(total) / secs},
@@ -183,7 +189,11 @@ int generateWithEngine(const Args& args) {
                             {"texts", texts}, {"tokens", tokens}, {"finish_reasons", reasons},
                             {"distinct_prompts", prompts.size()}, {"backend", l.backend->name()},
                             {"decode_tok_s", dw.tokPerS}, {"decode_window_s", dw.seconds},
-                            {"decode_window_tokens", dw.tokens}, {"decode_median_step_s", dw.medianGapS}};
+                            {"decode_window_tokens", dw.tokens}, {"decode_median_step_s", dw.medianGapS},
+                            {"graphs", {{"replays", gs.replays}, {"captures", gs.captures},
+                                        {"eager_regions", gs.eagerRegions}, {"invalidations", gs.invalidations},
+                                        {"graphs_per_replay", gs.lastSegments},
+                                        {"eager_ops_per_replay", gs.lastEagerOps}}}};
         std::ofstream f(*json);
         f << j.dump(2) << "\n";
         if (!f) fail(ErrorKind::Io, "cannot write " + *json);

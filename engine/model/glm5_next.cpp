@@ -86,6 +86,15 @@ std::vector<ForwardResult> Glm5NextModel::forwardBatch(const std::vector<SeqStep
     const int64_t T = b.T = b.rowStart.back();
     b.stats.resize(steps.size());
     if (record) b.rowHash.assign(size_t(T), 0);
+    // A decode step (one new token per sequence, no decisions recorded) issues the same ops on the same
+    // buffer sizes every time for the same batch size: a device backend replays it from CUDA graphs
+    // (Backend::beginGraphRegion), keyed by this model and T. Up to kMaxGraphRows rows: the MoE's
+    // device-routed path; larger steps are prefill-like and launch-bound far less.
+    constexpr int64_t kMaxGraphRows = 16;
+    bool decodeOnly = T <= kMaxGraphRows && !record;
+    for (const SeqStep& s : steps) decodeOnly = decodeOnly && s.n == 1;
+    GraphRegionScope region(be, decodeOnly,
+                            (uint64_t(reinterpret_cast<uintptr_t>(this)) << 8) ^ uint64_t(T));
     // Step buffers without a zero fill (Backend::allocUninit): each is written whole before it is read —
     // streams by repeatRows below, x / post / comb by mhcPre (x also by mhcHead), xn by rmsnorm.
     b.streams = be.allocUninit(static_cast<size_t>(T * n * D) * 4);
@@ -112,6 +121,7 @@ std::vector<ForwardResult> Glm5NextModel::forwardBatch(const std::vector<SeqStep
     }
     Buffer sel = be.allocUninit(outRows.size() * static_cast<size_t>(D) * 4);  // every row copied below
     for (size_t i = 0; i < outRows.size(); ++i) be.copy(b.xn, size_t(outRows[i] * D) * 4, sel, i * size_t(D) * 4, size_t(D) * 4);
+    region.end();  // the head's logits are the step's output: not in the region's arena
     const Buffer logits = headLogits(sel, int64_t(outRows.size()), m_w.lmHead);
     // Host logits: one download for the whole batch unless some step keeps its rows on the device, then
     // one per host step (the device steps' rows never cross).

@@ -209,6 +209,11 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     if (fusable && !fused)
         fused = b.moeExpertsFused(x, T, D, I, idx.data(), wt.data(), K, gv.data(), uv.data(), dv.data(),
                                   int64_t(w.experts.size()), limit, y);
+    // The per-expert loop's ops follow the routing (which experts, how many rows): a decode step that
+    // takes it cannot be replayed from graphs, so it leaves its graph region here (Backend::
+    // endGraphRegion; a no-op outside one). Static per model and backend: it happens on a key's first
+    // step, which then stays eager.
+    if (!fused) b.endGraphRegion(false);
     std::vector<int32_t> rows;
     std::vector<float> scales;
     for (int64_t e = 0; e < E && !fused; ++e) {

@@ -24,4 +24,26 @@ struct Glm5NextModel::Batch {
     int64_t rows(size_t s) const { return rowStart[s + 1] - rowStart[s]; }
 };
 
+// One step's Backend::beginGraphRegion: closed by end() after the region's last op, or as failed when an
+// exception leaves the step first.
+class GraphRegionScope {
+public:
+    GraphRegionScope(Backend& b, bool on, uint64_t key) : m_b(on ? &b : nullptr) {
+        if (m_b) m_b->beginGraphRegion(key);
+    }
+    ~GraphRegionScope() {
+        if (m_b) m_b->endGraphRegion(false);
+    }
+    GraphRegionScope(const GraphRegionScope&) = delete;
+    GraphRegionScope& operator=(const GraphRegionScope&) = delete;
+    void end() {
+        Backend* b = m_b;
+        m_b = nullptr;
+        if (b) b->endGraphRegion(true);
+    }
+
+private:
+    Backend* m_b;
+};
+
 }  // namespace ts

@@ -526,6 +526,7 @@ void launchSparseAttn(const AttnArgs& a, dim3 grid, size_t shmem, cudaStream_t s
 
 void CudaBackend::mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
                                 const PageTable& pages, int64_t pos0) {
+    GraphOp op(*this, false, "mlaCacheWrite", {gk(T), gk(R)});
     const size_t eb = mlaCacheEntryBytes(dt, R);
     TS_CHECK(pos0 + T <= pages.capacity(), "mlaCacheWrite: positions beyond the sequence's pages");
     if (T <= 0 || R <= 0) return;
@@ -551,6 +552,8 @@ void CudaBackend::mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDt
 
 void CudaBackend::mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
                              const Buffer& qLat) {
+    GraphOp op(*this, true, "mlaAbsorbQ", {gk(q.bytes()), gk(T), gk(H), gk(dn), gk(dv), gk(kvb.data), gk(qLat.bytes())});
+    if (op.skip()) return;
     const int64_t R = kvb.cols;
     TS_CHECK(kvb.rows >= H * (dn + dv), "mlaAbsorbQ: kv_b_proj has too few rows");
     if (T <= 0) return;
@@ -575,6 +578,8 @@ void CudaBackend::mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, 
 
 void CudaBackend::mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
                          const Buffer& o) {
+    GraphOp op(*this, true, "mlaUpV", {gk(oLat.bytes()), gk(T), gk(H), gk(dn), gk(dv), gk(kvb.data), gk(o.bytes())});
+    if (op.skip()) return;
     const int64_t R = kvb.cols;
     TS_CHECK(kvb.rows >= H * (dn + dv), "mlaUpV: kv_b_proj has too few rows");
     if (T <= 0) return;
@@ -600,6 +605,7 @@ void CudaBackend::mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, i
 void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, int64_t R, const Buffer& cache,
                                      KvCacheDtype dt, const PageTable& pages, const Buffer& idx, int64_t width,
                                      float scale, const Buffer& oLat) {
+    GraphOp op(*this, false, "mlaSparseAttention", {gk(T), gk(H), gk(width)});
     if (T <= 0 || H <= 0 || R <= 0) return;
     TS_CHECK(R <= 128 * 16, "mlaSparseAttention: latent wider than 2048");
     TS_CHECK(T <= 0x7fffffff && width >= 0, "mlaSparseAttention: bad shape");

@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_exl3.cuh"
+#include "cuda/cuda_graph.cuh"
 
 namespace ts {
 
@@ -109,6 +110,10 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     TS_CUDA_CHECK(cublasSetStream(m_cublas, m_stream));
     // Keep fp32 GEMMs in true fp32 (no TF32): the CPU backend is the reference.
     TS_CUDA_CHECK(cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH));
+    // A workspace of our own: cuBLAS then allocates nothing per call, which graph capture needs.
+    constexpr size_t kCublasWorkspace = size_t(32) << 20;
+    TS_CUDA_CHECK(cudaMalloc(&m_cublasWorkspace, kCublasWorkspace));
+    TS_CUDA_CHECK(cublasSetWorkspace(m_cublas, m_cublasWorkspace, kCublasWorkspace));
     m_pool = std::make_shared<DevicePool>();
     m_pool->device = device;
     m_pool->stream = m_stream;
@@ -117,6 +122,7 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
 
 CudaBackend::~CudaBackend() {
     if (m_stream) cudaStreamSynchronize(m_stream);
+    m_graph.reset();  // graph execs and arenas, before the pool closes
     m_exl3.reset();  // its buffers go back to the pool below, its events before the stream goes
     m_scratch.clear();
     m_weights.clear();
@@ -131,19 +137,30 @@ CudaBackend::~CudaBackend() {
         m_pool->releaseCached();
     }
     if (m_cublas) cublasDestroy(m_cublas);
+    if (m_cublasWorkspace) cudaFree(m_cublasWorkspace);
     if (m_stream) cudaStreamDestroy(m_stream);
 }
 
 Buffer CudaBackend::alloc(size_t bytes) {
-    Buffer b = deviceAlloc(m_pool, bytes);
-    TS_CUDA_CHECK(cudaMemsetAsync(b.bytes(), 0, bytes == 0 ? 1 : bytes, m_stream));
+    Buffer b = allocUninit(bytes);
+    // The zero fill is an op of its own in a graph region (captured with the ops around it).
+    GraphOp op(*this, true, "alloc", {gk(b.bytes()), gk(int64_t(bytes))});
+    if (!op.skip()) TS_CUDA_CHECK(cudaMemsetAsync(b.bytes(), 0, bytes == 0 ? 1 : bytes, m_stream));
     return b;
 }
 
 // No memset: the caller's first op overwrites every element (Backend::allocUninit's contract).
-Buffer CudaBackend::allocUninit(size_t bytes) { return deviceAlloc(m_pool, bytes); }
+Buffer CudaBackend::allocUninit(size_t bytes) {
+    Buffer b;
+    if (graphAlloc(bytes, b)) return b;
+    b = deviceAlloc(m_pool, bytes);
+    graphKeep(b);
+    return b;
+}
 
 Buffer CudaBackend::upload(const void* host, size_t bytes) {
+    GraphOp op(*this, false, "upload", {});
+    checkNotCapturing("upload");
     Buffer b = deviceAlloc(m_pool, bytes);
     if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(b.bytes(), host, bytes, cudaMemcpyHostToDevice, m_stream));
     // Pageable host memory: the copy is staged before cudaMemcpyAsync returns, but make it explicit
@@ -153,19 +170,28 @@ Buffer CudaBackend::upload(const void* host, size_t bytes) {
 }
 
 void CudaBackend::download(const Buffer& src, void* host, size_t bytes, size_t offset) {
+    GraphOp op(*this, false, "download", {});
+    checkNotCapturing("download");
     TS_CHECK(offset + bytes <= src.size(), "download out of range");
     if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(host, src.bytes() + offset, bytes, cudaMemcpyDeviceToHost, m_stream));
     TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
 }
 
 void CudaBackend::copy(const Buffer& src, size_t srcOffset, const Buffer& dst, size_t dstOffset, size_t bytes) {
+    GraphOp op(*this, true, "copy", {gk(src.bytes()), gk(int64_t(srcOffset)), gk(dst.bytes()), gk(int64_t(dstOffset)),
+                                     gk(int64_t(bytes))});
+    if (op.skip()) return;
     TS_CHECK(srcOffset + bytes <= src.size() && dstOffset + bytes <= dst.size(), "copy out of range");
     if (bytes)
         TS_CUDA_CHECK(cudaMemcpyAsync(dst.bytes() + dstOffset, src.bytes() + srcOffset, bytes,
                                       cudaMemcpyDeviceToDevice, m_stream));
 }
 
-void CudaBackend::synchronize() { TS_CUDA_CHECK(cudaStreamSynchronize(m_stream)); }
+void CudaBackend::synchronize() {
+    GraphOp op(*this, false, "synchronize", {});
+    checkNotCapturing("synchronize");
+    TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+}
 
 bool CudaBackend::deviceMemory(size_t* freeBytes, size_t* totalBytes) const {
     TS_CUDA_CHECK(cudaSetDevice(m_device));
@@ -175,6 +201,7 @@ bool CudaBackend::deviceMemory(size_t* freeBytes, size_t* totalBytes) const {
 
 void CudaBackend::releaseWeights() {
     synchronize();  // queued kernels may still read them
+    dropGraphs();   // they hold the weights' addresses
     m_weights.clear();
     m_trellis.clear();
     m_exl3.reset();  // its per-layer expert tables point into m_trellis
@@ -235,10 +262,11 @@ const CudaBackend::DeviceTrellis& CudaBackend::deviceTrellis(const PackedLinear&
 void* CudaBackend::scratch(ScratchSlot slot, size_t bytes) {
     Buffer& b = m_scratch[size_t(slot)];
     if (b.empty() || b.size() < bytes) {
-        // The old buffer may still be read by enqueued kernels: wait before letting it go.
-        if (!b.empty()) synchronize();
         size_t grown = b.empty() ? 4096 : b.size();
         while (grown < bytes) grown *= 2;
+        // The old buffer may still be read by enqueued kernels (and by recorded graphs: then it is
+        // kept until they are dropped): wait before letting it go.
+        if (!b.empty() && !graphRetire(b)) synchronize();
         b = deviceAlloc(m_pool, grown);
     }
     return b.bytes();

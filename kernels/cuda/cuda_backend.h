@@ -17,6 +17,8 @@
 #include <cublas_v2.h>
 
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -118,8 +120,50 @@ public:
     bool sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs,
                     SampleOutput* out) override;
 
+    // cuda_graph.cu: decode-step graphs (Backend::beginGraphRegion)
+    void beginGraphRegion(uint64_t key) override;
+    void endGraphRegion(bool completed) override;
+    bool setGraphsEnabled(bool on) override;
+    GraphStats graphStats() const override;
+
     void synchronize() override;
     bool deviceMemory(size_t* freeBytes, size_t* totalBytes) const override;
+
+    // Every public op opens one of these first, with its name and the arguments a replay must match
+    // (buffer and weight addresses, shapes, scalars; see gk / gf). Inside a graph region, at the model's
+    // level: `capturable` ops are captured into the current graph segment (second region of a key) or
+    // skipped (skip() = true: their graph is launched at the segment's end); the others run eagerly
+    // between segments. Nested calls (an op's own helpers) are part of the op. cuda_graph.cu.
+    class GraphOp {
+    public:
+        GraphOp(CudaBackend& be, bool capturable, const char* name, std::initializer_list<uint64_t> args);
+        ~GraphOp() { --m_be.m_opDepth; }
+        GraphOp(const GraphOp&) = delete;
+        GraphOp& operator=(const GraphOp&) = delete;
+        bool skip() const { return m_skip; }
+
+    private:
+        CudaBackend& m_be;
+        bool m_skip = false;
+    };
+    // Work done for an op before its GraphOp is open (a first-use upload): not a model-level op.
+    class OwnWork {
+    public:
+        explicit OwnWork(CudaBackend& be) : m_be(be) { ++m_be.m_opDepth; }
+        ~OwnWork() { --m_be.m_opDepth; }
+        OwnWork(const OwnWork&) = delete;
+        OwnWork& operator=(const OwnWork&) = delete;
+
+    private:
+        CudaBackend& m_be;
+    };
+    static uint64_t gk(const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); }
+    static uint64_t gk(int64_t v) { return uint64_t(v); }
+    static uint64_t gf(float v) {
+        uint32_t u;
+        std::memcpy(&u, &v, 4);
+        return u;
+    }
 
     // --- shared by the op files ---------------------------------------------------------------------
     cudaStream_t stream() const { return m_stream; }
@@ -178,6 +222,24 @@ private:
     std::unordered_map<const PackedLinear*, TrellisEntry> m_trellis;
     std::vector<Buffer> m_scratch;
     std::shared_ptr<DevicePool> m_pool;
+
+    // cuda_graph.cu
+    struct GraphState;
+    friend class GraphOp;
+    std::unique_ptr<GraphState> m_graph;
+    int m_opDepth = 0;  // > 0 inside an op: its allocations and calls are its own, not the model's
+    void* m_cublasWorkspace = nullptr;  // fixed, so cuBLAS calls can be captured
+    // A model-level allocation inside a graph region: from the region's arena once it is measured
+    // (false: take it from the pool). Internal allocations of a captured op are kept with its graph.
+    bool graphAlloc(size_t bytes, Buffer& out);
+    void graphKeep(const Buffer& b);
+    // A scratch buffer is being replaced: the graphs may hold its address, so it is kept until they are
+    // dropped (returns true) instead of waiting for the stream (false: no graphs, the caller waits).
+    bool graphRetire(Buffer& old);
+    // Fails (ts::Error Internal) when `what` would wait for the GPU while a graph segment is captured.
+    void checkNotCapturing(const char* what) const;
+    void graphSegmentEnd();
+    void dropGraphs();
 };
 
 }  // namespace ts

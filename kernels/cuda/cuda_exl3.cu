@@ -893,9 +893,11 @@ Exl3Cache& CudaBackend::exl3Cache() {
 
 Buffer& CudaBackend::exl3Scratch(Buffer& b, size_t bytes) {
     if (b.empty() || b.size() < bytes) {
-        if (!b.empty()) synchronize();  // enqueued kernels may still use the old one
         size_t grown = b.empty() ? 4096 : b.size();
         while (grown < bytes) grown *= 2;
+        // Enqueued kernels (and recorded graphs: then it is kept until they are dropped) may still
+        // use the old one.
+        if (!b.empty() && !graphRetire(b)) synchronize();
         b = alloc(grown);  // zero-filled: arrival counters start at 0
     }
     return b;

@@ -77,6 +77,7 @@ size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
 bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t I, const int32_t* hostIdx,
                                   const float* hostWeight, int64_t topk, const WeightView* gate, const WeightView* up,
                                   const WeightView* down, int64_t E, float limit, const Buffer& y) {
+    GraphOp op(*this, false, "moeExpertsFused", {gk(T), gk(E)});
     using namespace exl3cuda;
     if (!gate || !up || !down || E <= 0 || topk <= 0 || T < 0 || D <= 0 || I <= 0) return false;
     if (!gate[0].packed) return false;  // dense experts: the model's loop (dense linear kernels)

@@ -206,6 +206,7 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
     Exl3Cache& cache = exl3Cache();
     Exl3Cache::RoutedLayer& L = cache.routed[gate[0].packed];
     if (!L.checked) {
+        OwnWork own(*this);  // the table's upload below belongs to this op, not to the model
         L.checked = true;
         L.ok = false;
         std::vector<ExpertPtrs> host(static_cast<size_t>(E));
@@ -247,6 +248,10 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
         }
     }
     if (!L.ok) return false;
+    // Captured in a graph region (the layer's table above is made by the region's first, eager run).
+    GraphOp op(*this, true, "moeExpertsFusedDevice", {gk(x.bytes()), gk(T), gk(D), gk(I), gk(idx.bytes()), gk(weight.bytes()),
+                                                     gk(topk), gk(gate[0].packed), gk(E), gf(limit), gk(y.bytes())});
+    if (op.skip()) return true;
     const int bits = L.sigGU[0], cb = L.sigGU[1];
     const int64_t kG = L.sigGU[2], nG = L.sigGU[3], kD = L.sigD[2], nD = L.sigD[3];
 

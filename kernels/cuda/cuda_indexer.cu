@@ -352,6 +352,7 @@ void setSharedLimit(const void* kernel, size_t bytes) {
 void CudaBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp,
                                     const Buffer& ape, KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore,
                                     const PageTable& pages, int64_t pos0) {
+    GraphOp op(*this, false, "indexerCacheWrite", {gk(T), gk(D)});
     const size_t kb = indexerKeyBytes(dt, D);
     TS_CHECK(kp > 0 && pages.blockSize % kp == 0, "indexerCacheWrite: block size must be a multiple of index_kpool");
     TS_CHECK(tail.size() >= size_t(kp * 2 * D) * 4, "indexerCacheWrite: tail ring too small");
@@ -395,6 +396,7 @@ void CudaBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t
 void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp,
                                 int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages,
                                 int64_t pos0, const Buffer& idx, IndexerStats* stats) {
+    GraphOp op(*this, false, "indexerSelect", {gk(T), gk(H)});
     const size_t kb = indexerKeyBytes(dt, D);
     TS_CHECK(kp > 0 && topk >= kp, "indexerSelect: index_topk must be at least index_kpool");
     const int64_t K = topk / kp, width = topk + kp - 1;

@@ -396,6 +396,7 @@ __global__ void repeatRowsKernel(const V* __restrict__ src, int64_t total, int64
 }  // namespace
 
 void CudaBackend::embedding(const int32_t* ids, int64_t T, const WeightView& table, const Buffer& out) {
+    GraphOp op(*this, false, "embedding", {gk(T), gk(table.data)});
     TS_CHECK(!table.packed, "embedding needs a dense table, not a packed (EXL3) linear");
     const int64_t D = table.cols;
     TS_CHECK(out.size() >= size_t(T * D) * 4, "embedding: output buffer too small");
@@ -409,6 +410,8 @@ void CudaBackend::embedding(const int32_t* ids, int64_t T, const WeightView& tab
 }
 
 void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const Buffer& y) {
+    GraphOp op(*this, true, "linear", {gk(x.bytes()), gk(T), gk(w.data), gk(w.packed), gk(w.rows), gk(w.cols), gk(int64_t(w.dtype)), gk(y.bytes())});
+    if (op.skip()) return;
     const int64_t K = w.cols, N = w.rows;
     TS_CHECK(x.size() >= size_t(T * K) * 4 && y.size() >= size_t(T * N) * 4, "linear: buffer too small");
     if (w.packed) {
@@ -454,6 +457,8 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
 }
 
 void CudaBackend::rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, float eps, const Buffer& y) {
+    GraphOp op(*this, true, "rmsnorm", {gk(x.bytes()), gk(rows), gk(D), gk(w.bytes()), gf(eps), gk(y.bytes())});
+    if (op.skip()) return;
     TS_CHECK(x.size() >= size_t(rows * D) * 4 && y.size() >= size_t(rows * D) * 4, "rmsnorm: buffer too small");
     TS_CHECK(w.empty() || w.size() >= size_t(D) * 4, "rmsnorm: weight too small");
     if (rows <= 0 || D <= 0) return;
@@ -473,6 +478,8 @@ void CudaBackend::rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer
 
 void CudaBackend::layernorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, const Buffer& b, float eps,
                             const Buffer& y) {
+    GraphOp op(*this, true, "layernorm", {gk(x.bytes()), gk(rows), gk(D), gk(w.bytes()), gk(b.bytes()), gf(eps), gk(y.bytes())});
+    if (op.skip()) return;
     TS_CHECK(x.size() >= size_t(rows * D) * 4 && y.size() >= size_t(rows * D) * 4, "layernorm: buffer too small");
     TS_CHECK(w.size() >= size_t(D) * 4 && b.size() >= size_t(D) * 4, "layernorm: weight or bias too small");
     if (rows <= 0 || D <= 0) return;
@@ -486,6 +493,8 @@ void CudaBackend::layernorm(const Buffer& x, int64_t rows, int64_t D, const Buff
 }
 
 void CudaBackend::swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_t I, float limit, const Buffer& out) {
+    GraphOp op(*this, true, "swiglu", {gk(gate.bytes()), gk(up.bytes()), gk(T), gk(I), gf(limit), gk(out.bytes())});
+    if (op.skip()) return;
     const int64_t n = T * I;
     TS_CHECK(gate.size() >= size_t(n) * 4 && up.size() >= size_t(n) * 4 && out.size() >= size_t(n) * 4,
              "swiglu: buffer too small");
@@ -495,6 +504,8 @@ void CudaBackend::swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_
 }
 
 void CudaBackend::add(const Buffer& x, const Buffer& y, int64_t n) {
+    GraphOp op(*this, true, "add", {gk(x.bytes()), gk(y.bytes()), gk(n)});
+    if (op.skip()) return;
     TS_CHECK(x.size() >= size_t(n) * 4 && y.size() >= size_t(n) * 4, "add: buffer too small");
     if (n <= 0) return;
     addKernel<<<gridFor(n, kThreads), kThreads, 0, m_stream>>>(x.f32(), y.f32(), n);
@@ -502,6 +513,8 @@ void CudaBackend::add(const Buffer& x, const Buffer& y, int64_t n) {
 }
 
 void CudaBackend::scale(const Buffer& x, int64_t n, float s) {
+    GraphOp op(*this, true, "scale", {gk(x.bytes()), gk(n), gf(s)});
+    if (op.skip()) return;
     TS_CHECK(x.size() >= size_t(n) * 4, "scale: buffer too small");
     if (n <= 0) return;
     scaleKernel<<<gridFor(n, kThreads), kThreads, 0, m_stream>>>(x.f32(), n, s);
@@ -509,10 +522,16 @@ void CudaBackend::scale(const Buffer& x, int64_t n, float s) {
 }
 
 void CudaBackend::zero(const Buffer& x) {
+    GraphOp op(*this, true, "zero", {gk(x.bytes()), gk(int64_t(x.size()))});
+    if (op.skip()) return;
     if (x.size()) TS_CUDA_CHECK(cudaMemsetAsync(x.bytes(), 0, x.size(), m_stream));
 }
 
 void CudaBackend::concatColumns(const Buffer* parts, const int64_t* widths, int count, int64_t T, const Buffer& out) {
+    GraphOp op(*this, true, "concatColumns", {gk(int64_t(count)), gk(T), gk(out.bytes()), count > 0 ? gk(parts[0].bytes()) : 0,
+                                              count > 1 ? gk(parts[1].bytes()) : 0, count > 2 ? gk(parts[2].bytes()) : 0,
+                                              count > 0 ? gk(widths[0]) : 0, count > 1 ? gk(widths[1]) : 0});
+    if (op.skip()) return;
     int64_t total = 0;
     for (int i = 0; i < count; ++i) {
         TS_CHECK(widths[i] >= 0 && parts[i].size() >= size_t(T * widths[i]) * 4, "concatColumns: part too small");
@@ -530,6 +549,8 @@ void CudaBackend::concatColumns(const Buffer* parts, const int64_t* widths, int 
 }
 
 void CudaBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) {
+    GraphOp op(*this, true, "repeatRows", {gk(src.bytes()), gk(T), gk(D), gk(int64_t(n)), gk(dst.bytes())});
+    if (op.skip()) return;
     TS_CHECK(T >= 0 && D >= 0 && n >= 0, "repeatRows: negative shape");
     TS_CHECK(src.size() >= size_t(T * D) * 4 && dst.size() >= size_t(T * n * D) * 4, "repeatRows: buffer too small");
     if (T <= 0 || D <= 0 || n <= 0) return;

@@ -494,6 +494,8 @@ bool overlaps(const Buffer& a, size_t aBytes, const Buffer& b, size_t bBytes) {
 
 void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x,
                          const Buffer& post, const Buffer& comb) {
+    GraphOp op(*this, true, "mhcPre", {gk(streams.bytes()), gk(T), gk(D), gk(p.fn.data), gk(p.base.bytes()), gk(int64_t(p.n)), gk(x.bytes()), gk(post.bytes()), gk(comb.bytes())});
+    if (op.skip()) return;
     const int n = p.n, mix = 2 * n + n * n;
     const int64_t width = int64_t(n) * D;
     TS_CHECK(n >= 1 && n <= kMixThreads && p.sinkhornIters >= 1, "mhcPre: n must be in [1, 256], sinkhornIters ≥ 1");
@@ -528,6 +530,8 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
 
 void CudaBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post,
                           const Buffer& comb) {
+    GraphOp op(*this, true, "mhcPost", {gk(streams.bytes()), gk(T), gk(D), gk(int64_t(n)), gk(y.bytes()), gk(post.bytes()), gk(comb.bytes())});
+    if (op.skip()) return;
     TS_CHECK(n >= 1 && n <= 32, "mhcPost: n must be in [1, 32]");
     if (T <= 0 || D <= 0) return;
     const unsigned blocks = blocksFor(T * D, 256);
@@ -538,6 +542,8 @@ void CudaBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, co
 }
 
 void CudaBackend::mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& out) {
+    GraphOp op(*this, true, "mhcHead", {gk(streams.bytes()), gk(T), gk(D), gk(int64_t(n)), gk(out.bytes())});
+    if (op.skip()) return;
     TS_CHECK(n >= 1, "mhcHead: n must be ≥ 1");
     if (T <= 0 || D <= 0) return;
     mhcHeadKernel<<<blocksFor(T * D, 256), 256, 0, stream()>>>(streams.f32(), T, D, n, out.f32());
@@ -546,6 +552,7 @@ void CudaBackend::mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, co
 
 void CudaBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, const Buffer& w,
                                  const Buffer& convState, const Buffer& out) {
+    GraphOp op(*this, false, "causalConvSilu", {gk(T), gk(C)});
     TS_CHECK(K >= 1, "causalConvSilu: K must be ≥ 1");
     if (T <= 0 || C <= 0) return;
     const size_t bytes = size_t(T) * size_t(C) * 4;
@@ -565,6 +572,8 @@ void CudaBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, c
 
 void CudaBackend::kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, const Buffer& aLog, const Buffer& dtBias,
                           float lowerBound) {
+    GraphOp op(*this, true, "kdaGate", {gk(f.bytes()), gk(T), gk(H), gk(Dk), gk(aLog.bytes()), gk(dtBias.bytes()), gf(lowerBound)});
+    if (op.skip()) return;
     const int64_t n = T * H * Dk;
     if (n <= 0) return;
     kdaGateKernel<<<blocksFor(n, 256), 256, 0, stream()>>>(f.f32(), T, H, Dk, aLog.f32(), dtBias.f32(), lowerBound,
@@ -574,6 +583,7 @@ void CudaBackend::kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, con
 
 void CudaBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g,
                                const Buffer& betaLogits, const Buffer& state, const Buffer& out) {
+    GraphOp op(*this, false, "kdaRecurrent", {gk(T), gk(H)});
     TS_CHECK(Dk >= 1 && Dk <= 1024, "kdaRecurrent: head dim must be in [1, 1024] on CUDA");
     if (T <= 0) return;
     if (kdaChunkedPrefill(*this, qkv, T, H, Dk, g, betaLogits, state, out)) return;
@@ -589,6 +599,8 @@ void CudaBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t 
 
 void CudaBackend::gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
                                const Buffer& gate) {
+    GraphOp op(*this, true, "gatedRmsnorm", {gk(o.bytes()), gk(T), gk(H), gk(Dv), gk(w.bytes()), gf(eps), gk(gate.bytes())});
+    if (op.skip()) return;
     const int64_t rows = T * H;
     if (rows <= 0 || Dv <= 0) return;
     constexpr int kWarps = 8;

@@ -525,6 +525,7 @@ void CudaBackend::routeOnDevice(const Buffer& x, int64_t T, const WeightView& ga
 void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
                            int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
                            int32_t* hostIdx, float* hostWeight) {
+    GraphOp op(*this, false, "moeRoute", {gk(T), gk(E)});
     if (T <= 0) return;
     const size_t tk = size_t(T * topk);
     // [idx | weight] contiguous, so one copy brings both back.
@@ -541,6 +542,8 @@ void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, c
 bool CudaBackend::moeRouteDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
                                  int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling,
                                  const Buffer& idx, const Buffer& weight) {
+    GraphOp op(*this, true, "moeRouteDevice", {gk(x.bytes()), gk(T), gk(gate.data), gk(bias.bytes()), gk(E), gk(topk), gk(nGroup), gk(topkGroup), gk(int64_t(normTopk)), gf(scaling), gk(idx.bytes()), gk(weight.bytes())});
+    if (op.skip()) return true;  // it returned true when it was recorded (the hash holds the path)
     if (T <= 0) return true;
     TS_CHECK(topk >= 1 && idx.size() >= size_t(T * topk) * 4 && weight.size() >= size_t(T * topk) * 4,
              "moeRouteDevice: idx / weight too small");
@@ -549,6 +552,7 @@ bool CudaBackend::moeRouteDevice(const Buffer& x, int64_t T, const WeightView& g
 }
 
 void CudaBackend::gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel, int64_t n, const Buffer& rows) {
+    GraphOp op(*this, false, "gatherRows", {gk(D), gk(n)});
     TS_CHECK(rows.size() >= size_t(n * D) * 4, "gatherRows: output too small");
     if (n <= 0 || D <= 0) return;
     const int64_t xRows = int64_t(x.size() / (size_t(D) * 4));
@@ -562,6 +566,7 @@ void CudaBackend::gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel,
 
 void CudaBackend::scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale,
                                  int64_t n, const Buffer& y) {
+    GraphOp op(*this, false, "scatterAddRows", {gk(D), gk(n)});
     TS_CHECK(rows.size() >= size_t(n * D) * 4, "scatterAddRows: rows too small");
     if (n <= 0 || D <= 0) return;
     TS_CHECK(n <= INT32_MAX / 2, "scatterAddRows: too many rows");

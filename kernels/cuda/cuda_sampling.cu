@@ -675,6 +675,7 @@ sampleRowsKernel(const float* logits, int V, int idBits, const RowArgs* args, co
 
 bool CudaBackend::sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs,
                              SampleOutput* out) {
+    GraphOp op(*this, false, "sampleRows", {gk(n)});
     TS_CHECK(V > 0 && V <= (int64_t(1) << 30), "sampleRows: vocabulary size out of range");
     if (n <= 0) return true;
     const int64_t logitRows = int64_t(logits.size() / (size_t(V) * 4));

@@ -1,0 +1,395 @@
+// The model's side of the decode-step graph contract (Backend::beginGraphRegion), checked on the CPU so that
+// CI catches a break the GPU would only find at replay: which steps open a region, that the region closes
+// after the last op before the head, and that two decode steps of the same batch size issue the same ops
+// with the same allocation sizes inside it. A backend that forwards to the CPU logs the calls; with
+// `deviceMoe` it also offers the device-routed MoE (emulated with CPU ops), as the CUDA backend does for EXL3
+// experts, so the region runs to its end; without it the model's per-expert loop must leave the region.
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "model/glm5_next.h"
+#include "model/sequence_state.h"
+
+using namespace ts;
+
+namespace {
+
+const std::string kExl3 = TS_SOURCE_DIR "/resources/models/glm5-next-tiny-exl3";
+
+class RegionLogBackend final : public Backend {
+public:
+    explicit RegionLogBackend(bool deviceMoe) : m_cpu(makeCpuBackend()), m_deviceMoe(deviceMoe) {}
+    std::string name() const override { return "region-log"; }
+
+    // "begin:KEY", "end:1|0", and inside a region each op and allocation with its sizes.
+    std::vector<std::string> log;
+    bool inRegion = false;
+    int regions = 0;
+
+    void beginGraphRegion(uint64_t key) override {
+        QVERIFY2(!inRegion, "regions must not nest");
+        inRegion = true;
+        ++regions;
+        log.push_back("begin:" + std::to_string(key));
+    }
+    void endGraphRegion(bool completed) override {
+        if (!inRegion) return;  // a no-op outside a region (the MoE loop may call it there)
+        inRegion = false;
+        log.push_back(std::string("end:") + (completed ? "1" : "0"));
+    }
+
+    Buffer alloc(size_t b) override { note("alloc", int64_t(b)); return m_cpu->alloc(b); }
+    Buffer allocUninit(size_t b) override { note("allocUninit", int64_t(b)); return m_cpu->allocUninit(b); }
+    Buffer upload(const void* h, size_t b) override { note("upload", int64_t(b)); return m_cpu->upload(h, b); }
+    void download(const Buffer& s, void* h, size_t b, size_t o) override { note("download", int64_t(b)); m_cpu->download(s, h, b, o); }
+    void copy(const Buffer& s, size_t so, const Buffer& d, size_t dof, size_t b) override {
+        note("copy", int64_t(b), int64_t(so), int64_t(dof));
+        m_cpu->copy(s, so, d, dof, b);
+    }
+    void embedding(const int32_t* ids, int64_t T, const WeightView& t, const Buffer& out) override {
+        note("embedding", T);
+        m_cpu->embedding(ids, T, t, out);
+    }
+    void linear(const Buffer& x, int64_t T, const WeightView& w, const Buffer& y) override {
+        note("linear", T, w.rows, w.cols);
+        m_cpu->linear(x, T, w, y);
+    }
+    void rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, float eps, const Buffer& y) override {
+        note("rmsnorm", rows, D);
+        m_cpu->rmsnorm(x, rows, D, w, eps, y);
+    }
+    void layernorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, const Buffer& b, float eps,
+                   const Buffer& y) override {
+        note("layernorm", rows, D);
+        m_cpu->layernorm(x, rows, D, w, b, eps, y);
+    }
+    void swiglu(const Buffer& g, const Buffer& u, int64_t T, int64_t I, float lim, const Buffer& out) override {
+        note("swiglu", T, I);
+        m_cpu->swiglu(g, u, T, I, lim, out);
+    }
+    void add(const Buffer& x, const Buffer& y, int64_t n) override { note("add", n); m_cpu->add(x, y, n); }
+    void scale(const Buffer& x, int64_t n, float s) override { note("scale", n); m_cpu->scale(x, n, s); }
+    void zero(const Buffer& x) override { note("zero", int64_t(x.size())); m_cpu->zero(x); }
+    void concatColumns(const Buffer* p, const int64_t* w, int c, int64_t T, const Buffer& out) override {
+        note("concatColumns", T, c);
+        m_cpu->concatColumns(p, w, c, T, out);
+    }
+    void repeatRows(const Buffer& src, int64_t T, int64_t D, int n, const Buffer& dst) override {
+        note("repeatRows", T, D, n);
+        m_cpu->repeatRows(src, T, D, n, dst);
+    }
+    void mhcPre(const Buffer& s, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post,
+                const Buffer& comb) override {
+        note("mhcPre", T, D);
+        m_cpu->mhcPre(s, T, D, p, x, post, comb);
+    }
+    void mhcPost(const Buffer& s, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post,
+                 const Buffer& comb) override {
+        note("mhcPost", T, D);
+        m_cpu->mhcPost(s, T, D, n, y, post, comb);
+    }
+    void mhcHead(const Buffer& s, int64_t T, int64_t D, int n, const Buffer& out) override {
+        note("mhcHead", T, D);
+        m_cpu->mhcHead(s, T, D, n, out);
+    }
+    void causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, const Buffer& w, const Buffer& st,
+                        const Buffer& out) override {
+        note("causalConvSilu", T, C);
+        m_cpu->causalConvSilu(x, T, C, K, w, st, out);
+    }
+    void kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, const Buffer& a, const Buffer& dt,
+                 float lb) override {
+        note("kdaGate", T, H);
+        m_cpu->kdaGate(f, T, H, Dk, a, dt, lb);
+    }
+    void kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g, const Buffer& b,
+                      const Buffer& st, const Buffer& out) override {
+        note("kdaRecurrent", T, H);
+        m_cpu->kdaRecurrent(qkv, T, H, Dk, g, b, st, out);
+    }
+    void gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
+                      const Buffer& g) override {
+        note("gatedRmsnorm", T, H);
+        m_cpu->gatedRmsnorm(o, T, H, Dv, w, eps, g);
+    }
+    void mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
+                       const PageTable& pages, int64_t pos0) override {
+        note("mlaCacheWrite", T, R);
+        m_cpu->mlaCacheWrite(c, T, R, dt, cache, pages, pos0);
+    }
+    void mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
+                    const Buffer& qLat) override {
+        note("mlaAbsorbQ", T, H);
+        m_cpu->mlaAbsorbQ(q, T, H, dn, dv, kvb, qLat);
+    }
+    void mlaSparseAttention(const Buffer& q, int64_t T, int64_t H, int64_t R, const Buffer& c, KvCacheDtype dt,
+                            const PageTable& p, const Buffer& idx, int64_t w, float s, const Buffer& o) override {
+        note("mlaSparseAttention", T, H, w);
+        m_cpu->mlaSparseAttention(q, T, H, R, c, dt, p, idx, w, s, o);
+    }
+    void mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
+                const Buffer& o) override {
+        note("mlaUpV", T, H);
+        m_cpu->mlaUpV(oLat, T, H, dn, dv, kvb, o);
+    }
+    void indexerCacheWrite(const Buffer& k, const Buffer& g, int64_t T, int64_t D, int64_t kp, const Buffer& ape,
+                           KvCacheDtype dt, const Buffer& tail, const Buffer& store, const PageTable& p,
+                           int64_t pos0) override {
+        note("indexerCacheWrite", T, D);
+        m_cpu->indexerCacheWrite(k, g, T, D, kp, ape, dt, tail, store, p, pos0);
+    }
+    void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk,
+                       KvCacheDtype dt, const Buffer& store, const PageTable& p, int64_t pos0, const Buffer& idx,
+                       IndexerStats* st) override {
+        note("indexerSelect", T, H);
+        m_cpu->indexerSelect(q, w, T, H, D, kp, topk, dt, store, p, pos0, idx, st);
+    }
+    void moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,
+                  int64_t nGroup, int64_t topkGroup, bool norm, float scaling, int32_t* hostIdx,
+                  float* hostWeight) override {
+        note("moeRoute", T, E);
+        m_cpu->moeRoute(x, T, gate, bias, E, topk, nGroup, topkGroup, norm, scaling, hostIdx, hostWeight);
+    }
+    void gatherRows(const Buffer& x, int64_t D, const int32_t* sel, int64_t n, const Buffer& rows) override {
+        note("gatherRows", D, n);
+        m_cpu->gatherRows(x, D, sel, n, rows);
+    }
+    void scatterAddRows(const Buffer& rows, int64_t D, const int32_t* sel, const float* scale, int64_t n,
+                        const Buffer& y) override {
+        note("scatterAddRows", D, n);
+        m_cpu->scatterAddRows(rows, D, sel, scale, n, y);
+    }
+
+    // The device-routed MoE, emulated: routing into the idx / weight buffers, then each token's experts
+    // in ascending id order through the CPU's own ops (the CPU backend has neither path).
+    bool moeRouteDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
+                        int64_t topk, int64_t nGroup, int64_t topkGroup, bool norm, float scaling, const Buffer& idx,
+                        const Buffer& weight) override {
+        if (!m_deviceMoe) return false;
+        note("moeRouteDevice", T, E);
+        m_cpu->moeRoute(x, T, gate, bias, E, topk, nGroup, topkGroup, norm, scaling, idx.i32(), weight.f32());
+        return true;
+    }
+    bool moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, int64_t I, const Buffer& idx,
+                               const Buffer& weight, int64_t topk, const WeightView* gate, const WeightView* up,
+                               const WeightView* down, int64_t E, float limit, const Buffer& y) override {
+        if (!m_deviceMoe) return false;
+        note("moeExpertsFusedDevice", T, E);
+        for (int64_t e = 0; e < E; ++e) {
+            std::vector<int32_t> rows;
+            std::vector<float> scales;
+            for (int64_t t = 0; t < T; ++t)
+                for (int64_t k = 0; k < topk; ++k)
+                    if (idx.i32()[t * topk + k] == e) {
+                        rows.push_back(int32_t(t));
+                        scales.push_back(weight.f32()[t * topk + k]);
+                    }
+            if (rows.empty()) continue;
+            const int64_t n = int64_t(rows.size());
+            Buffer xe = m_cpu->alloc(size_t(n * D) * 4), g = m_cpu->alloc(size_t(n * I) * 4),
+                   u = m_cpu->alloc(size_t(n * I) * 4), ye = m_cpu->alloc(size_t(n * D) * 4);
+            m_cpu->gatherRows(x, D, rows.data(), n, xe);
+            m_cpu->linear(xe, n, gate[e], g);
+            m_cpu->linear(xe, n, up[e], u);
+            m_cpu->swiglu(g, u, n, I, limit, g);
+            m_cpu->linear(g, n, down[e], ye);
+            m_cpu->scatterAddRows(ye, D, rows.data(), scales.data(), n, y);
+        }
+        return true;
+    }
+
+private:
+    template <typename... A>
+    void note(const char* op, A... sizes) {
+        if (!inRegion) {
+            if (std::strcmp(op, "linear") == 0) lastOutsideOp = op;
+            return;
+        }
+        std::string s = op;
+        ((s += ":" + std::to_string(int64_t(sizes))), ...);
+        log.push_back(s);
+    }
+
+public:
+    std::string lastOutsideOp;
+
+private:
+    std::unique_ptr<Backend> m_cpu;
+    bool m_deviceMoe;
+};
+
+// One forwardBatch of `ids.size()` sequences taking `n` tokens each.
+std::vector<ForwardResult> step(const Glm5NextModel& m, std::vector<std::unique_ptr<SequenceState>>& states,
+                                const std::vector<std::vector<int32_t>>& ids, bool record = false) {
+    std::vector<SeqStep> steps(ids.size());
+    for (size_t s = 0; s < ids.size(); ++s) {
+        states[s]->reserve(states[s]->length() + int64_t(ids[s].size()));
+        steps[s].ids = ids[s].data();
+        steps[s].n = int64_t(ids[s].size());
+        steps[s].pos0 = states[s]->length();
+        steps[s].caches = states[s]->caches();
+        steps[s].recordSelection = record;
+    }
+    auto out = m.forwardBatch(steps);
+    for (size_t s = 0; s < ids.size(); ++s) states[s]->advance(int64_t(ids[s].size()));
+    return out;
+}
+
+// The log lines of the region opened first in `log` (begin .. end inclusive).
+std::vector<std::string> firstRegion(const std::vector<std::string>& log) {
+    std::vector<std::string> r;
+    bool in = false;
+    for (const std::string& l : log) {
+        if (l.rfind("begin:", 0) == 0) in = true;
+        if (in) r.push_back(l);
+        if (in && l.rfind("end:", 0) == 0) break;
+    }
+    return r;
+}
+
+}  // namespace
+
+class TestGraphRegions : public QObject {
+    Q_OBJECT
+private slots:
+    void decodeStepsRepeatTheirOps();
+    void onlyDecodeStepsOpenARegion();
+    void perExpertLoopLeavesTheRegion();
+};
+
+// Two decode steps of the same batch size: one region each, closed as completed, the same ops and
+// allocation sizes in the same order; the head (the last linear) runs after the region; the emulated
+// device MoE gives the CPU's logits.
+void TestGraphRegions::decodeStepsRepeatTheirOps() {
+    for (int B : {1, 3}) {
+        RegionLogBackend be(true);
+        auto ref = makeCpuBackend();
+        Glm5NextModel m(kExl3, be), mr(kExl3, *ref);
+        std::vector<std::unique_ptr<SequenceState>> st, sr;
+        std::vector<std::vector<int32_t>> prompts;
+        for (int b = 0; b < B; ++b) {
+            st.push_back(m.newSequence(KvCacheDtype::Fp8));
+            sr.push_back(mr.newSequence(KvCacheDtype::Fp8));
+            std::vector<int32_t> p;
+            for (int i = 0; i < 9 + 4 * b; ++i) p.push_back(int32_t((37 * i + 11 * b + 5) % 300));
+            prompts.push_back(p);
+        }
+        // Prefill each sequence alone (n > 1: no region).
+        for (int b = 0; b < B; ++b) {
+            std::vector<std::unique_ptr<SequenceState>> s1, r1;
+            s1.push_back(std::move(st[size_t(b)]));
+            r1.push_back(std::move(sr[size_t(b)]));
+            step(m, s1, {prompts[size_t(b)]});
+            step(mr, r1, {prompts[size_t(b)]});
+            st[size_t(b)] = std::move(s1[0]);
+            sr[size_t(b)] = std::move(r1[0]);
+        }
+        QCOMPARE(be.regions, 0);
+        std::vector<std::vector<std::string>> regionLogs;
+        for (int i = 0; i < 3; ++i) {
+            std::vector<std::vector<int32_t>> ids;
+            for (int b = 0; b < B; ++b) ids.push_back({int32_t((53 * i + 7 * b + 1) % 300)});
+            be.log.clear();
+            be.lastOutsideOp.clear();
+            auto out = step(m, st, ids);
+            auto want = step(mr, sr, ids);
+            QCOMPARE(be.regions, i + 1);
+            QVERIFY(!be.inRegion);
+            const auto r = firstRegion(be.log);
+            QVERIFY(r.size() > 10);
+            QVERIFY2(r.front().rfind("begin:", 0) == 0 && r.back() == "end:1", r.back().c_str());
+            QCOMPARE(be.lastOutsideOp, std::string("linear"));  // the head, after the region
+            regionLogs.push_back(r);
+            for (int b = 0; b < B; ++b) {
+                QCOMPARE(out[size_t(b)].logits.size(), want[size_t(b)].logits.size());
+                for (size_t v = 0; v < want[size_t(b)].logits.size(); ++v)
+                    QVERIFY(std::fabs(out[size_t(b)].logits[v] - want[size_t(b)].logits[v]) <= 1e-5f);
+            }
+        }
+        QVERIFY2(regionLogs[0] == regionLogs[1] && regionLogs[1] == regionLogs[2],
+                 "two decode steps of one batch size must issue the same ops and allocation sizes");
+    }
+}
+
+void TestGraphRegions::onlyDecodeStepsOpenARegion() {
+    RegionLogBackend be(true);
+    Glm5NextModel m(kExl3, be);
+    std::vector<std::unique_ptr<SequenceState>> st;
+    for (int b = 0; b < 17; ++b) st.push_back(m.newSequence(KvCacheDtype::Fp8));
+    auto firstN = [&](size_t n) {
+        std::vector<std::unique_ptr<SequenceState>> s;
+        for (size_t i = 0; i < n; ++i) s.push_back(std::move(st[i]));
+        return s;
+    };
+    auto giveBack = [&](std::vector<std::unique_ptr<SequenceState>>& s) {
+        for (size_t i = 0; i < s.size(); ++i) st[i] = std::move(s[i]);
+    };
+    {  // prefill of one sequence: no region
+        auto s = firstN(1);
+        step(m, s, {{1, 2, 3, 4}});
+        giveBack(s);
+        QCOMPARE(be.regions, 0);
+    }
+    {  // a mixed step (one sequence prefilling, one decoding): no region
+        auto s = firstN(2);
+        step(m, s, {{5}, {6, 7, 8}});
+        giveBack(s);
+        QCOMPARE(be.regions, 0);
+    }
+    {  // a decode step that records its decisions (selftest / golden diagnostics): no region
+        auto s = firstN(2);
+        step(m, s, {{9}, {10}}, true);
+        giveBack(s);
+        QCOMPARE(be.regions, 0);
+    }
+    {  // 17 sequences decoding: above the graphed sizes
+        auto s = firstN(17);
+        std::vector<std::vector<int32_t>> ids;
+        for (int i = 0; i < 17; ++i) ids.push_back({int32_t(20 + i)});
+        step(m, s, ids);
+        giveBack(s);
+        QCOMPARE(be.regions, 0);
+    }
+    {  // 16 sequences decoding: one region, keyed differently from 2
+        auto s = firstN(16);
+        std::vector<std::vector<int32_t>> ids;
+        for (int i = 0; i < 16; ++i) ids.push_back({int32_t(40 + i)});
+        step(m, s, ids);
+        giveBack(s);
+        QCOMPARE(be.regions, 1);
+        const std::string k16 = be.log.front();
+        be.log.clear();
+        auto p = firstN(2);
+        step(m, p, {{3}, {4}});
+        giveBack(p);
+        QCOMPARE(be.regions, 2);
+        QVERIFY(be.log.front().rfind("begin:", 0) == 0 && be.log.front() != k16);
+    }
+}
+
+// Without a device MoE path the model's per-expert loop runs: its ops follow the routing, so the step
+// leaves its region (completed = false) before the loop, and the rest of the step is outside it.
+void TestGraphRegions::perExpertLoopLeavesTheRegion() {
+    RegionLogBackend be(false);
+    Glm5NextModel m(kExl3, be);
+    std::vector<std::unique_ptr<SequenceState>> st;
+    st.push_back(m.newSequence(KvCacheDtype::Fp8));
+    step(m, st, {{1, 2, 3, 4, 5}});
+    be.log.clear();
+    step(m, st, {{6}});
+    QCOMPARE(be.regions, 1);
+    const auto r = firstRegion(be.log);
+    QCOMPARE(r.back(), std::string("end:0"));
+    bool sawRoute = false;
+    for (const std::string& l : r) sawRoute = sawRoute || l.rfind("moeRoute:", 0) == 0;
+    QVERIFY2(sawRoute, "the region ends at the first MoE layer's loop, after its host routing");
+    for (const std::string& l : r) QVERIFY2(l.rfind("gatherRows", 0) != 0, "the loop must run outside the region");
+}
+
+QTEST_GUILESS_MAIN(TestGraphRegions)
+#include "test_graph_regions.moc"
