@@ -9,6 +9,10 @@
 // download() and ops with host outputs (moeRoute, indexerSelect's stats) wait for it. Small host inputs (page tables, ids, expert choices) go through per-purpose
 // scratch slots, which stream order makes safe to reuse.
 //
+// Decode steps: inside a graph region (Backend::beginGraphRegion) the model-level allocations come from a
+// shared arena and the capturable ops are captured once and replayed as CUDA graphs (cuda_graph.cu);
+// every op opens a GraphOp first, which decides whether it runs, is captured, or is skipped.
+//
 // Ops are split by family, one .cu file each (cuda_math, cuda_mhc_kda, cuda_attention, cuda_moe,
 // cuda_exl3, cuda_sampling); this file declares them all.
 #pragma once
