@@ -156,18 +156,9 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     const float limit = c.swiglu_limit ? *c.swiglu_limit : 0.0f;
     // A backend with a fused path for these (packed) experts runs them all at once; the calibration
     // observer needs each expert's own call, so it keeps the loop.
-    const bool fusable = !m_mlpObserver && !w.experts.empty() && w.experts[0].gate.packed;
-    std::vector<WeightView> gv, uv, dv;
-    if (fusable) {
-        gv.reserve(w.experts.size());
-        uv.reserve(w.experts.size());
-        dv.reserve(w.experts.size());
-        for (const MlpWeights& ex : w.experts) {
-            gv.push_back(ex.gate);
-            uv.push_back(ex.up);
-            dv.push_back(ex.down);
-        }
-    }
+    const bool fusable = !m_mlpObserver && !w.experts.empty() && w.experts[0].gate.packed &&
+                         w.expertGate.size() == w.experts.size();
+    const WeightView *gv = w.expertGate.data(), *uv = w.expertUp.data(), *dv = w.expertDown.data();
     // Zeroed: it is accumulated into (moeExpertsFused and scatterAddRows are y += expert outputs).
     Buffer y = allocZeroF(b, T * D);
     std::vector<int32_t> idx(static_cast<size_t>(T * K));
@@ -183,7 +174,7 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
         if (b.moeRouteDevice(x, T, w.router, w.correctionBias, E, K, c.n_group, c.topk_group, c.norm_topk_prob,
                              c.routed_scaling_factor, dIdx, dWt)) {
             routed = true;
-            fused = b.moeExpertsFusedDevice(x, T, D, I, dIdx, dWt, K, gv.data(), uv.data(), dv.data(),
+            fused = b.moeExpertsFusedDevice(x, T, D, I, dIdx, dWt, K, gv, uv, dv,
                                             int64_t(w.experts.size()), limit, y);
             if (!fused || rowHash) {
                 std::vector<uint8_t> both(tk * 8);
@@ -207,7 +198,7 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     // Only the selected experts run, each over the tokens routed to it. Per token the expert outputs
     // are summed in ascending expert order (as the reference does), then the shared expert is added.
     if (fusable && !fused)
-        fused = b.moeExpertsFused(x, T, D, I, idx.data(), wt.data(), K, gv.data(), uv.data(), dv.data(),
+        fused = b.moeExpertsFused(x, T, D, I, idx.data(), wt.data(), K, gv, uv, dv,
                                   int64_t(w.experts.size()), limit, y);
     // The per-expert loop's ops follow the routing (which experts, how many rows): a decode step that
     // takes it cannot be replayed from graphs, so it leaves its graph region here (Backend::

@@ -180,6 +180,11 @@ MoeWeights bindMoe(const Binder& b, const std::string& p, const TextConfig& c) {
         for (int64_t e = 0; e < E; ++e)
             w.experts[size_t(e)] = bindMlp(b, p + ".experts." + std::to_string(e), D, I);
     }
+    for (const MlpWeights& ex : w.experts) {
+        w.expertGate.push_back(ex.gate);
+        w.expertUp.push_back(ex.up);
+        w.expertDown.push_back(ex.down);
+    }
     w.hasShared = c.n_shared_experts > 0;
     if (w.hasShared) w.shared = bindMlp(b, p + ".shared_experts", D, I * c.n_shared_experts);
     return w;

@@ -55,6 +55,9 @@ struct MoeWeights {
     WeightView router;       // [E, D]
     Buffer correctionBias;   // fp32 [E]
     std::vector<MlpWeights> experts;
+    // The experts' projections side by side, as the fused MoE ops take them ([E] views each; made once by
+    // bindMoe, not per step).
+    std::vector<WeightView> expertGate, expertUp, expertDown;
     bool hasShared = false;
     MlpWeights shared;
 };
