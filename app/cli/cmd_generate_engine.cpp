@@ -3,12 +3,16 @@
 // `--prompt-ids "1,2,3;4,5,6"` gives each request its own prompt (request i takes list i mod count), so
 // that a batch of greedy decodes does not run N identical sequences (identical tokens route to identical
 // experts, which would understate the bytes a real batch moves: docs/PERFORMANCE.md, full-width slice).
+// `--max-tokens "300;200;100"` likewise gives each request its own limit, so the requests finish one after
+// another and the batch shrinks step by step (the decode graphs of every batch size, docs/PERFORMANCE.md).
 // Besides the aggregate speed (prefill included) it reports the decode-only speed of the window in which
 // every request is decoding (decode_tok_s), measured from the token events' arrival times.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 
@@ -72,10 +76,31 @@ std::vector<std::vector<int32_t>> parsePromptLists(const std::string& text) {
     return lists;
 }
 
+// `--max-tokens N` or `N1;N2;...` (request i takes list i mod count).
+std::vector<int64_t> parseMaxTokens(const Args& args) {
+    const std::string text = args.get("max-tokens").value_or("64");
+    std::vector<int64_t> out;
+    size_t start = 0;
+    while (true) {
+        const size_t semi = text.find(';', start);
+        const std::string item = text.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+        char* end = nullptr;
+        errno = 0;
+        const long long v = item.empty() ? 0 : std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || errno != 0 || v < 1 || v > (1 << 20))
+            fail(ErrorKind::InvalidArgument, "--max-tokens: '" + item + "' is not an integer in [1, 1048576] (give N, "
+                                             "or N1;N2;... for the requests in turn)");
+        out.push_back(v);
+        if (semi == std::string::npos) break;
+        start = semi + 1;
+    }
+    return out;
+}
+
 }  // namespace
 
 int generateWithEngine(const Args& args) {
-    const int64_t maxTokens = args.getInt("max-tokens", 64, 1, 1 << 20);
+    const std::vector<int64_t> maxTokensList = parseMaxTokens(args);
     const int64_t concurrency = args.getInt("concurrency", 1, 1, 256);
     LoadedModel l = loadModel(args);
     const std::string dir = args.require("model");
@@ -102,6 +127,9 @@ int generateWithEngine(const Args& args) {
             fail(ErrorKind::InvalidArgument, "--prompt-ids gives " + std::to_string(prompts.size()) +
                                                  " prompts (';'-separated) for --concurrency " + std::to_string(concurrency));
     }
+    if (int64_t(maxTokensList.size()) > concurrency)
+        fail(ErrorKind::InvalidArgument, "--max-tokens gives " + std::to_string(maxTokensList.size()) +
+                                             " limits (';'-separated) for --concurrency " + std::to_string(concurrency));
     const std::vector<int32_t>& ids = prompts[0];
 
     SamplingParams sp;
@@ -114,7 +142,6 @@ int generateWithEngine(const Args& args) {
         }
     }
     if (args.get("seed")) sp.seed = uint64_t(args.getInt("seed", 0, 0, INT64_MAX));
-    sp.maxTokens = int32_t(maxTokens);
     sp.ignoreEos = args.flag("ignore-eos");
     EngineConfig ec;
     ec.kvDtype = l.dt;
@@ -133,7 +160,9 @@ int generateWithEngine(const Args& args) {
     // All requests in one submitAll: admitted in the same step, so "decode with all N running" starts at once.
     std::vector<Engine::Submission> subs;
     for (int64_t i = 0; i < concurrency; ++i) {
-        subs.push_back({prompts[size_t(i) % prompts.size()], sp, [&, i](const EngineEvent& e) {
+        SamplingParams spi = sp;
+        spi.maxTokens = int32_t(maxTokensList[size_t(i) % maxTokensList.size()]);
+        subs.push_back({prompts[size_t(i) % prompts.size()], spi, [&, i](const EngineEvent& e) {
             const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             std::lock_guard<std::mutex> lock(mu);
             texts[size_t(i)] += e.text;

@@ -77,7 +77,7 @@ int cmdGenerate(const Args& args) {
                     "through the engine (continuous batching); --concurrency N runs N copies at once and reports\n"
                     "the aggregate speed, and the decode-only speed while all N run (decode_tok_s in --json).\n"
                     "With --concurrency, --prompt-ids \"1,2;3,4\" gives the requests different prompts (request i\n"
-                    "takes list i mod count).\n");
+                    "takes list i mod count), and --max-tokens \"30;20;10\" different limits (likewise).\n");
         return 0;
     }
     auto opts = kModelOptions;

@@ -156,6 +156,40 @@ private slots:
         QVERIFY2(r.err.contains("2 prompts"), qPrintable(r.err));
     }
 
+    // --max-tokens "12;5;9": each request its own limit (request i takes list i mod count), so they finish
+    // one after another and the batch shrinks; a greedy request's tokens are a prefix of the longest run.
+    void perRequestMaxTokens() {
+        QTemporaryDir tmp;
+        const QString a = "5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20", b = "40,41,42,43,44,45,46,47,48,49,50";
+        Run refA = cli({"generate", "--prompt-ids", a, "--model", kTinyA, "--max-tokens", "12", "--ignore-eos"});
+        Run refB = cli({"generate", "--prompt-ids", b, "--model", kTinyA, "--max-tokens", "12", "--ignore-eos"});
+        QVERIFY2(refA.code == 0 && refB.code == 0, qPrintable(refA.err + refB.err));
+        const QString json = tmp.filePath("m.json");
+        Run r = cli({"generate", "--prompt-ids", a + ";" + b, "--concurrency", "3", "--model", kTinyA, "--max-tokens",
+                     "12;5;9", "--ignore-eos", "--json", json});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(f.readAll().toStdString());
+        const size_t want[3] = {12, 5, 9};
+        for (size_t i = 0; i < 3; ++i) {
+            QCOMPARE(j["tokens"][i].size(), want[i]);
+            QCOMPARE(j["finish_reasons"][i].get<std::string>(), std::string("length"));
+            QStringList s;
+            for (const auto& t : j["tokens"][i]) s << QString::number(t.get<int>());
+            QVERIFY2((i % 2 ? refB : refA).out.trimmed().startsWith(s.join(',')), qPrintable(s.join(',')));
+        }
+        // Bad limits are refused up front, naming the bad element; more limits than requests too.
+        r = cli({"generate", "--prompt-ids", a, "--concurrency", "2", "--model", kTinyA, "--max-tokens", "12;x"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("--max-tokens: 'x'"), qPrintable(r.err));
+        r = cli({"generate", "--prompt-ids", a, "--concurrency", "2", "--model", kTinyA, "--max-tokens", "12;0"});
+        QCOMPARE(r.code, 2);
+        r = cli({"generate", "--prompt-ids", a, "--concurrency", "1", "--model", kTinyA, "--max-tokens", "3;4"});
+        QCOMPARE(r.code, 2);
+        QVERIFY2(r.err.contains("2 limits"), qPrintable(r.err));
+    }
+
     // tokenize / detokenize / render on the golden GLM-style tokenizer, with a chat template of our own.
     void textCommands() {
         const QString tokDir = QStringLiteral(TS_SOURCE_DIR "/tests/golden/tokenizer");
