@@ -28,6 +28,8 @@
 // `nsys profile twinspark-cli generate ...` (kernel names gemvVecKernel / gemmKernel) or in the slice
 // benchmark of docs/PERFORMANCE.md; a 4096×4096 BF16 GEMV at T = 1 should run near copy bandwidth
 // (32 MiB in ≈ 8 µs on an H200).
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "cuda/cuda_backend.h"
@@ -56,15 +58,30 @@ unsigned gridFor(int64_t n, int threads) {
 
 // Eight consecutive weight elements starting at element i (16-byte aligned for BF16/F16; for F32 two
 // 16-byte loads) widened to fp32.
-template <int DT>
+// STREAM: the load does not allocate in L1 (read once), so the activations the same warps read again and
+// again stay there (the multi-token GEMV reads x [NT, K] once per weight row pair; TS_GEMV_STREAM A/B).
+template <bool STREAM>
+__device__ __forceinline__ uint4 ldWeight16(const void* p) {
+    if constexpr (STREAM) {
+        uint4 v;
+        asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+            : "l"(p));
+        return v;
+    } else {
+        return __ldg(static_cast<const uint4*>(p));
+    }
+}
+
+template <int DT, bool STREAM = false>
 __device__ __forceinline__ void load8(const void* base, int64_t i, float (&o)[8]) {
     if constexpr (DT == 2) {
-        const float4* p = reinterpret_cast<const float4*>(static_cast<const float*>(base) + i);
-        const float4 a = __ldg(p), b = __ldg(p + 1);
-        o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w;
-        o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+        const float* p = static_cast<const float*>(base) + i;
+        const uint4 a = ldWeight16<STREAM>(p), b = ldWeight16<STREAM>(p + 4);
+        o[0] = __uint_as_float(a.x); o[1] = __uint_as_float(a.y); o[2] = __uint_as_float(a.z); o[3] = __uint_as_float(a.w);
+        o[4] = __uint_as_float(b.x); o[5] = __uint_as_float(b.y); o[6] = __uint_as_float(b.z); o[7] = __uint_as_float(b.w);
     } else {
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(base) + i));
+        const uint4 v = ldWeight16<STREAM>(static_cast<const uint16_t*>(base) + i);
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
@@ -92,7 +109,7 @@ __global__ void embeddingKernel(const int32_t* __restrict__ ids, const void* __r
 // GEMV for T = NT ≤ 8 tokens. x [NT, K] fp32 (16-byte aligned, K % 8 == 0), W [N, K], y [NT, N].
 // Warp w owns rows [w·R, w·R + R); lane l reads elements [k, k+8) with k ≡ 8l (mod 256), U·R 16-byte
 // weight loads in flight per lane (U·R = 4) before any arithmetic.
-template <int DT, int NT, int R>
+template <int DT, int NT, int R, bool STREAM>
 __global__ void __launch_bounds__(kThreads) gemvVecKernel(const float* __restrict__ x, const void* __restrict__ W,
                                                           float* __restrict__ y, int64_t N, int64_t K) {
     constexpr int U = 4 / R;
@@ -113,7 +130,7 @@ __global__ void __launch_bounds__(kThreads) gemvVecKernel(const float* __restric
             const int64_t k = kb + int64_t(u) * 256;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-                if (k < K && row0 + r < N) load8<DT>(W, (row0 + r) * K + k, w[u][r]);
+                if (k < K && row0 + r < N) load8<DT, STREAM>(W, (row0 + r) * K + k, w[u][r]);
                 else
 #pragma unroll
                     for (int q = 0; q < 8; ++q) w[u][r][q] = 0.0f;
@@ -165,11 +182,25 @@ __global__ void __launch_bounds__(kThreads) gemvScalarKernel(const float* __rest
     }
 }
 
+// Weight loads that do not allocate in L1 (ldWeight16): the default since the fifth session's A/B on the
+// H200 slice (+1.2 to +2.4 % decode tok/s at batch 1, 2, 4; docs/PERFORMANCE.md); TS_GEMV_STREAM=0 turns it off.
+bool gemvStreamLoads() {
+    static const bool on = [] {
+        const char* e = std::getenv("TS_GEMV_STREAM");
+        if (!e || std::strcmp(e, "1") == 0) return true;
+        if (std::strcmp(e, "0") == 0) return false;
+        std::fprintf(stderr, "twinspark: TS_GEMV_STREAM='%s' is not 0 or 1; keeping the default (1)\n", e);
+        return true;
+    }();
+    return on;
+}
+
 template <int DT, int NT>
 void launchGemvVec(const float* x, const void* W, float* y, int64_t N, int64_t K, cudaStream_t s) {
     constexpr int R = NT <= 2 ? 1 : (NT <= 4 ? 2 : 4);
     const int64_t warps = (N + R - 1) / R;
-    gemvVecKernel<DT, NT, R><<<gridFor(warps * 32, kThreads), kThreads, 0, s>>>(x, W, y, N, K);
+    if (gemvStreamLoads()) gemvVecKernel<DT, NT, R, true><<<gridFor(warps * 32, kThreads), kThreads, 0, s>>>(x, W, y, N, K);
+    else gemvVecKernel<DT, NT, R, false><<<gridFor(warps * 32, kThreads), kThreads, 0, s>>>(x, W, y, N, K);
 }
 
 template <int DT>

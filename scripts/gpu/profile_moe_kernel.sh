@@ -5,6 +5,9 @@
 # same device call) and ncu (CUDA toolkit). About 2 minutes.
 #   device: bash scripts/gpu/profile_moe_kernel.sh "$OUT"
 # Results: $OUT/ncu_moe_b{1,4}.txt (ncu --set detailed of one decode-step MoE launch), $OUT/busy_b4.{txt,json}.
+# Env: KERNEL (exl3MoeKernel: the kernel name regex), SKIP (8: launches of it skipped first — the prefill's and
+#      the first decode step's), COUNT (1: launches profiled), TAG (moe: the result files' tag), BATCHES ("1 4");
+#      e.g. KERNEL=gemvVecKernel SKIP=60 COUNT=3 TAG=gemv BATCHES=4 for the 4-token BF16 GEMV.
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -16,13 +19,14 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 [ -f "$SDIR/config.json" ] || python3 tools/device/make_slice_model.py "$SDIR" --layers 4 >"$OUT/make_slice.log" 2>&1
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
-for b in 1 4; do
+KERNEL=${KERNEL:-exl3MoeKernel}; TAG=${TAG:-moe}
+for b in ${BATCHES:-1 4}; do
   IDS=$(python3 tools/device/slice_roofline.py prompts --batch $b --length 256)
-  # Skip the prefill's 4 MoE launches and the first decode step's 4: profile layer 1 of the second decode step.
-  timeout 120 "$NCU" --clock-control none --set detailed -k regex:exl3MoeKernel -s 8 -c 1 \
+  # Default: skip the prefill's 4 MoE launches and the first decode step's 4: layer 1 of the second decode step.
+  timeout 120 "$NCU" --clock-control none --set detailed -k "regex:$KERNEL" -s "${SKIP:-8}" -c "${COUNT:-1}" \
     $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b --max-tokens 6 --ignore-eos \
-    >"$OUT/ncu_moe_b$b.txt" 2>&1
-  echo "ncu moe batch $b: rc $?"
+    >"$OUT/ncu_${TAG}_b$b.txt" 2>&1
+  echo "ncu $TAG batch $b: rc $?"
 done
 IDS=$(python3 tools/device/slice_roofline.py prompts --batch 4 --length 256)
 timeout 150 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
