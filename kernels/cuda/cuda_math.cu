@@ -4,9 +4,12 @@
 //
 // Variants
 // - linear (dense; y[T, N] = x[T, K] · Wᵀ, W [N, K] row-major, x kept in fp32, fp32 accumulation):
-//   * T ≤ 8: a memory-bound GEMV (gemvVecKernel<dtype, NT, R>): one warp streams R weight rows once with
-//     16-byte loads and serves all NT tokens; R grows with NT (1, 2, 4) so each x value fetched from L1
-//     is reused R times. Fallback gemvScalarKernel when K % 8 ≠ 0 or x is not 16-byte aligned (a view).
+//   * T = 1: a memory-bound GEMV (gemvVecKernel<dtype, 1, 1, STREAM>): one warp streams a weight row once
+//     with 16-byte loads that do not allocate in L1 (STREAM, TS_GEMV_STREAM=0 turns that off).
+//   * 2 ≤ T ≤ 8: gemvSplitKernel<dtype, NT, 4, STREAM>: a block of 8 warps owns 4 rows and splits K across
+//     its warps (each x piece feeds 4 rows), the warps' sums added in shared memory in warp order; whole
+//     rows per warp (gemvVecKernel, R = 1, 2, 4 with NT) left too few warps for an H200 (TS_GEMV_SPLIT=0
+//     restores it for A/B). Fallback gemvScalarKernel when K % 8 ≠ 0 or x is not 16-byte aligned (a view).
 //   * T > 8, BF16/F16 weights: a tiled SIMT GEMM (gemmKernel<dtype>): 64 tokens × 128 rows per block of
 //     256 threads, k-tiles of 16 staged in shared memory as fp32 (weights widened on load, register
 //     prefetch of the next tile), 4×8 outputs per thread, fp32 FMA. No tensor cores: x stays exact fp32.
@@ -25,7 +28,8 @@
 // Test: `twinspark-cli selftest --backend cuda --filter math` (cases in engine/selftest/cases_math.cpp:
 // the GLM-5.3-Flash and tiny widths, odd sizes, T = 1..8 and T > 8, misaligned x, all weight dtypes).
 // Benchmark: the linear kernels are what a decode step spends its dense time in; time them with
-// `nsys profile twinspark-cli generate ...` (kernel names gemvVecKernel / gemmKernel) or in the slice
+// `nsys profile twinspark-cli generate ...` (kernel names gemvVecKernel / gemvSplitKernel / gemmKernel), with
+// scripts/gpu/profile_moe_kernel.sh (KERNEL=gemvSplitKernel, ncu --set detailed) or in the slice
 // benchmark of docs/PERFORMANCE.md; a 4096×4096 BF16 GEMV at T = 1 should run near copy bandwidth
 // (32 MiB in ≈ 8 µs on an H200).
 #include <cstdio>
@@ -161,6 +165,62 @@ __global__ void __launch_bounds__(kThreads) gemvVecKernel(const float* __restric
         }
 }
 
+// GEMV for 2 ≤ T = NT ≤ 8 tokens with K split across the block's warps (same input contract as
+// gemvVecKernel). Block b owns rows [b·R, b·R + R); warp w reads the 16-byte pieces k = w·256 + 8·lane
+// + j·2048 of those R rows, each x piece feeding R rows; the 8 warps' sums meet in shared memory and are
+// added in warp order (deterministic). Why: gemvVecKernel gives a warp whole rows, so at 4 tokens a
+// 2048-row matrix is 1,024 warps of 80 registers — under one block per SM on an H200 (ncu: 12.5 %
+// achieved occupancy, 30 µs for 16 MiB).
+constexpr int kSplitWarps = kThreads / 32;
+
+template <int DT, int NT, int R, bool STREAM>
+__global__ void __launch_bounds__(kThreads) gemvSplitKernel(const float* __restrict__ x, const void* __restrict__ W,
+                                                            float* __restrict__ y, int64_t N, int64_t K) {
+    __shared__ float part[kSplitWarps][R * NT];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t row0 = int64_t(blockIdx.x) * R;
+    float acc[R][NT];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) acc[r][t] = 0.0f;
+    for (int64_t k = int64_t(warp) * 256 + int64_t(lane) * 8; k < K; k += 256 * kSplitWarps) {
+        float w[R][8];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            if (row0 + r < N) load8<DT, STREAM>(W, (row0 + r) * K + k, w[r]);
+            else
+#pragma unroll
+                for (int q = 0; q < 8; ++q) w[r][q] = 0.0f;
+        }
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            const float4* xp = reinterpret_cast<const float4*>(x + t * K + k);
+            const float4 a = __ldg(xp), b = __ldg(xp + 1);
+            const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int q = 0; q < 8; ++q) acc[r][t] = fmaf(xv[q], w[r][q], acc[r][t]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            const float v = cuda::warpSum(acc[r][t]);
+            if (lane == 0) part[warp][r * NT + t] = v;
+        }
+    __syncthreads();
+    for (int i = threadIdx.x; i < R * NT; i += blockDim.x) {
+        const int r = i / NT, t = i - r * NT;
+        float v = 0.0f;
+#pragma unroll
+        for (int wv = 0; wv < kSplitWarps; ++wv) v += part[wv][i];
+        if (row0 + r < N) y[int64_t(t) * N + row0 + r] = v;
+    }
+}
+
 // Any K, any x alignment, T ≤ 8: one warp per row, scalar loads.
 __global__ void __launch_bounds__(kThreads) gemvScalarKernel(const float* __restrict__ x, const void* __restrict__ W,
                                                              int dtype, float* __restrict__ y, int T, int64_t N,
@@ -195,8 +255,28 @@ bool gemvStreamLoads() {
     return on;
 }
 
+// TS_GEMV_SPLIT=0: the multi-token GEMV gives each warp whole rows (gemvVecKernel) instead of splitting K
+// across a block's warps (gemvSplitKernel, the default). A/B switch.
+bool gemvSplitK() {
+    static const bool on = [] {
+        const char* e = std::getenv("TS_GEMV_SPLIT");
+        if (!e || std::strcmp(e, "1") == 0) return true;
+        if (std::strcmp(e, "0") == 0) return false;
+        std::fprintf(stderr, "twinspark: TS_GEMV_SPLIT='%s' is not 0 or 1; keeping the default (1)\n", e);
+        return true;
+    }();
+    return on;
+}
+
 template <int DT, int NT>
 void launchGemvVec(const float* x, const void* W, float* y, int64_t N, int64_t K, cudaStream_t s) {
+    if (NT >= 2 && gemvSplitK()) {
+        constexpr int RS = 4;  // rows per block: each x piece feeds 4 rows
+        const unsigned grid = unsigned((N + RS - 1) / RS);
+        if (gemvStreamLoads()) gemvSplitKernel<DT, NT, RS, true><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+        else gemvSplitKernel<DT, NT, RS, false><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+        return;
+    }
     constexpr int R = NT <= 2 ? 1 : (NT <= 4 ? 2 : 4);
     const int64_t warps = (N + R - 1) / R;
     if (gemvStreamLoads()) gemvVecKernel<DT, NT, R, true><<<gridFor(warps * 32, kThreads), kThreads, 0, s>>>(x, W, y, N, K);
