@@ -173,6 +173,12 @@ test('load: 32 concurrent streaming clients x 4 requests, some disconnecting ear
     for (let i = 0; i < 4 && Date.now() < deadline; ++i) {
       const disconnect = (c + i) % 5 === 0;  // every fifth stream walks away after its first chunk
       const controller = new AbortController();
+      // The SDK's timeout covers the response headers, not a stream that stops coming (the server's
+      // keep-alive comments hold it open): bound the whole stream too, so an engine that stops making
+      // progress fails this test with its state below instead of hanging it.
+      let stalled = false;
+      let received = 0;
+      const guard = setTimeout(() => { stalled = true; controller.abort(); }, 30000);
       try {
         const stream = await own.chat.completions.create({
           model: MODEL, messages: [{ role: 'user', content: `client ${c} request ${i}` }], max_tokens: 12, ignore_eos: true,
@@ -181,7 +187,12 @@ test('load: 32 concurrent streaming clients x 4 requests, some disconnecting ear
         const chunks = [];
         for await (const ch of stream) {
           chunks.push(ch);
+          received = chunks.length;
           if (disconnect && chunks.length === 1) controller.abort();
+        }
+        if (stalled) {
+          errors.push(`${c}/${i}: the stream stalled for 30 s after ${received} chunks`);
+          continue;
         }
         if (disconnect) {  // the SDK ends the iteration quietly after an abort
           assert.ok(!chunks.some((x) => x.usage), 'an aborted stream must not have run to its usage chunk');
@@ -195,13 +206,20 @@ test('load: 32 concurrent streaming clients x 4 requests, some disconnecting ear
         assert.equal(new Set(chunks.map((x) => x.id)).size, 1);
         ++completed;
       } catch (e) {
-        if (disconnect && (e instanceof OpenAI.APIUserAbortError || e.name === 'AbortError')) ++dropped;
+        if (stalled) errors.push(`${c}/${i}: the stream stalled for 30 s after ${received} chunks (${e.message})`);
+        else if (disconnect && (e instanceof OpenAI.APIUserAbortError || e.name === 'AbortError')) ++dropped;
         else errors.push(`${c}/${i}: ${e.message}`);
+      } finally {
+        clearTimeout(guard);
       }
     }
   }
   await Promise.all(Array.from({ length: 32 }, (_, c) => clientLoop(c)));
-  assert.deepEqual(errors, []);
+  if (errors.length) {  // the engine's own view, for whoever reads the failure
+    const m = await metrics().catch((e) => `metrics unavailable: ${e.message}`);
+    const state = m.split('\n').filter((l) => /^(vllm:num_requests_|twinspark:kv_cache_)/.test(l)).join('\n');
+    assert.fail(`${errors.length} request(s) failed:\n${errors.join('\n')}\nengine state after the load:\n${state}`);
+  }
   assert.ok(Date.now() < deadline, 'load test ran out of time');
   assert.equal(completed + dropped, 128);
   assert.ok(dropped > 0 && completed > 0);
