@@ -332,6 +332,9 @@ void Engine::loop() {
         m_metrics.prefixQueries = m_blocks.prefixQueries();
         m_metrics.prefixHits = m_blocks.prefixHits();
         m_metrics.preemptions = m_scheduler.numPreemptions();
+        const Backend::GraphStats gs = m_model.backend().graphStats();
+        m_metrics.graphReplays = gs.replays;
+        m_metrics.graphCaptures = gs.captures;
         m_rates.emplace_back(t, promptDone, int64_t(tokens.size()));
         // Callbacks run without the lock (they may call submit/abort).
         std::vector<std::pair<Callback, EngineEvent>> toSend;

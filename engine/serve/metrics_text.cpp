@@ -89,6 +89,10 @@ std::string metricsText(const EngineMetrics& m, const ServerCounters& c, const S
             m.generationTokensPerSecond);
     w.gauge("twinspark:http_generation_requests_in_flight", "Chat and completion requests being served.",
             double(c.inFlight.load()));
+    w.counter("twinspark:cuda_graph_replays", "Decode steps replayed from CUDA graphs (0 on the CPU backend).",
+              double(m.graphReplays));
+    w.counter("twinspark:cuda_graph_captures", "Decode-step graphs captured (one per batch size, again after an "
+              "invalidation).", double(m.graphCaptures));
     w.counter("twinspark:http_requests", "HTTP requests received.", double(c.httpRequests.load()));
     w.counter("twinspark:http_rejected_busy", "Generation requests refused with 503 at the concurrency limit.",
               double(c.rejectedBusy.load()));

@@ -305,9 +305,11 @@ private slots:
                               "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
                               "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
                               "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_count",
-                              "vllm:request_success_total"})
+                              "vllm:request_success_total", "twinspark:cuda_graph_replays_total",
+                              "twinspark:cuda_graph_captures_total"})
             QVERIFY2(m.find(n) != std::string::npos, n);
         QVERIFY(metric(m, "vllm:generation_tokens_total") > 0);
+        QCOMPARE(metric(m, "twinspark:cuda_graph_replays_total"), 0.0);  // the CPU backend has no graphs
     }
 
     // ---- auth (B5 #18, #19, #22)
