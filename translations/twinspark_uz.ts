@@ -584,6 +584,10 @@
         <source>&lt;b&gt;Time to first token&lt;/b&gt; mean %1 ms</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source> · %1 decode steps from CUDA graphs</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::EngineController</name>
@@ -669,6 +673,26 @@
     </message>
     <message>
         <source>HTTP server stopped</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Backend: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU self-test (every kernel against the CPU reference)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU self-test skipped (SKIP_OVERLAY_VERIFY=1)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU self-test passed: %1 checks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU memory: %1 GiB in use after the weights and one step; GPU_MEM_UTIL %2 leaves %3 GiB for the KV pool</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -122,13 +122,18 @@ void DashboardPage::addSample(const MetricsSample& s) {
     m_kv.title->setText(tr("<b>KV cache</b> %1 % · %2 / %3 blocks · %4 / %5 tokens")
                             .arg(s.kvUsage * 100.0, 0, 'f', 1)
                             .arg(s.kvBlocksUsed).arg(s.kvBlocksTotal).arg(s.kvTokensUsed).arg(s.kvTokenCapacity));
-    m_tps.title->setText(tr("<b>Throughput</b> prompt %1 tok/s · generation %2 tok/s · %3 / %4 tokens in total")
-                             .arg(s.promptTokensPerSecond, 0, 'f', 1).arg(s.generationTokensPerSecond, 0, 'f', 1)
-                             .arg(s.promptTokensTotal).arg(s.generationTokensTotal));
+    QString tps = tr("<b>Throughput</b> prompt %1 tok/s · generation %2 tok/s · %3 / %4 tokens in total")
+                      .arg(s.promptTokensPerSecond, 0, 'f', 1).arg(s.generationTokensPerSecond, 0, 'f', 1)
+                      .arg(s.promptTokensTotal).arg(s.generationTokensTotal);
+    // On a GPU: whether decode steps run from CUDA graphs (the first steps of a batch size never do).
+    if (s.graphReplays > 0) tps += tr(" · %1 decode steps from CUDA graphs").arg(s.graphReplays);
+    m_tps.title->setText(tps);
     m_requests.title->setText(tr("<b>Requests</b> %1 running · %2 waiting · %3 finished")
                                   .arg(s.running).arg(s.waiting).arg(s.requestsFinished));
     m_ttft.title->setText(tr("<b>Time to first token</b> mean %1 ms").arg(s.ttftMeanSeconds * 1000.0, 0, 'f', 0));
 }
+
+QString DashboardPage::throughputTitle() const { return m_tps.title->text(); }
 
 void DashboardPage::clear() {
     for (auto it = m_points.begin(); it != m_points.end(); ++it) {

@@ -28,6 +28,7 @@ public:
     // The series by name ("kvBlocks", "promptTps", "generationTps", "running", "waiting", "ttftMs"), for tests.
     QLineSeries* series(const QString& name) const { return m_series.value(name); }
     int sampleCount() const { return m_samples; }
+    QString throughputTitle() const;  // the throughput chart's heading, for tests
 
 public slots:
     void addSample(const ts::ui::MetricsSample& sample);

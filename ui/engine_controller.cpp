@@ -414,6 +414,7 @@ void EngineController::sampleMetrics() {
     s.generationTokensPerSecond = m.generationTokensPerSecond;
     s.promptTokensTotal = m.promptTokens;
     s.generationTokensTotal = m.generationTokens;
+    s.graphReplays = m.graphReplays;
     s.requestsFinished = m.requestsFinished;
     if (m.ttft.count > m_prevTtftCount)
         s.ttftSeconds = (m.ttft.sum - m_prevTtftSum) / double(m.ttft.count - m_prevTtftCount);

@@ -36,6 +36,7 @@ struct MetricsSample {
     double generationTokensPerSecond = 0;
     qint64 promptTokensTotal = 0, generationTokensTotal = 0;
     qint64 requestsFinished = 0;
+    qint64 graphReplays = 0;      // decode steps replayed from CUDA graphs (0 on the CPU backend)
     // Mean time to first token of the requests that got their first token since the previous sample;
     // negative when none did (the chart then shows no point rather than a fake zero).
     double ttftSeconds = -1;

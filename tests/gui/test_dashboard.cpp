@@ -50,6 +50,14 @@ private slots:
         QCOMPARE(page.series(QStringLiteral("running"))->count(), 2);
         QCOMPARE(page.series(QStringLiteral("ttftMs"))->count(), 2);
         QCOMPARE(page.series(QStringLiteral("ttftMs"))->at(1), QPointF(1.25, 120.0));
+        // The CPU backend has no graphs: the heading says nothing about them; on a GPU it counts the
+        // decode steps replayed from CUDA graphs.
+        QVERIFY2(!page.throughputTitle().contains(QStringLiteral("CUDA graphs")), qPrintable(page.throughputTitle()));
+        s.timeSeconds = 1.5;
+        s.graphReplays = 1234;
+        page.addSample(s);
+        QVERIFY2(page.throughputTitle().contains(QStringLiteral("1234 decode steps from CUDA graphs")),
+                 qPrintable(page.throughputTitle()));
     }
 
     void historyIsBounded() {
