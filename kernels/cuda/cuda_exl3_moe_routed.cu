@@ -37,6 +37,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_exl3.cuh"
@@ -180,13 +181,7 @@ size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
 // TS_MOE_DEVICE_ROUTE=0 turns the device-routed path off (A/B: the model then routes through the host); 1 or
 // unset: on. Another value is reported once on stderr (an A/B run with a typo would measure the default).
 bool exl3cuda::moeDeviceRouting() {
-    static const bool on = [] {
-        const char* e = std::getenv("TS_MOE_DEVICE_ROUTE");
-        if (!e || std::strcmp(e, "1") == 0) return true;
-        if (std::strcmp(e, "0") == 0) return false;
-        std::fprintf(stderr, "twinspark: TS_MOE_DEVICE_ROUTE='%s' is not 0 or 1; keeping the default (1)\n", e);
-        return true;
-    }();
+    static const bool on = envSwitch("TS_MOE_DEVICE_ROUTE", true);
     return on;
 }
 

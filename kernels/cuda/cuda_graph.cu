@@ -30,6 +30,7 @@
 #include <exception>
 #include <string>
 
+#include "core/env_switch.h"
 #include "core/error.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_graph.cuh"
@@ -40,13 +41,6 @@ namespace {
 constexpr size_t kArenaAlign = 256;
 size_t alignArena(size_t b) { return (std::max<size_t>(b, 1) + kArenaAlign - 1) & ~(kArenaAlign - 1); }
 
-bool graphsFromEnv() {
-    const char* e = std::getenv("TS_CUDA_GRAPHS");
-    if (!e || std::strcmp(e, "1") == 0) return true;
-    if (std::strcmp(e, "0") == 0) return false;
-    std::fprintf(stderr, "twinspark: TS_CUDA_GRAPHS='%s' is not 0 or 1; keeping the default (1)\n", e);
-    return true;
-}
 
 uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -102,7 +96,8 @@ CudaBackend::GraphOp::GraphOp(CudaBackend& be, bool capturable, const char* name
 void CudaBackend::beginGraphRegion(uint64_t key) {
     if (!m_graph) {
         m_graph = std::make_unique<GraphState>();
-        m_graph->enabled = graphsFromEnv();
+        static const bool fromEnv = envSwitch("TS_CUDA_GRAPHS", true);
+        m_graph->enabled = fromEnv;
     }
     GraphState& g = *m_graph;
     TS_CHECK(g.mode == GraphState::kOff && m_opDepth == 0, "CUDA graphs: regions do not nest");

@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/env_switch.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 
@@ -245,26 +246,14 @@ __global__ void __launch_bounds__(kThreads) gemvScalarKernel(const float* __rest
 // Weight loads that do not allocate in L1 (ldWeight16): the default since the fifth session's A/B on the
 // H200 slice (+1.2 to +2.4 % decode tok/s at batch 1, 2, 4; docs/PERFORMANCE.md); TS_GEMV_STREAM=0 turns it off.
 bool gemvStreamLoads() {
-    static const bool on = [] {
-        const char* e = std::getenv("TS_GEMV_STREAM");
-        if (!e || std::strcmp(e, "1") == 0) return true;
-        if (std::strcmp(e, "0") == 0) return false;
-        std::fprintf(stderr, "twinspark: TS_GEMV_STREAM='%s' is not 0 or 1; keeping the default (1)\n", e);
-        return true;
-    }();
+    static const bool on = envSwitch("TS_GEMV_STREAM", true);
     return on;
 }
 
 // TS_GEMV_SPLIT=0: the multi-token GEMV gives each warp whole rows (gemvVecKernel) instead of splitting K
 // across a block's warps (gemvSplitKernel, the default). A/B switch.
 bool gemvSplitK() {
-    static const bool on = [] {
-        const char* e = std::getenv("TS_GEMV_SPLIT");
-        if (!e || std::strcmp(e, "1") == 0) return true;
-        if (std::strcmp(e, "0") == 0) return false;
-        std::fprintf(stderr, "twinspark: TS_GEMV_SPLIT='%s' is not 0 or 1; keeping the default (1)\n", e);
-        return true;
-    }();
+    static const bool on = envSwitch("TS_GEMV_SPLIT", true);
     return on;
 }
 

@@ -1,0 +1,56 @@
+// envSwitch: the 0/1 environment switches of the CUDA backend (TS_CUDA_GRAPHS, TS_GEMV_SPLIT, ...). Unset
+// gives the default, "0"/"1" off/on, and a typo keeps the default and says so on stderr.
+#include <QtTest>
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "core/env_switch.h"
+
+using namespace ts;
+
+class TestEnvSwitch : public QObject {
+    Q_OBJECT
+private slots:
+    void values() {
+        const char* name = "TS_TEST_ENV_SWITCH";
+        ::unsetenv(name);
+        QCOMPARE(envSwitch(name, true), true);
+        QCOMPARE(envSwitch(name, false), false);
+        ::setenv(name, "0", 1);
+        QCOMPARE(envSwitch(name, true), false);
+        ::setenv(name, "1", 1);
+        QCOMPARE(envSwitch(name, false), true);
+        ::unsetenv(name);
+    }
+
+    // A bad value keeps the default and is reported, naming the variable and the value.
+    void typoIsReported() {
+        const char* name = "TS_TEST_ENV_SWITCH";
+        ::setenv(name, "on", 1);
+        char path[] = "/tmp/ts_env_switch_XXXXXX";
+        const int fd = ::mkstemp(path);
+        QVERIFY(fd >= 0);
+        std::fflush(stderr);
+        const int saved = ::dup(2);
+        ::dup2(fd, 2);
+        const bool a = envSwitch(name, true), b = envSwitch(name, false);
+        std::fflush(stderr);
+        ::dup2(saved, 2);
+        ::close(saved);
+        ::close(fd);
+        QFile f(QString::fromLatin1(path));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QString err = QString::fromUtf8(f.readAll());
+        ::unlink(path);
+        ::unsetenv(name);
+        QCOMPARE(a, true);
+        QCOMPARE(b, false);
+        QVERIFY2(err.contains("TS_TEST_ENV_SWITCH='on' is not 0 or 1; keeping the default (1)"), qPrintable(err));
+        QVERIFY2(err.contains("keeping the default (0)"), qPrintable(err));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestEnvSwitch)
+#include "test_env_switch.moc"
