@@ -110,6 +110,23 @@ __global__ void embeddingKernel(const int32_t* __restrict__ ids, const void* __r
     for (int64_t i = threadIdx.x; i < D; i += blockDim.x) out[t * D + i] = cuda::loadWeight(table, row * D + i, dtype);
 }
 
+// acc[r][t] += x[t, k .. k+8) · w[r][0 .. 8) for the NT tokens and R weight rows of one 16-byte piece of
+// each row: the x piece of a token is loaded once and feeds the R rows. Both GEMV kernels' inner step.
+template <int NT, int R>
+__device__ __forceinline__ void fmaPiece(const float* __restrict__ x, int64_t K, int64_t k, const float (&w)[R][8],
+                                         float (&acc)[R][NT]) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        const float4* xp = reinterpret_cast<const float4*>(x + t * K + k);
+        const float4 a = __ldg(xp), b = __ldg(xp + 1);
+        const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int q = 0; q < 8; ++q) acc[r][t] = fmaf(xv[q], w[r][q], acc[r][t]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // GEMV for T = NT ≤ 8 tokens. x [NT, K] fp32 (16-byte aligned, K % 8 == 0), W [N, K], y [NT, N].
 // Warp w owns rows [w·R, w·R + R); lane l reads elements [k, k+8) with k ≡ 8l (mod 256), U·R 16-byte
@@ -145,16 +162,7 @@ __global__ void __launch_bounds__(kThreads) gemvVecKernel(const float* __restric
         for (int u = 0; u < U; ++u) {
             const int64_t k = kb + int64_t(u) * 256;
             if (k >= K) break;
-#pragma unroll
-            for (int t = 0; t < NT; ++t) {
-                const float4* xp = reinterpret_cast<const float4*>(x + t * K + k);
-                const float4 a = __ldg(xp), b = __ldg(xp + 1);
-                const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-                for (int r = 0; r < R; ++r)
-#pragma unroll
-                    for (int q = 0; q < 8; ++q) acc[r][t] = fmaf(xv[q], w[u][r][q], acc[r][t]);
-            }
+            fmaPiece<NT, R>(x, K, k, w[u], acc);
         }
     }
 #pragma unroll
@@ -194,16 +202,7 @@ __global__ void __launch_bounds__(kThreads) gemvSplitKernel(const float* __restr
 #pragma unroll
                 for (int q = 0; q < 8; ++q) w[r][q] = 0.0f;
         }
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-            const float4* xp = reinterpret_cast<const float4*>(x + t * K + k);
-            const float4 a = __ldg(xp), b = __ldg(xp + 1);
-            const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-                for (int q = 0; q < 8; ++q) acc[r][t] = fmaf(xv[q], w[r][q], acc[r][t]);
-        }
+        fmaPiece<NT, R>(x, K, k, w, acc);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r)

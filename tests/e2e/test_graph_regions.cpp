@@ -329,6 +329,11 @@ void TestGraphRegions::onlyDecodeStepsOpenARegion() {
     auto giveBack = [&](std::vector<std::unique_ptr<SequenceState>>& s) {
         for (size_t i = 0; i < s.size(); ++i) st[i] = std::move(s[i]);
     };
+    auto oneTokenEach = [](int n, int32_t first) {  // a decode step's ids: one token per sequence
+        std::vector<std::vector<int32_t>> ids;
+        for (int i = 0; i < n; ++i) ids.push_back({first + i});
+        return ids;
+    };
     {  // prefill of one sequence: no region
         auto s = firstN(1);
         step(m, s, {{1, 2, 3, 4}});
@@ -349,17 +354,13 @@ void TestGraphRegions::onlyDecodeStepsOpenARegion() {
     }
     {  // 17 sequences decoding: above the graphed sizes
         auto s = firstN(17);
-        std::vector<std::vector<int32_t>> ids;
-        for (int i = 0; i < 17; ++i) ids.push_back({int32_t(20 + i)});
-        step(m, s, ids);
+        step(m, s, oneTokenEach(17, 20));
         giveBack(s);
         QCOMPARE(be.regions, 0);
     }
     {  // 16 sequences decoding: one region, keyed differently from 2
         auto s = firstN(16);
-        std::vector<std::vector<int32_t>> ids;
-        for (int i = 0; i < 16; ++i) ids.push_back({int32_t(40 + i)});
-        step(m, s, ids);
+        step(m, s, oneTokenEach(16, 40));
         giveBack(s);
         QCOMPARE(be.regions, 1);
         const std::string k16 = be.log.front();
