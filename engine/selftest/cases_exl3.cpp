@@ -16,13 +16,18 @@
 // combine as units of the launch) and with 64-row jobs; and the one-launch version against the two-launch
 // one bit for bit over five calls enqueued back to back (its counters reset between launches).
 //
-// Tolerance (|dut − ref| ≤ atol + rtol·|ref|, atol = tol·RMS(ref), rtol = tol): the CUDA kernel computes
-// the input transform exactly as the CPU; it keeps the rotated activation as fp16 hi + lo (~2^-22
-// relative) and multiplies it by the fp16 weights exactly, but accumulates in the tensor core's fp32
-// (truncating, ≤ 2^-23 of the running sum per mma, ≤ 512 mmas in one chain) and in another order than
-// the CPU's sequential fp32 sum. Expected ~1e-6..1e-5 of the output RMS; tol = 1e-4 (linear) and 2e-4
-// (MoE: two GEMVs, swiglu, eight experts summed) keep a ≥ 10× margin while an error in any tile, any
-// column block or any slice shows as O(1).
+// Tolerance (|dut − ref| ≤ atol + rtol·|ref|, atol = tol·RMS(ref), rtol = tol). Both CUDA variants compute
+// the input transform exactly as the CPU and accumulate in the tensor core's fp32 (truncating, another
+// order than the CPU's sequential sum).
+//   - Prefill-sized jobs (≥ 40 rows, 64-row jobs) keep the rotated activation as fp16 hi + lo (~2^-22
+//     relative) and multiply it by the CPU's fp16 weights exactly: expected ~1e-6..1e-5 of the output RMS,
+//     tol = 1e-4 (linear) keeps a ≥ 10× margin.
+//   - Decode-sized jobs (the streaming variant) round each rotated activation once to fp16 (≤ 2^-11
+//     relative, RMS ~2^-12.6) and use MUL1's exact affine value instead of its fp16 rounding (≤ half an
+//     fp16 ulp): the two independent errors give an output error of RMS ≈ 3e-4 of the output's, ~1.4e-3
+//     at the worst of ~10^4 outputs; tol = 4e-3 (linear).
+//   - MoE (two GEMVs, swiglu, eight experts summed; mostly decode-sized): tol = 6e-3.
+// An error in any tile, any column block or any slice still shows as O(1).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -44,8 +49,11 @@ namespace {
 std::string cbName(Exl3Codebook cb) { return std::string(exl3CodebookName(cb)); }
 
 const char* const kFamily = "exl3";
-constexpr double kTolLinear = 1e-4;
-constexpr double kTolMoe = 2e-4;
+constexpr double kTolLinearPrefill = 1e-4;
+constexpr double kTolLinearDecode = 4e-3;
+constexpr double kTolMoe = 6e-3;
+// Rows per job below which the CUDA backend plans decode-sized (16-row) jobs (exl3cuda::chooseMG).
+constexpr int64_t kPrefillRows = 40;
 
 double rms(const std::vector<float>& v) {
     double s = 0;
@@ -98,7 +106,7 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t in, in
         }
         const std::string sh = std::string(label) + " " + str(in) + "→" + str(out) + " K=" + str(bits) + " " +
                                cbName(cb) + (bias ? " bias" : "") + " T=" + str(T);
-        rs.push_back(compareRel("linear", sh, res[0], res[1], kTolLinear));
+        rs.push_back(compareRel("linear", sh, res[0], res[1], T >= kPrefillRows ? kTolLinearPrefill : kTolLinearDecode));
     }
     return rs;
 }

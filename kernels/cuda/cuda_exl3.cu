@@ -10,17 +10,23 @@
 // One kernel, exl3Kernel<K, codebook, MG>, 128 threads. Its work is a list of jobs (one matrix × up to
 // 16·MG token rows; a linear with more rows is several jobs of the same matrix) cut into units: job ×
 // slice of k × block of 128 output columns (8 tiles wide). blockIdx = unit; the grid is sized so that
-// every SM holds several units at once (decode: up to 6 per SM — the MG = 1 kernels are capped at 80
-// registers for that — each ~32 KiB of trellis in flight), which is what keeps HBM busy — there is no
-// persistent loop. Decode plans (one stage per slice) pick the slice length, 8..stageTiles(K) k-tiles, that
-// minimizes waves × work for the kernel's real occupancy (planLaunch). Variants: MG = 1 (decode, T ≤ ~40 rows per matrix:
-// 16-row jobs) and MG = 4 (prefill: 64-row jobs, every decoded tile feeds 4 m-groups of mmas, so the
-// decode work per token drops 4×; stages are half as deep to leave shared memory for 64 staged rows).
+// every SM holds several units at once — there is no persistent loop. Three variants:
+//   - MG = kStream (decode: 16-row jobs whose slice is one stage — every decode step): runUnitStream. Each
+//     warp streams its two n-tiles' trellis words through its own cp.async ring in shared memory (≥ 2 KiB in
+//     flight per warp, no block barrier in the loop; TS_EXL3_TUNE bit 16: a ring of 4 k-tiles in registers
+//     instead), the decoded tile is the mma's A operand (Ŵᵀ) against single fp16 activations of 8 tokens (one
+//     mma per tile), MUL1 enters as 1024 + bytesum with its affine correction per token at the end. 8 blocks
+//     per SM (64 registers). Decode plans pick the slice length, 8..stageTiles(K) k-tiles, that minimizes
+//     waves × work for the kernel's real occupancy (planLaunch).
+//   - MG = 1 (16-row jobs with several stages per slice; every decode job with TS_EXL3_TUNE bit 8) and
+//   - MG = 4 (prefill: 64-row jobs, every decoded tile feeds 4 m-groups of mmas, so the decode work per
+//     token drops 4×; stages are half as deep to leave shared memory for 64 staged rows): runUnitStaged,
+//     below — the block stages its trellis in shared memory and keeps activations as hi/lo fp16 pairs.
 // The fused MoE's one launch, exl3MoeKernel<K, codebook, MG>, runs the same units (runUnit) of two such
 // unit lists (gate/up, then down) plus the combine, a block taking its unit from a ticket counter
 // instead of blockIdx, down units waiting for their activation rows (see MoeParams and exl3MoeKernel).
 //
-// A unit, per stage of stageTiles(K) k-tiles (≈ 32 KiB of trellis; a decode unit is one stage):
+// A staged unit, per stage of stageTiles(K) k-tiles (≈ 32 KiB of trellis):
 //   1. cp.async (16 B per thread, coalesced rows of 8 consecutive tiles) brings the stage's trellis into
 //      shared memory; two stages in flight when a slice has several (prefill), one otherwise. A
 //      single-stage unit commits its stage as groups of 8 k-tiles and decodes each group as soon as it
@@ -45,10 +51,12 @@
 //      from shared memory. Modes: linear (store y), swiglu (gate/up pair → silu(min(g, l))·clamp(u) into
 //      the MoE's activation rows), down (the expert's output rows, then the routed-weight combine).
 //
-// Numerics vs the CPU (fp32 throughout): identical input transform; products exact (fp16 × fp16 in
-// fp32), activation kept to ~2^-22; the tensor core's fp32 accumulation order and truncation differ from
-// the CPU's sequential sums (~1e-6..1e-5 relative to the row's RMS); the output transform, svh, bias and
-// swiglu repeat the CPU's operations in its order (no FMA contraction: __fmul_rn / __fadd_rn).
+// Numerics vs the CPU (fp32 throughout): identical input transform; staged variants: products exact (fp16 ×
+// fp16 in fp32), activation kept to ~2^-22; the tensor core's fp32 accumulation order and truncation differ
+// from the CPU's sequential sums (~1e-6..1e-5 relative to the row's RMS); streaming variant: the rotated
+// activation rounded once to fp16 (≤ 2^-11) and MUL1's exact affine value (not its fp16 rounding), ~3e-4 of
+// the output RMS; the output transform, svh, bias and swiglu repeat the CPU's operations in its order (no FMA
+// contraction: __fmul_rn / __fadd_rn).
 //
 // Test:      twinspark-cli selftest --backend cuda --filter exl3   (engine/selftest/cases_exl3.cpp)
 // Benchmark: twinspark-cli bench-device --what exl3                (app/cli/bench_cuda_exl3.cpp: GEMV
@@ -366,10 +374,65 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
     }
 }
 
+// Where a unit's sums go: with one slice and no pair (arrivals = 1) into shared memory [R][128] for its own
+// epilogue (over the stage and input buffers, no longer read), else into its rows of the split-K partial
+// buffer. put(row, col, v): row < job.m, col in [0, 128).
+struct UnitSink {
+    float* red;   // [R][128] or null
+    float* prow;  // the partial buffer at (job.partRow, slice s, column block b); row r at + r·rowStride
+    int64_t rowStride;
+    __device__ __forceinline__ void put(int row, int col, float v) const {
+        if (red)
+            red[row * 128 + col] = v;
+        else
+            prow[int64_t(row) * rowStride + col] = v;
+    }
+    __device__ __forceinline__ void put2(int row, int col, float v0, float v1) const {  // col even
+        if (red) {
+            red[row * 128 + col] = v0;
+            red[row * 128 + col + 1] = v1;
+        } else {
+            *reinterpret_cast<float2*>(prow + int64_t(row) * rowStride + col) = make_float2(v0, v1);
+        }
+    }
+};
+__device__ __forceinline__ UnitSink unitSink(const Params& P, const Job& job, int b, int s, uint32_t* smem) {
+    const bool direct = P.S == 1 && P.mode != kModeSwiglu;
+    return {direct ? reinterpret_cast<float*>(smem) : nullptr, P.part + (int64_t(job.partRow) * P.S + s) * P.n + b * 128,
+            int64_t(P.S) * P.n};
+}
+
+// The end of a unit, after every thread has put its sums (UnitSink): finish here (one slice, unpaired) or
+// count this unit's arrival at the column block's counter, the last unit to arrive running the epilogue.
+// Every thread of the block calls it.
+__device__ __forceinline__ void finishUnit(const Params& P, const Job& job, int j, int b, const UnitSink& sink, int* flag) {
+    const int tid = threadIdx.x;
+    const int arrivals = P.S * (P.mode == kModeSwiglu ? 2 : 1);
+    if (sink.red) {  // the whole k range was this unit's: finish here
+        __syncthreads();
+        epilogue(P, job, j, b, sink.red, flag);
+        return;
+    }
+    __threadfence();  // partials visible device-wide before this unit is counted
+    __syncthreads();
+    if (tid == 0) {
+        const int grp = P.mode == kModeSwiglu ? (j >> 1) : j;
+        int* cnt = P.counters + grp * P.NB + b;
+        const int old = atomicAdd(cnt, 1);
+        const bool last = old == arrivals - 1;
+        if (last) *cnt = 0;  // ready for the next launch
+        *flag = last;
+    }
+    __syncthreads();
+    if (!*flag) return;
+    __threadfence();  // see the other units' partials
+    epilogue(P, job, j, b, nullptr, flag);
+}
+
 // Unit u of a launch described by P (blockIdx.x of exl3Kernel; a ticket of exl3MoeKernel), with the
 // block's dynamic shared memory. Every thread of the block calls it; it returns with no copy in flight.
 template <int K, int CB, int MG>
-__device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* smem) {
+__device__ __forceinline__ void runUnitStaged(const Params& P, int64_t u, uint32_t* smem) {
     constexpr int KS = stageTiles(K, MG);
     constexpr int TW = tileWords(K);
     constexpr int STAGE_WORDS = KS * kUnitTilesN * TW;
@@ -529,10 +592,7 @@ __device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* sm
         issue(st + 2);
     }
     cpAsyncWait<0>();
-
-    const int arrivals = P.S * (P.mode == kModeSwiglu ? 2 : 1);
-    float* red = reinterpret_cast<float*>(smem);  // [R][128] over the stage and input buffers (no longer read)
-    float* prow = P.part + (int64_t(job.partRow) * P.S + s) * P.n + b * 128;  // row r at + r·S·n
+    const UnitSink sink = unitSink(P, job, b, s, smem);
 #pragma unroll
     for (int mg = 0; mg < MG; ++mg)
 #pragma unroll
@@ -545,38 +605,333 @@ __device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* sm
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int col = 32 * warp + 16 * nt + 8 * h + 2 * c;
-                    const float v0 = acc[mg][nt][h][2 * hi] * f, v1 = acc[mg][nt][h][2 * hi + 1] * f;
-                    if (arrivals == 1) {
-                        red[row * 128 + col] = v0;
-                        red[row * 128 + col + 1] = v1;
-                    } else {
-                        *reinterpret_cast<float2*>(prow + int64_t(row) * P.S * P.n + col) = make_float2(v0, v1);
-                    }
+                    sink.put2(row, col, acc[mg][nt][h][2 * hi] * f, acc[mg][nt][h][2 * hi + 1] * f);
                 }
         }
-    if (arrivals == 1) {  // the whole k range was this unit's: finish here
-        __syncthreads();
-        epilogue(P, job, j, b, red, flag);
-        return;
+    finishUnit(P, job, j, b, sink, flag);
+}
+
+// ---- the streaming decode unit (Plan::MG = kStream) ----------------------------------------------------
+//
+// The same unit (job × slice of ≤ stageTiles(K) k-tiles × 128 columns, one stage) without the block-wide
+// trellis stage: warp w streams its two n-tiles (contiguous in memory) k-tile by k-tile through its own
+// ring — by default ringSteps(K) slots of shared memory filled by cp.async, one commit group per k-tile
+// (streamLoopSmem: ≥ 2 KiB in flight per warp that cost no registers); with TS_EXL3_TUNE bit 16, 4 k-tiles
+// of registers (streamLoop: lane t loads word t, and t + 32 for K > 4, of each tile with a coalesced 4-byte
+// load that skips L1, and takes the other words of its bit windows from their lanes by shuffles). Nothing
+// in the loop waits for the rest of the block; the block's shared memory is its staged activations (8 KiB
+// for ≤ 8 tokens at K = 4) and the warps' rings, so registers (64) set the occupancy: 8 blocks per SM.
+constexpr int kRing = 4;
+
+template <int K>
+constexpr int laneWords() { return (tileWords(K) + 31) / 32; }  // ring words per lane and tile: 1 or 2
+// Token rows staged per k-tile: the mma's 8 B columns (16 when a job has more than 8 rows).
+__host__ __device__ constexpr int streamRows(int R) { return R > 8 ? 16 : 8; }
+
+__device__ __forceinline__ uint32_t ldStream(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.global.nc.L1::no_allocate.b32 %0, [%1];\n" : "=r"(v) : "l"(p));
+    return v;
+}
+
+// Word `lane` (and lane + 32) of the tile at tp (lanes past the tile's 8K words read nothing).
+template <int K>
+__device__ __forceinline__ void loadTileWords(const uint32_t* tp, int lane, uint32_t (&w)[laneWords<K>()]) {
+    constexpr int TW = tileWords(K);
+    w[0] = (TW >= 32 || lane < TW) ? ldStream(tp + lane) : 0u;
+    if constexpr (laneWords<K>() > 1) w[1] = lane + 32 < TW ? ldStream(tp + lane + 32) : 0u;
+}
+
+// Word index of activation k (0..15 within k-tile kt) of token row `row` in the streaming stage: per
+// (kt, row) 8 words of fp16 pairs, ordered so that lane (g, c) reads the B fragment of token g — b0 (k 2c,
+// 2c+1) and b1 (k 2c+8, 2c+9) — as one 8-byte load: word 2c + (k >= 8). R: rows per k-tile (streamRows).
+__device__ __forceinline__ int xsStreamWord(int kt, int row, int k, int R) {
+    const int kp = k >> 1;
+    return (kt * R + row) * 8 + 2 * (kp & 3) + (kp >> 2);
+}
+
+// Step 2 for the streaming unit, one token row (one warp): xr of the slice's k-tiles as the CPU computes
+// it (the same ops as transformRow), the row scale 2^e (max |xr| → [2^14, 2^15)), fp16 values into xs,
+// and Σ of those fp16 values (fp32, a fixed order) into rowSum[row] for the MUL1 correction.
+template <int KS>
+__device__ __forceinline__ void transformRowStream(const Params& P, const Job& job, int row, int ktA, int kts,
+                                                   uint32_t* xs, float* rowSum, int* eRow, int rows, int lane) {
+    constexpr int HB = KS / 8;
+    const float* xrow = job.x + int64_t(job.rows ? job.rows[row] : row) * job.ldx;
+    float v[HB][4];
+    float mx = 0.0f;
+#pragma unroll
+    for (int hb = 0; hb < HB; ++hb) {
+        if (hb * 8 < kts) {
+            const int kk = ktA * 16 + hb * 128 + 4 * lane;
+            loadX4(xrow, kk, P.kIn, P.waitOn != nullptr, v[hb]);
+            const float4 sc = __ldg(reinterpret_cast<const float4*>(job.suh + kk));
+            v[hb][0] = __fmul_rn(v[hb][0], sc.x);
+            v[hb][1] = __fmul_rn(v[hb][1], sc.y);
+            v[hb][2] = __fmul_rn(v[hb][2], sc.z);
+            v[hb][3] = __fmul_rn(v[hb][3], sc.w);
+            had128(v[hb], lane);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) mx = fmaxf(mx, fabsf(v[hb][i]));
+        }
     }
-    __threadfence();  // partials visible device-wide before this unit is counted
-    __syncthreads();
-    if (tid == 0) {
-        const int grp = P.mode == kModeSwiglu ? (j >> 1) : j;
-        int* cnt = P.counters + grp * P.NB + b;
-        const int old = atomicAdd(cnt, 1);
-        const bool last = old == arrivals - 1;
-        if (last) *cnt = 0;  // ready for the next launch
-        *flag = last;
+    mx = warpMaxF(mx);
+    int e = 0;
+    if (mx > 0.0f) {
+        int p = 0;
+        frexpf(mx, &p);
+        e = isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
     }
+    const float scale = pow2(e);
+    float sum = 0.0f;
+#pragma unroll
+    for (int hb = 0; hb < HB; ++hb) {
+        if (hb * 8 < kts) {
+            const int kl = hb * 128 + 4 * lane;  // k within the slice; 4 consecutive values = 2 words
+            const __half h0 = __float2half_rn(__fmul_rn(v[hb][0], scale)), h1 = __float2half_rn(__fmul_rn(v[hb][1], scale));
+            const __half h2 = __float2half_rn(__fmul_rn(v[hb][2], scale)), h3 = __float2half_rn(__fmul_rn(v[hb][3], scale));
+            xs[xsStreamWord(kl >> 4, row, kl & 15, rows)] = uint32_t(__half_as_ushort(h0)) | (uint32_t(__half_as_ushort(h1)) << 16);
+            xs[xsStreamWord(kl >> 4, row, (kl & 15) + 2, rows)] =
+                uint32_t(__half_as_ushort(h2)) | (uint32_t(__half_as_ushort(h3)) << 16);
+            sum += (__half2float(h0) + __half2float(h1)) + (__half2float(h2) + __half2float(h3));
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) {
+        rowSum[row] = sum;
+        eRow[row] = e;
+    }
+}
+
+// The streaming unit's main loop over its nkt k-tiles for tokens [8·half, 8·half + 8) of the job (TWO: both
+// halves, m > 8). The roles of the mma operands are swapped against the staged variant: the lane's 8 decoded
+// values of a 16×16 tile are exactly an A fragment of Ŵᵀ (rows n = g, g + 8; k = 2c, 2c+1, 2c+8, 2c+9 — the
+// same positions as its B fragments, spec §3.1), and the activations of 8 tokens are the B fragment, so ONE
+// mma.m16n8k16 per tile computes 16 columns × 8 tokens: acc[nt][i] = column 16·nt + g + 8·(i >> 1) of the
+// warp's 32, token 2c + (i & 1) (+ 8 for accB).
+// ring: k-tiles [0, kRing) already loaded (streamPrefetch); np: the tile of k-tile kRing.
+template <int K>
+__device__ __forceinline__ void streamPrefetch(const uint32_t*& np, int64_t kStride, int nkt, int lane,
+                                               uint32_t (&ring)[kRing][2][laneWords<K>()]) {
+#pragma unroll
+    for (int i = 0; i < kRing; ++i) {
+        if (i < nkt) {
+            loadTileWords<K>(np, lane, ring[i][0]);
+            loadTileWords<K>(np + tileWords(K), lane, ring[i][1]);
+        }
+        np += kStride;
+    }
+}
+
+template <int K, int CB, bool TWO>
+__device__ __forceinline__ void streamLoop(uint32_t (&ring)[kRing][2][laneWords<K>()], const uint32_t* np,
+                                           int64_t kStride, int nkt, const uint2* xa, int R, int g, int c, int lane,
+                                           float (&acc)[2][4], float (&accB)[2][4]) {
+    constexpr int TW = tileWords(K);
+    constexpr int NW = laneWords<K>();
+#pragma unroll 1
+    for (int base = 0; base < nkt; base += kRing) {
+#pragma unroll
+        for (int i = 0; i < kRing; ++i) {
+            const int kt = base + i;
+            if (kt >= nkt) break;  // uniform
+            uint32_t w[2][NW];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int q = 0; q < NW; ++q) w[nt][q] = ring[i][nt][q];
+            if (kt + kRing < nkt) {
+                loadTileWords<K>(np, lane, ring[i][0]);
+                loadTileWords<K>(np + TW, lane, ring[i][1]);
+            }
+            np += kStride;
+            const uint2 a02 = xa[(kt * R + g) * 4 + c];  // tokens g (B fragment column g), k 2c.. | 2c+8..
+            uint2 a13 = make_uint2(0, 0);
+            if constexpr (TWO) a13 = xa[(kt * R + g + 8) * 4 + c];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                uint32_t st8[8], bq[4];
+                if constexpr (K == 4) {  // one shuffle: word t − 1 (the lane's own word is t)
+                    laneStates4(__shfl_sync(0xffffffffu, w[nt][0], (lane + 31) & 31), w[nt][0], st8);
+                } else {
+                    laneStatesFrom<K>(
+                        [&](uint32_t idx) {
+                            if constexpr (NW == 1) {
+                                return __shfl_sync(0xffffffffu, w[nt][0], int(idx));
+                            } else {
+                                const uint32_t v0 = __shfl_sync(0xffffffffu, w[nt][0], int(idx & 31u));
+                                const uint32_t v1 = __shfl_sync(0xffffffffu, w[nt][1], int(idx & 31u));
+                                return idx < 32u ? v0 : v1;
+                            }
+                        },
+                        lane, st8);
+                }
+                codebookPairs<CB>(st8, bq);
+                // A = Ŵᵀ rows (g | g+8) × k (2c.. | 2c+8..): a0 = (g, 2c..) = bq[0], a1 = (g+8, 2c..) = bq[2],
+                // a2 = (g, 2c+8..) = bq[1], a3 = (g+8, 2c+8..) = bq[3].
+                mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
+                if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+            }
+        }
+    }
+}
+
+// The same loop with the warp's k-tiles in flight in its shared-memory ring of ringSteps(K) slots (cp.async,
+// one commit group per k-tile): the bytes in flight cost no registers, so a warp keeps ≥ 2 KiB in flight.
+// Slot kt % D holds the warp's two n-tiles (2·8K words, contiguous in global memory too); the prologue
+// (streamPrefetchSmem) filled slots [0, D) and np is the tile of k-tile D.
+template <int K>
+__device__ __forceinline__ void streamPrefetchSmem(const uint32_t*& np, int64_t kStride, int nkt, int lane, uint32_t* ring) {
+    constexpr int SW = 2 * tileWords(K), D = ringSteps(K);
+#pragma unroll 1
+    for (int i = 0; i < D; ++i) {
+        if (lane < SW / 4 && i < nkt) cpAsync16(ring + i * SW + 4 * lane, np + 4 * lane);
+        cpAsyncCommit();
+        np += kStride;
+    }
+}
+
+template <int K, int CB, bool TWO>
+__device__ __forceinline__ void streamLoopSmem(uint32_t* ring, const uint32_t* np, int64_t kStride, int nkt,
+                                               const uint2* xa, int R, int g, int c, int lane, float (&acc)[2][4],
+                                               float (&accB)[2][4]) {
+    constexpr int TW = tileWords(K), SW = 2 * TW, D = ringSteps(K);
+    static_assert((D & (D - 1)) == 0, "ring slots: a power of two");
+#pragma unroll 2
+    for (int kt = 0; kt < nkt; ++kt) {
+        cpAsyncWait<D - 1>();  // this lane's copies of k-tile kt have landed (one group per k-tile)
+        __syncwarp();          // ... and every lane's
+        uint32_t* slot = ring + (kt & (D - 1)) * SW;
+        uint32_t st8[2][8];
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+            if constexpr (K == 4)
+                laneStates4(slot[nt * TW + ((lane + 31) & 31)], slot[nt * TW + lane], st8[nt]);
+            else
+                laneStates<K>(slot + nt * TW, lane, st8[nt]);
+        }
+        __syncwarp();  // the slot is read: refill it with k-tile kt + D
+        if (lane < SW / 4 && kt + D < nkt) cpAsync16(slot + 4 * lane, np + 4 * lane);
+        cpAsyncCommit();
+        np += kStride;
+        const uint2 a02 = xa[(kt * R + g) * 4 + c];
+        uint2 a13 = make_uint2(0, 0);
+        if constexpr (TWO) a13 = xa[(kt * R + g + 8) * 4 + c];
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+            uint32_t bq[4];
+            codebookPairs<CB>(st8[nt], bq);
+            mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
+            if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+        }
+    }
+    cpAsyncWait<0>();  // no copy outlives the unit (the tail's groups are empty)
+}
+
+template <int K, int CB>
+__device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32_t* smem) {
+    constexpr int KS = stageTiles(K, kStream);
+    constexpr int TW = tileWords(K);
+    uint32_t* xs = smem;  // [KS][rows][8 words] fp16 activations, rows = 8 (m ≤ 8) or 16 (≤ streamRows(P.R))
+    float* rowSum = reinterpret_cast<float*>(xs + KS * streamRows(P.R) * 8);  // [16] Σ a per row (scaled)
+    int* eRow = reinterpret_cast<int*>(rowSum + kGroupRows);      // [16] row scale exponents
+    int* flag = eRow + kGroupRows;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, c = lane & 3;
+    const int j = int(u % P.J);
+    const int64_t sb = u / P.J;
+    const int b = int(sb % P.NB);
+    const int s = int(sb / P.NB);
+    if (P.liveGroups && j >= liveJobs(P)) return;
+    const Job job = jobOf(P, j);
+    const int m = job.m;
+    const int kt0 = s * P.KSL;
+    const int nkt = min(P.KSL, P.tilesK - kt0);  // ≤ KS (the plan guarantees one stage)
+
+    // Rows of the staged activations that no token fills are read as B columns: zero them (all R rows of
+    // every k-tile are read by the 8- or 16-token loop).
+    const int rows = m > 8 ? 16 : 8;
+    for (int i = tid; i < nkt * rows * 8; i += kThreads)  // word i: row (i / 8) % rows (rows = 8 or 16)
+        if (((i >> 3) & (rows - 1)) >= m) xs[i] = 0u;
+    // This warp's n-tile 2w at k-tile kt0 (n-tile 2w + 1 is TW words on); the first kRing k-tiles' loads
+    // go out before the wait and the transform below.
+    const uint32_t* np = reinterpret_cast<const uint32_t*>(job.trellis) +
+                         (int64_t(kt0) * P.tilesN + int64_t(b) * kUnitTilesN + 2 * warp) * TW;
+    const int64_t kStride = int64_t(P.tilesN) * TW;
+    uint32_t ring[kRing][2][laneWords<K>()];
+    uint32_t* sring = reinterpret_cast<uint32_t*>(flag + 4) + warp * ringSteps(K) * 2 * TW;  // this warp's ring
+    if (P.regRing)
+        streamPrefetch<K>(np, kStride, nkt, lane, ring);
+    else
+        streamPrefetchSmem<K>(np, kStride, nkt, lane, sring);
+    float acc[2][4], accB[2][4];
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[a][i] = accB[a][i] = 0.0f;
+    // One-launch MoE, down: wait for the activation rows.
+    if (P.waitOn) blockWaitCount(P.waitOn + j, P.waitTarget);
+    for (int row = warp; row < m; row += kWarps) transformRowStream<KS>(P, job, row, kt0, nkt, xs, rowSum, eRow, rows, lane);
     __syncthreads();
-    if (!*flag) return;
-    __threadfence();  // see the other units' partials
-    epilogue(P, job, j, b, nullptr, flag);
+    const uint2* xa = reinterpret_cast<const uint2*>(xs);  // token r of k-tile kt: xa + (kt·rows + r)·4 + c
+    if (P.regRing) {
+        if (m > 8)
+            streamLoop<K, CB, true>(ring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
+        else
+            streamLoop<K, CB, false>(ring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
+    } else {
+        if (m > 8)
+            streamLoopSmem<K, CB, true>(sring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
+        else
+            streamLoopSmem<K, CB, false>(sring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
+    }
+
+    // True magnitudes: MUL1 sums are Σ a·h, the value being kinv·h + kbias; then undo the token's scale 2^e.
+    const UnitSink sink = unitSink(P, job, b, s, smem);
+    float outv[2][2][4];  // [half][nt][i]
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int row = 8 * hf + 2 * c + q;
+            const float f = row < m ? pow2(-eRow[row]) : 0.0f;
+            const float corr = (CB == 2 && row < m) ? kMul1Bias * rowSum[row] : 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const float a = hf ? accB[nt][2 * h + q] : acc[nt][2 * h + q];
+                    outv[hf][nt][2 * h + q] = (CB == 2 ? fmaf(kMul1Inv, a, corr) : a) * f;
+                }
+        }
+    __syncthreads();  // every warp is done with xs: the sink may reuse it
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int row = 8 * hf + 2 * c + q;
+            if (row >= m) continue;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) sink.put(row, 32 * warp + 16 * nt + g + 8 * h, outv[hf][nt][2 * h + q]);
+        }
+    finishUnit(P, job, j, b, sink, flag);
+}
+
+// Unit u: the streaming decode unit or the staged one.
+template <int K, int CB, int MG>
+__device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* smem) {
+    if constexpr (MG == kStream)
+        runUnitStream<K, CB>(P, u, smem);
+    else
+        runUnitStaged<K, CB, MG>(P, u, smem);
 }
 
 template <int K, int CB, int MG>
-__global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __grid_constant__ Params P) {
+__global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1) exl3Kernel(const __grid_constant__ Params P) {
     extern __shared__ __align__(16) uint32_t smem[];
     runUnit<K, CB, MG>(P, blockIdx.x, smem);
 }
@@ -601,7 +956,7 @@ __global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3Kernel(const __
 // 100+ bytes per thread; with one unit per block the decode kernels keep exl3Kernel's register allocation
 // (at K = 4: 16 bytes of stack against 8; the hardware refills SMs as blocks retire, as in two launches).
 template <int K, int CB, int MG>
-__global__ void __launch_bounds__(kThreads, MG == 1 ? 6 : 1) exl3MoeKernel(const __grid_constant__ MoeParams F) {
+__global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1) exl3MoeKernel(const __grid_constant__ MoeParams F) {
     extern __shared__ __align__(16) uint32_t smem[];
     __shared__ int ticketS, lastS;
     const int tid = threadIdx.x;
@@ -698,7 +1053,8 @@ size_t stageBytes(int bits, int MG) { return size_t(stageTiles(bits, MG)) * kUni
 
 }  // namespace
 
-Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs) {
+Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs,
+                bool allowStream) {
     Plan p;
     p.MG = MG > 1 ? kMaxMG : 1;
     const int KS = stageTiles(bits, p.MG);
@@ -722,20 +1078,26 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     p.steps = (KSL + KS - 1) / KS;
     p.R = std::max(1, std::min(R, kGroupRows * p.MG));
     p.smem = size_t(p.steps > 1 ? 2 : 1) * stageBytes(bits, p.MG) + size_t(KS) * p.R * 64 + (2 * kMaxRows + 4) * 4;
+    // One stage per unit: the streaming variant (no trellis stage in shared memory; runUnitStream).
+    if (p.MG == 1 && p.steps == 1 && allowStream && !(tuneFlags() & 8)) {
+        p.MG = kStream;
+        p.smem = size_t(KS) * streamRows(p.R) * 32 + (2 * kGroupRows + 4) * 4 +
+                 ((tuneFlags() & 16) ? 0 : size_t(kWarps) * ringSteps(bits) * 2 * tileWords(bits) * 4);
+    }
     // Decode plans (one stage per slice): the grid is a few waves of short-lived units, so the wave count
     // matters. Pick the slice length (a multiple of 8 k-tiles up to one stage) that minimizes
     // waves × (k-tiles per unit + a fixed per-unit cost), with the blocks that really fit on an SM; the
     // split-K traffic bound above (S ≤ Smax) still holds, except for the fewest single-stage slices.
-    if (p.MG == 1 && p.steps == 1 && codebook >= 0 && codebook <= 2 && bits >= 1 && bits <= 8 && !(tuneFlags() & 2)) {
-        // Blocks per SM, queried once per (device, K, codebook, R) (the plan is made on every call);
-        // stored + 1 so that the zero-initialized table means "not yet".
-        static std::atomic<int> occCache[8][9][3][kGroupRows + 1];
+    if (p.MG <= 1 && p.steps == 1 && codebook >= 0 && codebook <= 2 && bits >= 1 && bits <= 8 && !(tuneFlags() & 2)) {
+        // Blocks per SM, queried once per (device, variant, K, codebook, R) (the plan is made on every
+        // call); stored + 1 so that the zero-initialized table means "not yet".
+        static std::atomic<int> occCache[8][2][9][3][kGroupRows + 1];
         int dev = 0;
         if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 8) dev = 0;
-        std::atomic<int>& slot = occCache[dev][bits][codebook][p.R];
+        std::atomic<int>& slot = occCache[dev][p.MG][bits][codebook][p.R];
         int occ = slot.load(std::memory_order_relaxed) - 1;
         if (occ < 0) {
-            const KernelFn fn = kernelFor<1>(bits, codebook);
+            const KernelFn fn = p.MG == kStream ? kernelFor<kStream>(bits, codebook) : kernelFor<1>(bits, codebook);
             if (p.smem > 48 * 1024)
                 TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)));
             if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, kThreads, p.smem) != cudaSuccess) {
@@ -798,9 +1160,12 @@ int lastMoeLaunches() { return g_moeLastLaunches.load(std::memory_order_relaxed)
 void launch(const Params& p0, const Plan& plan, int bits, int codebook, cudaStream_t stream) {
     Params p = p0;
     p.noChunk = (tuneFlags() & 1) ? 1 : 0;
+    p.regRing = (tuneFlags() & 16) ? 1 : 0;
     TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "EXL3 CUDA: bad K or codebook");
     TS_CHECK(plan.blocks > 0 && plan.blocks < (int64_t(1) << 31), "EXL3 CUDA: grid too large");
-    const KernelFn fn = plan.MG > 1 ? kernelFor<kMaxMG>(bits, codebook) : kernelFor<1>(bits, codebook);
+    const KernelFn fn = plan.MG > 1          ? kernelFor<kMaxMG>(bits, codebook)
+                        : plan.MG == kStream ? kernelFor<kStream>(bits, codebook)
+                                             : kernelFor<1>(bits, codebook);
     if (plan.smem > 48 * 1024) {
         // Per device and kernel; cheap enough to repeat for the (prefill-sized) launches that need it.
         TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plan.smem)));
@@ -831,13 +1196,16 @@ void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int b
     p.unitsD = int(planD.blocks);
     p.unitsC = int(unitsC);
     gu.noChunk = d.noChunk = (tuneFlags() & 1) ? 1 : 0;
+    gu.regRing = d.regRing = (tuneFlags() & 16) ? 1 : 0;
     gu.signal = p.sync + 2;  // per pair: its column blocks written
     gu.waitOn = nullptr;
     d.waitOn = p.sync + 2;   // down job j = pair j
     d.waitTarget = gu.NB;
     d.signal = d.fusedCombine ? nullptr : p.sync + 2 + gu.groups;  // per column block: down jobs out
     const size_t smem = std::max(planGU.smem, planD.smem);
-    const MoeKernelFn fn = planGU.MG > 1 ? moeKernelFor<kMaxMG>(bits, codebook) : moeKernelFor<1>(bits, codebook);
+    const MoeKernelFn fn = planGU.MG > 1          ? moeKernelFor<kMaxMG>(bits, codebook)
+                           : planGU.MG == kStream ? moeKernelFor<kStream>(bits, codebook)
+                                                  : moeKernelFor<1>(bits, codebook);
     if (smem > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     // One block per ticket (see exl3MoeKernel): the two launches' grids and the combine kernel's, in one.

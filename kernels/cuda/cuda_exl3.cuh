@@ -30,6 +30,9 @@ constexpr int kGroupRows = 16;  // token rows of one m-group: the M of mma.m16n8
 constexpr int kMaxMG = 4;       // m-groups per job in the prefill variant (64 rows share each decoded tile)
 constexpr int kMaxRows = kGroupRows * kMaxMG;
 constexpr int kEInit = 100;     // "no scale yet" exponent (see the x transform in cuda_exl3.cu)
+// Plan::MG of the streaming decode variant (16-row jobs, one stage per unit; see runUnitStream): each warp
+// reads its tiles straight from global memory into a register ring, no shared-memory stage.
+constexpr int kStream = 0;
 
 // k-tiles per pipeline stage: about 32 KiB of trellis for the unit's 8 n-tiles (8·32·K bytes per k-tile),
 // a multiple of 8 so that a stage covers whole 128-wide input Hadamard blocks. The 64-row variant (MG = 4)
@@ -38,9 +41,11 @@ __host__ __device__ constexpr int stageTilesBase(int K) {
     return K <= 2 ? 64 : K == 3 ? 40 : K == 4 ? 32 : K <= 6 ? 24 : 16;
 }
 __host__ __device__ constexpr int stageTiles(int K, int MG = 1) {
-    return MG == 1 ? stageTilesBase(K) : (stageTilesBase(K) / 2 < 8 ? 8 : stageTilesBase(K) / 2 / 8 * 8);
+    return MG <= 1 ? stageTilesBase(K) : (stageTilesBase(K) / 2 < 8 ? 8 : stageTilesBase(K) / 2 / 8 * 8);
 }
 __host__ __device__ constexpr int tileWords(int K) { return 8 * K; }  // uint32 words of one 16×16 tile
+// k-tiles in flight per warp in the streaming unit's shared-memory ring (its two n-tiles each): ≥ 2 KiB.
+__host__ __device__ constexpr int ringSteps(int K) { return K <= 1 ? 32 : K == 2 ? 16 : 8; }
 
 enum Mode : int {
     kModeLinear = 0,  // y rows = x rows · W (+ bias), cols < nOut
@@ -91,6 +96,7 @@ struct Params {
     float* yFinal = nullptr;     // [Tf, nOut], accumulated into (y += ...)
     int Tf = 0;
     int noChunk = 0;             // 1: single-stage units wait for their whole stage (A/B switch, see tuneFlags)
+    int regRing = 0;             // streaming units: 1 = the register ring, 0 = the shared-memory ring (see tuneFlags)
     // The fused MoE's one launch (MoeParams; null/0 otherwise). waitOn: a unit of job j waits, once its
     // trellis loads are issued, until waitOn[j] ≥ waitTarget (acquire), and then reads its input rows with
     // coherent loads (they are written in the same launch). signal: the epilogue of column block b adds 1
@@ -145,22 +151,27 @@ __host__ __device__ __forceinline__ uint32_t bytes12(uint32_t x) {
 #endif
 }
 
-template <int K>
-__host__ __device__ __forceinline__ void laneStates(const uint32_t* tw, int lane, uint32_t st[8]) {
+// Word i (0 ≤ i < 8K) of the tile comes from get(i): shared/host memory, or lane shuffles (the streaming
+// variant); get is called the same number of times by every lane (shuffles need the whole warp).
+// K = 4: lane t's 32 symbol bits are word t (w1); the windows reach 12 bits back into word t − 1 (w0):
+// state j = ((w0 : w1) >> (28 − 4j)) & 0xFFFF, here in 11 integer ops instead of 14.
+__host__ __device__ __forceinline__ void laneStates4(uint32_t w0, uint32_t w1, uint32_t st[8]) {
+    const uint32_t u4 = funnelRight(w1, w0, 4), u8 = funnelRight(w1, w0, 8), u12 = funnelRight(w1, w0, 12);
+    st[0] = u12 >> 16;
+    st[1] = u8 >> 16;
+    st[2] = u4 >> 16;
+    st[3] = w1 >> 16;
+    st[4] = bytes12(u4);
+    st[5] = bytes12(w1);
+    st[6] = u4 & 0xFFFFu;
+    st[7] = w1 & 0xFFFFu;
+}
+
+template <int K, class Get>
+__host__ __device__ __forceinline__ void laneStatesFrom(Get get, int lane, uint32_t st[8]) {
     constexpr uint32_t W = tileWords(K);
     if constexpr (K == 4) {
-        // Lane t's 32 symbol bits are word t; the windows reach 12 bits back into word t − 1:
-        // state j = ((w[t−1] : w[t]) >> (28 − 4j)) & 0xFFFF, here in 11 integer ops instead of 14.
-        const uint32_t w0 = tw[(lane + 31) & 31], w1 = tw[lane];
-        const uint32_t u4 = funnelRight(w1, w0, 4), u8 = funnelRight(w1, w0, 8), u12 = funnelRight(w1, w0, 12);
-        st[0] = u12 >> 16;
-        st[1] = u8 >> 16;
-        st[2] = u4 >> 16;
-        st[3] = w1 >> 16;
-        st[4] = bytes12(u4);
-        st[5] = bytes12(w1);
-        st[6] = u4 & 0xFFFFu;
-        st[7] = w1 & 0xFFFFu;
+        laneStates4(get((lane + 31) & 31), get(lane), st);
         return;
     }
     // Three words are needed unless the lane's region starts early enough in its first word (K = 1, 2, 4).
@@ -170,12 +181,12 @@ __host__ __device__ __forceinline__ void laneStates(const uint32_t* tw, int lane
     i0 = i0 >= W ? i0 - W : i0;  // bs >> 5 < 2W
     const uint32_t o = bs & 31u;  // compile-time for K = 4, 8
     const uint32_t i1 = i0 + 1 == W ? 0 : i0 + 1;
-    const uint64_t w0 = tw[i0], w1 = tw[i1];
+    const uint64_t w0 = get(i0), w1 = get(i1);
     uint64_t win = ((w0 << 32) | w1) << o;  // stream bits [bs, bs + 64 − o) at the top, zeros below
     uint32_t tail = 0;                      // K ≥ 7: stream bits [bs + 64, bs + 96)
     if constexpr (kThird) {
         const uint32_t i2 = i1 + 1 == W ? 0 : i1 + 1;
-        const uint64_t w2 = tw[i2];
+        const uint64_t w2 = get(i2);
         win |= w2 >> (32 - o);  // the next word's top o bits fill the low o bits (o = 0 adds nothing)
         if constexpr (K >= 7) tail = uint32_t(w2 << o);
     }
@@ -189,6 +200,12 @@ __host__ __device__ __forceinline__ void laneStates(const uint32_t* tw, int lane
             st[j] = uint32_t(w >> (80 - lo)) & 0xFFFFu;
         }
     }
+}
+
+// The same from the tile's 8K words in memory (smem or host).
+template <int K>
+__host__ __device__ __forceinline__ void laneStates(const uint32_t* tw, int lane, uint32_t st[8]) {
+    laneStatesFrom<K>([tw](uint32_t i) { return tw[i]; }, lane, st);
 }
 
 // Codebook value of a state as an fp16 pair with the value in both halves (the bits of a half2): the
@@ -214,11 +231,41 @@ __device__ __forceinline__ uint32_t codebookDup(uint32_t s) {
     }
 }
 
+// The streaming variant's B fragments: the lane's 8 codebook values as 4 fp16 pairs (positions 2q, 2q+1 in
+// register q: k rows 2c, 2c+1 | 2c+8, 2c+9 of column g, then of column g + 8; spec §3.1), multiplied by a
+// single fp16 activation per k (no hi/lo duplicate).
+// MUL1: the pair holds h = 1024 + bytesum exactly (fp16 bits 0x6400 + bytesum), NOT the value; value =
+// kinv·h + kbias is affine, so the unit computes kinv·Σ a·h + kbias·Σ a from the mma sums and the row's Σ a
+// (the exact affine value instead of its fp16 rounding: within half an fp16 ulp of the CPU's LUT value).
+// 3INST/MCG: (lo + hi) of each hash, one fp16 rounding each — the CPU's values exactly.
+constexpr float kMul1Inv = 0.00676727294921875f;  // fp16 0x1EEE
+constexpr float kMul1Bias = -10.3828125f;         // fp16 0xC931
+template <int CB>
+__device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4]) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const uint32_t s0 = st[2 * q], s1 = st[2 * q + 1];
+        if constexpr (CB == 2) {
+            const uint32_t t0 = __dp4a(s0 * 0x83DCD12Du, 0x01010101u, 0x6400u);
+            const uint32_t t1 = __dp4a(s1 * 0x83DCD12Du, 0x01010101u, 0x6400u);
+            b[q] = __byte_perm(t0, t1, 0x5410);
+        } else {
+            uint32_t x0 = CB == 0 ? s0 * 89226354u + 64248484u : s0 * 0xCBAC1FEDu;
+            uint32_t x1 = CB == 0 ? s1 * 89226354u + 64248484u : s1 * 0xCBAC1FEDu;
+            x0 = (x0 & 0x8FFF8FFFu) ^ 0x3B603B60u;
+            x1 = (x1 & 0x8FFF8FFFu) ^ 0x3B603B60u;
+            const uint32_t lo = __byte_perm(x0, x1, 0x5410), hi = __byte_perm(x0, x1, 0x7632);
+            const __half2 r = __hadd2(*reinterpret_cast<const __half2*>(&lo), *reinterpret_cast<const __half2*>(&hi));
+            b[q] = *reinterpret_cast<const uint32_t*>(&r);
+        }
+    }
+}
+
 // ---- host side --------------------------------------------------------------------------------------------
 
 // How one launch splits its work: S slices of k (KSL k-tiles each) × NB column blocks × J jobs = blocks.
 struct Plan {
-    int MG = 1;  // m-groups per job: 1 (decode) or kMaxMG (prefill: each decoded tile serves 64 rows)
+    int MG = 1;  // m-groups per job: kStream or 1 (decode) or kMaxMG (prefill: each decoded tile serves 64 rows)
     int S = 1, KSL = 0, steps = 1, R = 1;
     size_t smem = 0;
     int64_t blocks = 0;
@@ -226,7 +273,10 @@ struct Plan {
 };
 // bits: K; MG: m-groups per job; tilesK: k/16; NB: n/128; J jobs of up to R rows, rowsTotal rows in all;
 // pairMode: swiglu jobs; codebook: the kernel variant (its occupancy picks decode slice lengths; < 0: don't).
-Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs);
+// MG = 1 plans that come out as one stage per unit become streaming plans (Plan::MG = kStream) unless
+// allowStream is false or TS_EXL3_TUNE has bit 8 (the shared-memory stage kept, for A/B runs).
+Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs,
+                bool allowStream = true);
 // The Params of one phase of the fused MoE (gate/up pairs: kModeSwiglu, or down: kModeDown) over a
 // device job table of J jobs (`groups` pairs), for padded k × n trellises, logical widths kIn → nOut and
 // the phase's plan. The caller sets the rest (limit, the combine fields, liveGroups).
@@ -258,7 +308,9 @@ inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1;
 // TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units
 // (launch() sets Params::noChunk), 2 = the decode planner keeps the fixed 6-units-per-SM slice count,
 // 4 = the fused MoE in two launches (gate/up + swiglu, then down + combine; a third for the combine of
-// large steps) instead of one (see moeLaunches).
+// large steps) instead of one (see moeLaunches), 8 = decode units keep the shared-memory trellis stage
+// (MG = 1) instead of streaming (kStream), 16 = streaming units keep their k-tiles in flight in registers
+// (4 per warp) instead of a per-warp cp.async ring in shared memory.
 int tuneFlags();
 // The fused MoE's variant: 1 (one launch, the default) or 2 (the two-launch version: TS_EXL3_TUNE bit 4,
 // or a run-time override, ts::exl3MoeSetLaunches in kernels/exl3_tune.h, for benchmarks and tests).

@@ -188,8 +188,12 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const int numSMs = props().multiProcessorCount;
     const int tilesKG = int(sigGU.k / 16), NBG = int(sigGU.n / 128);
     const int tilesKD = int(sigD.k / 16), NBD = int(sigD.n / 128);
-    const Plan planGU = planLaunch(sigGU.bits, sigGU.codebook, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
-    const Plan planD = planLaunch(sigD.bits, sigD.codebook, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
+    Plan planGU = planLaunch(sigGU.bits, sigGU.codebook, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
+    Plan planD = planLaunch(sigD.bits, sigD.codebook, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
+    if (planGU.MG != planD.MG) {  // one streams, the other needs stages: one kernel variant serves both phases
+        planGU = planLaunch(sigGU.bits, sigGU.codebook, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs, false);
+        planD = planLaunch(sigD.bits, sigD.codebook, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs, false);
+    }
     const bool fusedCombine = T * topk <= 256;
     // One launch needs one kernel instance for both phases: the same K and codebook (MG is shared).
     const bool oneLaunch = moeLaunches() == 1 && sigGU.bits == sigD.bits && sigGU.codebook == sigD.codebook;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Nsight Compute's view of one EXL3 decode kernel inside `bench-device --what exl3` (issue 6, benchmark 1):
+# the details page (speed of light, occupancy, warp states, scheduler, memory, instruction mix) and the
+# SASS source page with its per-instruction warp-stall samples, reduced to the instructions where warps wait
+# most (tools/device/ncu_source_top.py). Needs build-gpu (run_gpu_suite.sh first, in the same device call)
+# and ncu. About a minute per kernel.
+#   device: KERNEL=exl3MoeKernelILi4ELi2ELi0E TAG=moe bash scripts/gpu/profile_exl3_kernel.sh "$OUT"
+# Env: KERNEL (a regex of the mangled name; default the streaming GEMV at K = 4 MUL1), SKIP (launches of it
+#      skipped first, default 20: past the warm-up), TAG (result file tag). Results: $OUT/ncu_<tag>.txt,
+#      $OUT/ncu_<tag>_source.txt, $OUT/sass_<tag>.txt.
+set -uo pipefail
+OUT=${1:-/tmp/twinspark-gpu}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+CLI=build-gpu/app/twinspark-cli
+[ -x "$CLI" ] || { echo "build-gpu missing: run run_gpu_suite.sh first"; exit 2; }
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+[ -n "$NCU" ] || { echo "no ncu"; exit 2; }
+KERNEL=${KERNEL:-exl3KernelILi4ELi2ELi0E}; TAG=${TAG:-gemv}; SKIP=${SKIP:-20}
+timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KERNEL" -s "$SKIP" -c 1 \
+  --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+  --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section InstructionStats \
+  $CLI bench-device --backend cuda --what exl3 --reps 3 >"$OUT/ncu_$TAG.txt" 2>&1
+echo "ncu $TAG details: rc $?"
+timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KERNEL" -s "$SKIP" -c 1 --section SourceCounters \
+  --section WarpStateStats --import-source no --page source --print-source sass --csv \
+  $CLI bench-device --backend cuda --what exl3 --reps 3 >"$OUT/ncu_${TAG}_source.csv" 2>"$OUT/ncu_${TAG}_source.err"
+echo "ncu $TAG source: rc $?"
+python3 tools/device/ncu_source_top.py "$OUT/ncu_${TAG}_source.csv" --top 60 >"$OUT/ncu_${TAG}_source.txt" 2>&1
+xz -9f "$OUT/ncu_${TAG}_source.csv"
+# The kernel's SASS (the instruction count of the hot loop): every function of the object whose mangled name
+# holds KERNEL, via cuobjdump.
+OBJ=build-gpu/kernels/CMakeFiles/ts_kernels_cuda.dir/cuda/cuda_exl3.cu.o
+CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+"$CUOBJDUMP" -sass "$OBJ" 2>/dev/null | awk -v pat="$KERNEL" \
+  '/Function : /{on = index($0, pat) > 0} on' >"$OUT/sass_$TAG.txt"
+echo "sass $TAG: $(grep -c '/\*[0-9a-f]*\*/' "$OUT/sass_$TAG.txt") instructions"

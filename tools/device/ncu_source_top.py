@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Reduce Nsight Compute's SASS source page (ncu --page source --print-source sass --csv) to the
+instructions where warps stall most: the top N by warp-stall samples, with their share, executed count and
+the stall-reason columns that are non-zero, plus the totals per stall reason over the whole kernel.
+
+Usage: ncu_source_top.py SOURCE.csv [--top 60]
+"""
+import argparse
+import csv
+import io
+import sys
+
+
+def num(s):
+    try:
+        return float(str(s).replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv")
+    ap.add_argument("--top", type=int, default=60)
+    a = ap.parse_args()
+    text = open(a.csv, encoding="utf-8", errors="replace").read()
+    # ncu prints log lines (==PROF== ...) before the table: start at the header line.
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith('"') and "Source" in l), None)
+    if start is None:
+        print("no source table found; first lines:")
+        print("\n".join(lines[:30]))
+        return 1
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    head, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    print("columns:", " | ".join(head))
+    src = next(i for i, h in enumerate(head) if h.strip() == "Source")
+    addr = next((i for i, h in enumerate(head) if "Address" in h), None)
+    samp = next((i for i, h in enumerate(head) if "Warp Stall Sampling (All" in h), None)
+    execd = next((i for i, h in enumerate(head) if h.startswith("Instructions Executed")), None)
+    stall_cols = [i for i, h in enumerate(head) if h.startswith("stall_") or "Stall" in h and i != samp]
+    if samp is None:
+        print("no stall-sampling column")
+        return 1
+    total = sum(num(r[samp]) for r in body) or 1.0
+    print(f"instructions: {len(body)}, stall samples: {total:.0f}")
+    sums = {head[i]: sum(num(r[i]) for r in body) for i in stall_cols}
+    for k, v in sorted(sums.items(), key=lambda kv: -kv[1])[:20]:
+        if v > 0:
+            print(f"  {k:50s} {v:10.0f}")
+    # Samples by opcode family.
+    fam = {}
+    for r in body:
+        op = r[src].strip().split()[0] if r[src].strip() else "?"
+        if op.startswith("@"):
+            op = r[src].strip().split()[1]
+        op = op.split(".")[0]
+        fam[op] = fam.get(op, [0.0, 0.0])
+        fam[op][0] += num(r[samp])
+        fam[op][1] += num(r[execd]) if execd is not None else 0
+    print("by opcode (samples, executed):")
+    for k, v in sorted(fam.items(), key=lambda kv: -kv[1][0])[:30]:
+        print(f"  {k:12s} {v[0]:9.0f} {100 * v[0] / total:5.1f}%  {v[1]:12.0f}")
+    print(f"top {a.top} instructions by stall samples:")
+    order = sorted(range(len(body)), key=lambda i: -num(body[i][samp]))[: a.top]
+    for i in sorted(order):
+        r = body[i]
+        extra = ", ".join(f"{head[c]}={r[c]}" for c in stall_cols if num(r[c]) > 0.05 * num(r[samp]) and num(r[c]) > 0)
+        print(f"{i:5d} {r[addr] if addr is not None else '':>8s} {num(r[samp]):7.0f} {100 * num(r[samp]) / total:5.1f}% "
+              f"ex={r[execd] if execd is not None else '?':>8s}  {r[src].strip()[:70]:70s} {extra[:200]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
