@@ -208,6 +208,11 @@ __host__ __device__ __forceinline__ void laneStates(const uint32_t* tw, int lane
     laneStatesFrom<K>([tw](uint32_t i) { return tw[i]; }, lane, st);
 }
 
+// MUL1's affine map from h = 1024 + bytesum to the value (spec §3.3): kinv·h + kbias.
+constexpr float kMul1Inv = 0.00676727294921875f;  // fp16 0x1EEE
+constexpr float kMul1Bias = -10.3828125f;         // fp16 0xC931
+
+#if defined(__CUDACC__)  // device intrinsics; the lane arithmetic above also compiles as host C++ (tests)
 // Codebook value of a state as an fp16 pair with the value in both halves (the bits of a half2): the
 // duplicate lets one mma multiply it by the hi and lo parts of the activation (cuda_exl3.cu).
 // 3INST/MCG: x = s·M (+A); x = (x & 0x8FFF8FFF) ^ 0x3B603B60; value = fp16(lo) + fp16(hi), one rounding.
@@ -231,15 +236,13 @@ __device__ __forceinline__ uint32_t codebookDup(uint32_t s) {
     }
 }
 
-// The streaming variant's B fragments: the lane's 8 codebook values as 4 fp16 pairs (positions 2q, 2q+1 in
-// register q: k rows 2c, 2c+1 | 2c+8, 2c+9 of column g, then of column g + 8; spec §3.1), multiplied by a
-// single fp16 activation per k (no hi/lo duplicate).
+// The streaming unit's fragment: the lane's 8 codebook values as 4 fp16 pairs, positions 2q, 2q+1 in register
+// q (spec §3.1: k rows 2c, 2c+1 | 2c+8, 2c+9 of column g, then of column g + 8) — the mma's A operand Ŵᵀ
+// there, multiplied by a single fp16 activation per k (no hi/lo duplicate).
 // MUL1: the pair holds h = 1024 + bytesum exactly (fp16 bits 0x6400 + bytesum), NOT the value; value =
 // kinv·h + kbias is affine, so the unit computes kinv·Σ a·h + kbias·Σ a from the mma sums and the row's Σ a
 // (the exact affine value instead of its fp16 rounding: within half an fp16 ulp of the CPU's LUT value).
 // 3INST/MCG: (lo + hi) of each hash, one fp16 rounding each — the CPU's values exactly.
-constexpr float kMul1Inv = 0.00676727294921875f;  // fp16 0x1EEE
-constexpr float kMul1Bias = -10.3828125f;         // fp16 0xC931
 template <int CB>
 __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4]) {
 #pragma unroll
@@ -260,6 +263,7 @@ __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4
         }
     }
 }
+#endif  // __CUDACC__
 
 // ---- host side --------------------------------------------------------------------------------------------
 

@@ -1,0 +1,101 @@
+// The EXL3 CUDA decoder's lane arithmetic on the host (kernels/cuda/cuda_exl3.cuh; no GPU needed): the 16-bit
+// states a lane extracts for its 8 tile positions — from memory (laneStates: the staged unit and the streaming
+// unit's shared-memory ring) and through a word getter that stands for the register ring's shuffles
+// (laneStatesFrom: lane t holds words t and t + 32 of the tile) — against the CPU decoder's direct window
+// formula (engine/quant/exl3_trellis, spec §3.2), for K = 1..8 on random tiles; and the MUL1 affine map the
+// streaming unit applies per token (kinv·(1024 + bytesum) + kbias, exact) against the CPU's fp16 codebook
+// values: within half an fp16 ulp for all 65,536 states (the numerics the self-test's decode tolerance assumes).
+#include <QtTest>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "cuda/cuda_exl3.cuh"
+#include "quant/exl3_trellis.h"
+
+using namespace ts;
+
+class TestExl3Lanes : public QObject {
+    Q_OBJECT
+
+    template <int K>
+    void checkK(std::mt19937_64& rng) {
+        constexpr int TW = exl3cuda::tileWords(K);
+        for (int rep = 0; rep < 40; ++rep) {
+            std::vector<uint8_t> tile(size_t(32 * K));
+            for (auto& b : tile) b = uint8_t(rng());
+            if (rep == 0) std::fill(tile.begin(), tile.end(), uint8_t(0xFF));  // all-ones stream
+            uint32_t words[64];
+            exl3TileWords(tile.data(), K, words);
+            for (int lane = 0; lane < 32; ++lane) {
+                uint32_t st[8], sr[8];
+                exl3cuda::laneStates<K>(words, lane, st);
+                // The register ring: word i lives in register i / 32 of lane i % 32; every index asked for
+                // must be a word of the tile (lanes hold nothing else).
+                bool inRange = true;
+                exl3cuda::laneStatesFrom<K>(
+                    [&](uint32_t i) {
+                        inRange = inRange && i < uint32_t(TW);
+                        const uint32_t reg0 = words[i % 32], reg1 = (i % 32) + 32 < uint32_t(TW) ? words[i % 32 + 32] : 0u;
+                        return i < 32 ? reg0 : reg1;
+                    },
+                    lane, sr);
+                QVERIFY2(inRange, qPrintable(QString("K=%1 lane %2 asks for a word past the tile").arg(K).arg(lane)));
+                for (int j = 0; j < 8; ++j) {
+                    const uint32_t want = exl3StateAt(words, K, 8 * lane + j);
+                    if (st[j] != want || sr[j] != want)
+                        QFAIL(qPrintable(QString("K=%1 rep %2 lane %3 j %4: memory %5, ring %6, CPU %7")
+                                             .arg(K).arg(rep).arg(lane).arg(j).arg(st[j]).arg(sr[j]).arg(want)));
+                }
+            }
+        }
+    }
+
+private slots:
+    void laneStatesMatchTheCpuDecoder() {
+        std::mt19937_64 rng(11);
+        checkK<1>(rng);
+        checkK<2>(rng);
+        checkK<3>(rng);
+        checkK<4>(rng);
+        checkK<5>(rng);
+        checkK<6>(rng);
+        checkK<7>(rng);
+        checkK<8>(rng);
+    }
+
+    // K = 4's special path (laneStates4: words t − 1 and t) is what both streaming rings call directly.
+    void laneStates4IsTheGeneralWindow() {
+        std::mt19937_64 rng(5);
+        for (int rep = 0; rep < 200; ++rep) {
+            const uint32_t w0 = uint32_t(rng()), w1 = uint32_t(rng());
+            uint32_t st[8];
+            exl3cuda::laneStates4(w0, w1, st);
+            const uint64_t win = (uint64_t(w0) << 32) | w1;
+            for (int j = 0; j < 8; ++j) QCOMPARE(st[j], uint32_t((win >> (28 - 4 * j)) & 0xFFFFu));
+        }
+    }
+
+    void mul1AffineValueWithinHalfAnUlp() {
+        const float* lut = exl3CodebookLutF32(Exl3Codebook::Mul1);
+        int exact = 0;
+        for (uint32_t s = 0; s < 65536; ++s) {
+            const uint32_t x = s * 0x83DCD12Du;
+            const int bytesum = int(x & 0xFF) + int((x >> 8) & 0xFF) + int((x >> 16) & 0xFF) + int(x >> 24);
+            const double v = double(exl3cuda::kMul1Inv) * (1024.0 + bytesum) + double(exl3cuda::kMul1Bias);
+            const double ref = lut[s];
+            int e = 0;
+            std::frexp(ref == 0.0 ? v : ref, &e);  // |ref| in [2^(e−1), 2^e): fp16 ulp 2^(e−11) (normal range)
+            const double halfUlp = std::ldexp(1.0, std::max(e - 11, -24) - 1);
+            if (std::fabs(v - ref) > halfUlp * (1 + 1e-9))
+                QFAIL(qPrintable(QString("state %1: affine %2, LUT %3").arg(s).arg(v, 0, 'g', 12).arg(ref, 0, 'g', 12)));
+            exact += v == ref;
+        }
+        QVERIFY(exact < 65536);  // the map is not the LUT itself: the streaming unit really skips a rounding
+    }
+};
+
+QTEST_APPLESS_MAIN(TestExl3Lanes)
+#include "test_exl3_lanes.moc"
