@@ -704,13 +704,7 @@ __device__ __forceinline__ void transformRowStream(const Params& P, const Job& j
     }
 }
 
-// The streaming unit's main loop over its nkt k-tiles for tokens [8·half, 8·half + 8) of the job (TWO: both
-// halves, m > 8). The roles of the mma operands are swapped against the staged variant: the lane's 8 decoded
-// values of a 16×16 tile are exactly an A fragment of Ŵᵀ (rows n = g, g + 8; k = 2c, 2c+1, 2c+8, 2c+9 — the
-// same positions as its B fragments, spec §3.1), and the activations of 8 tokens are the B fragment, so ONE
-// mma.m16n8k16 per tile computes 16 columns × 8 tokens: acc[nt][i] = column 16·nt + g + 8·(i >> 1) of the
-// warp's 32, token 2c + (i & 1) (+ 8 for accB).
-// ring: k-tiles [0, kRing) already loaded (streamPrefetch); np: the tile of k-tile kRing.
+// The register ring's first kRing k-tiles (TS_EXL3_TUNE bit 16); np moves on to the tile of k-tile kRing.
 template <int K>
 __device__ __forceinline__ void streamPrefetch(const uint32_t*& np, int64_t kStride, int nkt, int lane,
                                                uint32_t (&ring)[kRing][2][laneWords<K>()]) {
@@ -724,6 +718,13 @@ __device__ __forceinline__ void streamPrefetch(const uint32_t*& np, int64_t kStr
     }
 }
 
+// The streaming unit's main loop over its nkt k-tiles for tokens 0..7 of the job (TWO: also 8..15, into accB,
+// for m > 8). The roles of the mma operands are swapped against the staged variant: the lane's 8 decoded
+// values of a 16×16 tile are exactly an A fragment of Ŵᵀ (rows n = g, g + 8; k = 2c, 2c+1, 2c+8, 2c+9 — the
+// same positions as its B fragments, spec §3.1), and the activations of 8 tokens are the B fragment, so ONE
+// mma.m16n8k16 per tile computes 16 columns × 8 tokens: acc[nt][i] = column 16·nt + g + 8·(i >> 1) of the
+// warp's 32, token 2c + (i & 1) (+ 8 for accB).
+// ring: k-tiles [0, kRing) already loaded (streamPrefetch); np: the tile of k-tile kRing.
 template <int K, int CB, bool TWO>
 __device__ __forceinline__ void streamLoop(uint32_t (&ring)[kRing][2][laneWords<K>()], const uint32_t* np,
                                            int64_t kStride, int nkt, const uint2* xa, int R, int g, int c, int lane,
