@@ -19,11 +19,16 @@ int setMoeLaunches(int n);
 int lastMoeLaunches();
 int moeLaunches();
 bool moeDeviceRouting();
+int tuneFlags();
 }  // namespace exl3cuda
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
 bool exl3MoeDeviceRouting() { return exl3cuda::moeDeviceRouting(); }
+const char* exl3DecodeUnit() {
+    const int f = exl3cuda::tuneFlags();
+    return (f & 8) ? "staged" : (f & 16) ? "streaming, register ring" : "streaming, shared-memory ring";
+}
 #else
 bool cudaBackendBuilt() { return false; }
 int cudaDeviceCount() { return 0; }
@@ -31,6 +36,7 @@ int exl3MoeSetLaunches(int) { return 0; }
 int exl3MoeLastLaunches() { return 0; }
 int exl3MoeLaunches() { return 0; }
 bool exl3MoeDeviceRouting() { return false; }
+const char* exl3DecodeUnit() { return "none"; }
 #endif
 
 void checkBackendName(const std::string& name) {

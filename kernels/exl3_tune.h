@@ -20,5 +20,8 @@ int exl3MoeLaunches();
 // kernels/cuda/cuda_exl3_moe_routed.cu): on unless TS_MOE_DEVICE_ROUTE=0 (A/B; a value other than 0 or 1 is
 // reported on stderr); false without CUDA.
 bool exl3MoeDeviceRouting();
+// The unit that decode-sized EXL3 jobs run on, as TS_EXL3_TUNE sets it (bits 8 and 16, docs/PERFORMANCE.md):
+// "streaming, shared-memory ring" (the default), "streaming, register ring" or "staged"; "none" without CUDA.
+const char* exl3DecodeUnit();
 
 }  // namespace ts

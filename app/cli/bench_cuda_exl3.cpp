@@ -92,7 +92,9 @@ Buffer randomBuffer(Backend& backend, size_t n, std::mt19937& rng) {
 nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
     const bool device = backend.name() == "cuda";
     const double copyBw = measureCopyBandwidth(backend, reps);
-    std::printf("EXL3 decode: packed bytes / time vs device-to-device copy %.1f GB/s (read + write)\n", copyBw / 1e9);
+    const std::string unit = device ? exl3DecodeUnit() : "cpu";
+    std::printf("EXL3 decode: packed bytes / time vs device-to-device copy %.1f GB/s (read + write); decode unit: %s\n",
+                copyBw / 1e9, unit.c_str());
     nlohmann::json rows = nlohmann::json::array();
     std::mt19937 rng(7);
     Weights store;
@@ -233,7 +235,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
             }
         }
     }
-    return {{"copy_bandwidth_GBps", copyBw / 1e9}, {"rows", rows}};
+    return {{"copy_bandwidth_GBps", copyBw / 1e9}, {"decode_unit", unit}, {"rows", rows}};
 }
 
 }  // namespace ts::cli
