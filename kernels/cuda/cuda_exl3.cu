@@ -200,14 +200,14 @@ __device__ __forceinline__ void loadX4(const float* xrow, int kk, int kIn, bool 
     }
 }
 
-// Step 2 of a stage for one token row (one warp): xr of k-tiles [ktA, ktA + kts) → hi/lo pairs in xs, and
-// the row's scale exponent for this stage (min of the previous one and this stage's own) → eCur[row].
+// The rotated input of one token row for k-tiles [ktA, ktA + kts) (one warp; lane l holds elements 4l..4l+3
+// of each 128-block): xr = BH(x ⊙ suh) exactly as the CPU computes it. Returns the exponent e that scales the
+// row's largest |xr| into [2^14, 2^15), or kEInit when the stage is all zero.
 template <int KS>
-__device__ __forceinline__ void transformRow(const Params& P, const Job& job, int row, int ktA, int kts, uint32_t* xs,
-                                             int* eCur, const int* ePrev, int lane) {
+__device__ __forceinline__ int rotatedRow(const Params& P, const Job& job, int row, int ktA, int kts, int lane,
+                                          float (&v)[KS / 8][4]) {
     constexpr int HB = KS / 8;  // 128-wide Hadamard blocks per stage
     const float* xrow = job.x + int64_t(job.rows ? job.rows[row] : row) * job.ldx;
-    float v[HB][4];
     float mx = 0.0f;
 #pragma unroll
     for (int hb = 0; hb < HB; ++hb) {
@@ -225,12 +225,24 @@ __device__ __forceinline__ void transformRow(const Params& P, const Job& job, in
         }
     }
     mx = warpMaxF(mx);
-    int e = kEInit;  // an all-zero stage keeps the previous scale
+    int e = kEInit;
     if (mx > 0.0f) {
         int p = 0;
         frexpf(mx, &p);  // mx = f·2^p, f in [0.5, 1): mx·2^(15−p) in [2^14, 2^15)
         e = isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
     }
+    return e;
+}
+
+// Step 2 of a stage for one token row (one warp): xr of k-tiles [ktA, ktA + kts) → hi/lo pairs in xs, and
+// the row's scale exponent for this stage (min of the previous one and this stage's own; an all-zero stage
+// keeps the previous scale) → eCur[row].
+template <int KS>
+__device__ __forceinline__ void transformRow(const Params& P, const Job& job, int row, int ktA, int kts, uint32_t* xs,
+                                             int* eCur, const int* ePrev, int lane) {
+    constexpr int HB = KS / 8;
+    float v[HB][4];
+    int e = rotatedRow<KS>(P, job, row, ktA, kts, lane, v);
     e = min(e, ePrev ? ePrev[row] : kEInit);
     const float sc = pow2(e);
 #pragma unroll
@@ -657,31 +669,9 @@ template <int KS>
 __device__ __forceinline__ void transformRowStream(const Params& P, const Job& job, int row, int ktA, int kts,
                                                    uint32_t* xs, float* rowSum, int* eRow, int rows, int lane) {
     constexpr int HB = KS / 8;
-    const float* xrow = job.x + int64_t(job.rows ? job.rows[row] : row) * job.ldx;
     float v[HB][4];
-    float mx = 0.0f;
-#pragma unroll
-    for (int hb = 0; hb < HB; ++hb) {
-        if (hb * 8 < kts) {
-            const int kk = ktA * 16 + hb * 128 + 4 * lane;
-            loadX4(xrow, kk, P.kIn, P.waitOn != nullptr, v[hb]);
-            const float4 sc = __ldg(reinterpret_cast<const float4*>(job.suh + kk));
-            v[hb][0] = __fmul_rn(v[hb][0], sc.x);
-            v[hb][1] = __fmul_rn(v[hb][1], sc.y);
-            v[hb][2] = __fmul_rn(v[hb][2], sc.z);
-            v[hb][3] = __fmul_rn(v[hb][3], sc.w);
-            had128(v[hb], lane);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) mx = fmaxf(mx, fabsf(v[hb][i]));
-        }
-    }
-    mx = warpMaxF(mx);
-    int e = 0;
-    if (mx > 0.0f) {
-        int p = 0;
-        frexpf(mx, &p);
-        e = isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
-    }
+    int e = rotatedRow<KS>(P, job, row, ktA, kts, lane, v);
+    if (e == kEInit) e = 0;  // an all-zero row: any scale
     const float scale = pow2(e);
     float sum = 0.0f;
 #pragma unroll
