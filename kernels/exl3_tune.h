@@ -20,8 +20,9 @@ int exl3MoeLaunches();
 // kernels/cuda/cuda_exl3_moe_routed.cu): on unless TS_MOE_DEVICE_ROUTE=0 (A/B; a value other than 0 or 1 is
 // reported on stderr); false without CUDA.
 bool exl3MoeDeviceRouting();
-// The unit that decode-sized EXL3 jobs run on, as TS_EXL3_TUNE sets it (bits 8 and 16, docs/PERFORMANCE.md):
-// "streaming, shared-memory ring" (the default), "streaming, register ring" or "staged"; "none" without CUDA.
+// The unit that EXL3 jobs planned as one stage per slice (decode steps of up to ~8–12 rows per matrix) run on,
+// as TS_EXL3_TUNE sets it (bits 8 and 16, docs/PERFORMANCE.md): "streaming, shared-memory ring" (the default),
+// "streaming, register ring" or "staged"; "none" without CUDA. Bigger jobs run the staged unit whatever it says.
 const char* exl3DecodeUnit();
 
 }  // namespace ts

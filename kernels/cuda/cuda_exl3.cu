@@ -11,12 +11,12 @@
 // 16·MG token rows; a linear with more rows is several jobs of the same matrix) cut into units: job ×
 // slice of k × block of 128 output columns (8 tiles wide). blockIdx = unit; the grid is sized so that
 // every SM holds several units at once — there is no persistent loop. Three variants:
-//   - MG = kStream (decode: 16-row jobs whose slice is one stage — every decode step): runUnitStream. Each
-//     warp streams its two n-tiles' trellis words through its own cp.async ring in shared memory (≥ 2 KiB in
-//     flight per warp, no block barrier in the loop; TS_EXL3_TUNE bit 16: a ring of 4 k-tiles in registers
+//   - MG = kStream (16-row jobs whose slice is one stage: decode steps up to ~8–12 rows per matrix at K = 4;
+//     the split-K bound makes bigger jobs multi-stage): runUnitStream. Each warp streams its two n-tiles'
+//     trellis words through its own cp.async ring in shared memory (1.5–4 KiB in flight per warp, no block barrier in the loop; TS_EXL3_TUNE bit 16: a ring of 4 k-tiles in registers
 //     instead), the decoded tile is the mma's A operand (Ŵᵀ) against single fp16 activations of 8 tokens (one
-//     mma per tile), MUL1 enters as 1024 + bytesum with its affine correction per token at the end. 8 blocks
-//     per SM (64 registers). Decode plans pick the slice length, 8..stageTiles(K) k-tiles, that minimizes
+//     mma per tile), MUL1 enters as 1024 + bytesum with its affine correction per token at the end. Up to 8
+//     blocks per SM (64 registers). Decode plans pick the slice length, 8..stageTiles(K) k-tiles, that minimizes
 //     waves × work for the kernel's real occupancy (planLaunch).
 //   - MG = 1 (16-row jobs with several stages per slice; every decode job with TS_EXL3_TUNE bit 8) and
 //   - MG = 4 (prefill: 64-row jobs, every decoded tile feeds 4 m-groups of mmas, so the decode work per
@@ -628,11 +628,12 @@ __device__ __forceinline__ void runUnitStaged(const Params& P, int64_t u, uint32
 // The same unit (job × slice of ≤ stageTiles(K) k-tiles × 128 columns, one stage) without the block-wide
 // trellis stage: warp w streams its two n-tiles (contiguous in memory) k-tile by k-tile through its own
 // ring — by default ringSteps(K) slots of shared memory filled by cp.async, one commit group per k-tile
-// (streamLoopSmem: ≥ 2 KiB in flight per warp that cost no registers); with TS_EXL3_TUNE bit 16, 4 k-tiles
+// (streamLoopSmem: 1.5–4 KiB in flight per warp that cost no registers); with TS_EXL3_TUNE bit 16, 4 k-tiles
 // of registers (streamLoop: lane t loads word t, and t + 32 for K > 4, of each tile with a coalesced 4-byte
 // load that skips L1, and takes the other words of its bit windows from their lanes by shuffles). Nothing
 // in the loop waits for the rest of the block; the block's shared memory is its staged activations (8 KiB
-// for ≤ 8 tokens at K = 4) and the warps' rings, so registers (64) set the occupancy: 8 blocks per SM.
+// for ≤ 8 tokens at K = 4) and the warps' rings, so registers (64) set the occupancy: 8 blocks per SM (fewer
+// only at K ≤ 2 with more than 8 tokens, where the staged activations need up to 41 KB).
 constexpr int kRing = 4;
 
 template <int K>
@@ -671,7 +672,6 @@ __device__ __forceinline__ void transformRowStream(const Params& P, const Job& j
     constexpr int HB = KS / 8;
     float v[HB][4];
     int e = rotatedRow<KS>(P, job, row, ktA, kts, lane, v);
-    if (e == kEInit) e = 0;  // an all-zero row: any scale
     const float scale = pow2(e);
     float sum = 0.0f;
 #pragma unroll
@@ -769,7 +769,7 @@ __device__ __forceinline__ void streamLoop(uint32_t (&ring)[kRing][2][laneWords<
 }
 
 // The same loop with the warp's k-tiles in flight in its shared-memory ring of ringSteps(K) slots (cp.async,
-// one commit group per k-tile): the bytes in flight cost no registers, so a warp keeps ≥ 2 KiB in flight.
+// one commit group per k-tile): the bytes in flight cost no registers, so a warp keeps 1.5–4 KiB in flight.
 // Slot kt % D holds the warp's two n-tiles (2·8K words, contiguous in global memory too); the prologue
 // (streamPrefetchSmem) filled slots [0, D) and np is the tile of k-tile D.
 template <int K>
@@ -846,7 +846,7 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     const int rows = m > 8 ? 16 : 8;
     for (int i = tid; i < nkt * rows * 8; i += kThreads)  // word i: row (i / 8) % rows (rows = 8 or 16)
         if (((i >> 3) & (rows - 1)) >= m) xs[i] = 0u;
-    // This warp's n-tile 2w at k-tile kt0 (n-tile 2w + 1 is TW words on); the first kRing k-tiles' loads
+    // This warp's n-tile 2w at k-tile kt0 (n-tile 2w + 1 is TW words on); the ring's first k-tiles' loads
     // go out before the wait and the transform below.
     const uint32_t* np = reinterpret_cast<const uint32_t*>(job.trellis) +
                          (int64_t(kt0) * P.tilesN + int64_t(b) * kUnitTilesN + 2 * warp) * TW;

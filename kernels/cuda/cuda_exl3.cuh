@@ -31,7 +31,7 @@ constexpr int kMaxMG = 4;       // m-groups per job in the prefill variant (64 r
 constexpr int kMaxRows = kGroupRows * kMaxMG;
 constexpr int kEInit = 100;     // "no scale yet" exponent (see the x transform in cuda_exl3.cu)
 // Plan::MG of the streaming decode variant (16-row jobs, one stage per unit; see runUnitStream): each warp
-// reads its tiles straight from global memory into a register ring, no shared-memory stage.
+// streams its tiles through its own ring (cp.async into shared memory, or registers), no block-wide stage.
 constexpr int kStream = 0;
 
 // k-tiles per pipeline stage: about 32 KiB of trellis for the unit's 8 n-tiles (8·32·K bytes per k-tile),
@@ -44,7 +44,7 @@ __host__ __device__ constexpr int stageTiles(int K, int MG = 1) {
     return MG <= 1 ? stageTilesBase(K) : (stageTilesBase(K) / 2 < 8 ? 8 : stageTilesBase(K) / 2 / 8 * 8);
 }
 __host__ __device__ constexpr int tileWords(int K) { return 8 * K; }  // uint32 words of one 16×16 tile
-// k-tiles in flight per warp in the streaming unit's shared-memory ring (its two n-tiles each): ≥ 2 KiB.
+// k-tiles in flight per warp in the streaming unit's shared-memory ring (its two n-tiles each): 1.5–4 KiB.
 __host__ __device__ constexpr int ringSteps(int K) { return K <= 1 ? 32 : K == 2 ? 16 : 8; }
 
 enum Mode : int {
