@@ -638,8 +638,6 @@ constexpr int kRing = 4;
 
 template <int K>
 constexpr int laneWords() { return (tileWords(K) + 31) / 32; }  // ring words per lane and tile: 1 or 2
-// Token rows staged per k-tile: the mma's 8 B columns (16 when a job has more than 8 rows).
-__host__ __device__ constexpr int streamRows(int R) { return R > 8 ? 16 : 8; }
 
 __device__ __forceinline__ uint32_t ldStream(const uint32_t* p) {
     uint32_t v;

@@ -46,6 +46,8 @@ __host__ __device__ constexpr int stageTiles(int K, int MG = 1) {
 __host__ __device__ constexpr int tileWords(int K) { return 8 * K; }  // uint32 words of one 16×16 tile
 // k-tiles in flight per warp in the streaming unit's shared-memory ring (its two n-tiles each): 1.5–4 KiB.
 __host__ __device__ constexpr int ringSteps(int K) { return K <= 1 ? 32 : K == 2 ? 16 : 8; }
+// Token rows the streaming unit stages per k-tile: the mma's 8 B columns (16 when a job has more than 8 rows).
+__host__ __device__ constexpr int streamRows(int R) { return R > 8 ? 16 : 8; }
 
 enum Mode : int {
     kModeLinear = 0,  // y rows = x rows · W (+ bias), cols < nOut

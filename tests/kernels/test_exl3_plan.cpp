@@ -1,0 +1,91 @@
+// The EXL3 CUDA launch planner on the host (exl3cuda::planLaunch, kernels/cuda/cuda_exl3.cu; no GPU needed —
+// without a device the occupancy-based slice tuning is skipped, the rest is plain arithmetic): over K = 1..8,
+// the three codebooks, decode and prefill jobs and GLM-5.3-Flash's shapes, every plan covers k exactly once
+// with whole 128-input Hadamard blocks, has as many blocks as units, sizes its shared memory for the layout the
+// kernel variant uses (the streaming unit: staged activations for 8 or 16 tokens, the row sums / exponents /
+// flag, then one cp.async ring per warp, 16-byte aligned; the staged unit: its stages, hi/lo inputs, then the
+// exponents and flag; the epilogue's [R][128] sums fit over the first region either way), streams exactly the single-stage 16-row plans, and combines through partials exactly when it must.
+#include <QtTest>
+
+#include <cstring>
+#include <string>
+
+#include "cuda/cuda_exl3.cuh"
+#include "exl3_tune.h"
+
+using namespace ts;
+using namespace ts::exl3cuda;
+
+class TestExl3Plan : public QObject {
+    Q_OBJECT
+
+private slots:
+    void plansAreConsistent() {
+        const bool streamOn = std::strcmp(exl3DecodeUnit(), "staged") != 0;
+        const bool regRing = std::strcmp(exl3DecodeUnit(), "streaming, register ring") == 0;
+        struct Shape {
+            int tilesK, NB;
+        };
+        // k/16 × n/128: small padded, 4096→2048 (gate/up), 2048→4096 (down), 4096→12288, 4096→4096.
+        const Shape shapes[] = {{8, 2}, {16, 3}, {256, 16}, {128, 32}, {256, 96}, {256, 32}};
+        int plans = 0, streamed = 0;
+        for (int bits = 1; bits <= 8; ++bits)
+            for (int cb = 0; cb < 3; ++cb)
+                for (const Shape& sh : shapes)
+                    for (int MG : {1, kMaxMG})
+                        for (int J : {1, 16, 61})
+                            for (int rows : {1, 4, 8, 9, 12, 16, 64})
+                                for (bool pair : {false, true}) {
+                                    if (rows > kGroupRows * MG || (pair && J % 2)) continue;
+                                    const Plan p = planLaunch(bits, cb, MG, sh.tilesK, sh.NB, J, J * rows, rows, pair, 132);
+                                    const QString what = QString("K=%1 cb=%2 k/16=%3 NB=%4 MG=%5 J=%6 rows=%7 pair=%8")
+                                                             .arg(bits).arg(cb).arg(sh.tilesK).arg(sh.NB).arg(MG).arg(J)
+                                                             .arg(rows).arg(pair);
+                                    check(p, bits, MG, sh.tilesK, sh.NB, J, rows, pair, streamOn, regRing, what);
+                                    ++plans;
+                                    streamed += p.MG == kStream;
+                                    if (QTest::currentTestFailed()) return;
+                                }
+        QVERIFY(plans > 1000);
+        // Decode plans exist in the grid (one-row jobs at every K), so with streaming on some must stream.
+        if (streamOn) QVERIFY(streamed > 0);
+        else QCOMPARE(streamed, 0);
+    }
+
+private:
+    static void check(const Plan& p, int bits, int MG, int tilesK, int NB, int J, int rows, bool pair, bool streamOn,
+                      bool regRing, const QString& what) {
+        const auto msg = [&](const char* s) { return qPrintable(what + ": " + s); };
+        QVERIFY2(p.S >= 1 && p.KSL >= 8 && p.KSL % 8 == 0, msg("slices of whole 128-input blocks"));
+        QVERIFY2(int64_t(p.S) * p.KSL >= tilesK && int64_t(p.S - 1) * p.KSL < tilesK, msg("k covered once"));
+        QCOMPARE(p.blocks, int64_t(J) * NB * p.S);
+        QCOMPARE(p.partials, p.S > 1 || pair);
+        QVERIFY2(p.R == rows, msg("rows reserved = the largest job"));
+        if (MG > 1) {
+            QVERIFY2(p.MG == kMaxMG, msg("prefill jobs keep 64-row units"));
+        } else {
+            const int KS = stageTiles(bits, 1);
+            QCOMPARE(p.steps, (p.KSL + KS - 1) / KS);
+            QVERIFY2((p.MG == kStream) == (streamOn && p.steps == 1), msg("streams exactly the single-stage 16-row plans"));
+        }
+        const int KS = stageTiles(bits, p.MG);
+        const size_t red = size_t(p.R) * 128 * 4;  // the epilogue's sums over the start of shared memory
+        if (p.MG == kStream) {
+            const size_t xs = size_t(KS) * streamRows(p.R) * 32, head = xs + (2 * kGroupRows + 4) * 4;
+            const size_t rings = regRing ? 0 : size_t(kWarps) * ringSteps(bits) * 2 * tileWords(bits) * 4;
+            QCOMPARE(p.smem, head + rings);
+            QVERIFY2(head % 16 == 0, msg("cp.async rings 16-byte aligned"));
+            QVERIFY2(red <= xs, msg("epilogue sums overlay only the staged activations"));
+            QVERIFY2(p.smem <= 227 * 1024, msg("fits an SM's shared memory"));
+        } else {
+            const size_t stage = size_t(KS) * kUnitTilesN * tileWords(bits) * 4;
+            const size_t body = size_t(p.steps > 1 ? 2 : 1) * stage + size_t(KS) * p.R * 64;  // stages + hi/lo inputs
+            QCOMPARE(p.smem, body + (2 * kMaxRows + 4) * 4);
+            QVERIFY2(red <= body, msg("epilogue sums overlay only the stages and inputs (not the exponents / flag)"));
+            QVERIFY2(p.smem <= 227 * 1024, msg("fits an SM's shared memory"));
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestExl3Plan)
+#include "test_exl3_plan.moc"
