@@ -19,15 +19,17 @@ int setMoeLaunches(int n);
 int lastMoeLaunches();
 int moeLaunches();
 bool moeDeviceRouting();
-int tuneFlags();
+bool tuneStagedDecode();
+bool tuneRegisterRing();
 }  // namespace exl3cuda
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
 bool exl3MoeDeviceRouting() { return exl3cuda::moeDeviceRouting(); }
 const char* exl3DecodeUnit() {
-    const int f = exl3cuda::tuneFlags();
-    return (f & 8) ? "staged" : (f & 16) ? "streaming, register ring" : "streaming, shared-memory ring";
+    return exl3cuda::tuneStagedDecode()   ? "staged"
+           : exl3cuda::tuneRegisterRing() ? "streaming, register ring"
+                                          : "streaming, shared-memory ring";
 }
 #else
 bool cudaBackendBuilt() { return false; }

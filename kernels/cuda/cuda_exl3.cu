@@ -1068,10 +1068,10 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     p.R = std::max(1, std::min(R, kGroupRows * p.MG));
     p.smem = size_t(p.steps > 1 ? 2 : 1) * stageBytes(bits, p.MG) + size_t(KS) * p.R * 64 + (2 * kMaxRows + 4) * 4;
     // One stage per unit: the streaming variant (no trellis stage in shared memory; runUnitStream).
-    if (p.MG == 1 && p.steps == 1 && allowStream && !(tuneFlags() & 8)) {
+    if (p.MG == 1 && p.steps == 1 && allowStream && !tuneStagedDecode()) {
         p.MG = kStream;
         p.smem = size_t(KS) * streamRows(p.R) * 32 + (2 * kGroupRows + 4) * 4 +
-                 ((tuneFlags() & 16) ? 0 : size_t(kWarps) * ringSteps(bits) * 2 * tileWords(bits) * 4);
+                 (tuneRegisterRing() ? 0 : size_t(kWarps) * ringSteps(bits) * 2 * tileWords(bits) * 4);
     }
     // Decode plans (one stage per slice): the grid is a few waves of short-lived units, so the wave count
     // matters. Pick the slice length (a multiple of 8 k-tiles up to one stage) that minimizes
@@ -1131,6 +1131,9 @@ int tuneFlags() {
     return flags;
 }
 
+bool tuneStagedDecode() { return (tuneFlags() & 8) != 0; }
+bool tuneRegisterRing() { return (tuneFlags() & 16) != 0; }
+
 namespace {
 std::atomic<int> g_moeLaunchesOverride{0};  // 0: TS_EXL3_TUNE decides
 std::atomic<int> g_moeLastLaunches{0};
@@ -1149,7 +1152,7 @@ int lastMoeLaunches() { return g_moeLastLaunches.load(std::memory_order_relaxed)
 void launch(const Params& p0, const Plan& plan, int bits, int codebook, cudaStream_t stream) {
     Params p = p0;
     p.noChunk = (tuneFlags() & 1) ? 1 : 0;
-    p.regRing = (tuneFlags() & 16) ? 1 : 0;
+    p.regRing = tuneRegisterRing() ? 1 : 0;
     TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "EXL3 CUDA: bad K or codebook");
     TS_CHECK(plan.blocks > 0 && plan.blocks < (int64_t(1) << 31), "EXL3 CUDA: grid too large");
     const KernelFn fn = plan.MG > 1          ? kernelFor<kMaxMG>(bits, codebook)
@@ -1185,7 +1188,7 @@ void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int b
     p.unitsD = int(planD.blocks);
     p.unitsC = int(unitsC);
     gu.noChunk = d.noChunk = (tuneFlags() & 1) ? 1 : 0;
-    gu.regRing = d.regRing = (tuneFlags() & 16) ? 1 : 0;
+    gu.regRing = d.regRing = tuneRegisterRing() ? 1 : 0;
     gu.signal = p.sync + 2;  // per pair: its column blocks written
     gu.waitOn = nullptr;
     d.waitOn = p.sync + 2;   // down job j = pair j

@@ -318,6 +318,9 @@ inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1;
 // (MG = 1) instead of streaming (kStream), 16 = streaming units keep their k-tiles in flight in registers
 // (4 per warp) instead of a per-warp cp.async ring in shared memory.
 int tuneFlags();
+// The decode-unit switches of TS_EXL3_TUNE, named (bits 8 and 16 above).
+bool tuneStagedDecode();
+bool tuneRegisterRing();
 // The fused MoE's variant: 1 (one launch, the default) or 2 (the two-launch version: TS_EXL3_TUNE bit 4,
 // or a run-time override, ts::exl3MoeSetLaunches in kernels/exl3_tune.h, for benchmarks and tests).
 int moeLaunches();

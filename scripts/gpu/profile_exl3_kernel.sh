@@ -5,8 +5,10 @@
 # most (tools/device/ncu_source_top.py). Needs build-gpu (run_gpu_suite.sh first, in the same device call)
 # and ncu. About a minute per kernel.
 #   device: KERNEL=exl3MoeKernelILi4ELi2ELi0E TAG=moe bash scripts/gpu/profile_exl3_kernel.sh "$OUT"
-# Env: KERNEL (a regex of the mangled name; default the streaming GEMV at K = 4 MUL1), SKIP (launches of it
-#      skipped first, default 20: past the warm-up), TAG (result file tag). Results: $OUT/ncu_<tag>.txt,
+# Env: KERNEL (a regex of the mangled name; default exl3KernelILi4ELi2ELi0E, the streaming linear kernel at
+#      K = 4 MUL1), SKIP (launches of it skipped first, default 20: past the warm-up — bench-device runs that
+#      kernel first in part (a)'s two-launch MoE, so the default profiles a gate/up launch of it at batch 1; the
+#      4096→12288 GEMV rows come later and need a larger SKIP), TAG (result file tag). Results: $OUT/ncu_<tag>.txt,
 #      $OUT/ncu_<tag>_source.txt, $OUT/sass_<tag>.txt.
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
