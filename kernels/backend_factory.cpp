@@ -2,6 +2,7 @@
 // TS_HAVE_CUDA (kernels/cuda); "auto" falls back to the CPU when no device is visible. Also the CUDA
 // kernels' run-time switches of exl3_tune.h (no-ops without CUDA).
 #include <cstdio>
+#include <string>
 
 #include "backend.h"
 #include "core/error.h"
@@ -21,15 +22,18 @@ int moeLaunches();
 bool moeDeviceRouting();
 bool tuneStagedDecode();
 bool tuneRegisterRing();
+bool tunePdlOff();
 }  // namespace exl3cuda
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
 bool exl3MoeDeviceRouting() { return exl3cuda::moeDeviceRouting(); }
 const char* exl3DecodeUnit() {
-    return exl3cuda::tuneStagedDecode()   ? "staged"
-           : exl3cuda::tuneRegisterRing() ? "streaming, register ring"
-                                          : "streaming, shared-memory ring";
+    static const std::string unit = std::string(exl3cuda::tuneStagedDecode()   ? "staged"
+                                                : exl3cuda::tuneRegisterRing() ? "streaming, register ring"
+                                                                               : "streaming, shared-memory ring") +
+                                    (exl3cuda::tunePdlOff() ? ", launched without PDL" : "");
+    return unit.c_str();
 }
 #else
 bool cudaBackendBuilt() { return false; }

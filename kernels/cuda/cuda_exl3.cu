@@ -102,7 +102,7 @@ __device__ __forceinline__ void cpAsyncWaitDyn(int n) {
 }
 
 // Cross-block signalling of the one-launch MoE (PTX memory model, gpu scope). The writer side: every
-// thread's stores, __threadfence, __syncthreads, then one thread's release add; the reader side: one
+// thread's stores, __syncthreads, then one thread's release add; the reader side: one
 // thread's acquire loads until the count is reached, then __syncthreads before any thread reads the data
 // (the barrier carries the acquire to the block, as in cooperative groups' grid sync).
 __device__ __forceinline__ int ldAcquire(const int* p) {
@@ -113,6 +113,30 @@ __device__ __forceinline__ int ldAcquire(const int* p) {
 __device__ __forceinline__ void redRelease(int* p, int v) {
     asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
+// One thread's arrival at a block counter (gpu scope, acquire-release), after a __syncthreads: the release
+// half publishes the block's stores ordered before the barrier (cumulativity), the acquire half lets the
+// last arrival see every earlier arrival's, and its block sees them after the next barrier. Replaces
+// __threadfence (fence.sc.gpu, a sequentially consistent fence that held every unit ~2 µs at its end) +
+// atomicAdd.
+__device__ __forceinline__ int atomAddAcqRel(int* p, int v) {
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+// Programmatic dependent launch (sm_90+; launches made with the attribute, see launchPdl): a kernel may
+// start while the previous kernel in the stream is finishing. pdlWait blocks until that kernel has completed
+// and its memory is visible — before it, a kernel reads only its parameters and weights (never written by
+// kernels); pdlTrigger lets the next kernel start once every block of this one has issued it.
+__device__ __forceinline__ void pdlWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdlTrigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 // Block-wide: returns once *p ≥ target, with the writers' stores visible to every thread of the block.
 // Called where all threads of the block arrive together.
 __device__ __forceinline__ void blockWaitCount(const int* p, int target) {
@@ -122,9 +146,8 @@ __device__ __forceinline__ void blockWaitCount(const int* p, int target) {
 }
 // Block-wide: after every thread's stores, *p += 1 for the waiters of blockWaitCount.
 __device__ __forceinline__ void blockSignal(int* p) {
-    __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) redRelease(p, 1);
+    if (threadIdx.x == 0) redRelease(p, 1);  // cumulative over the block's stores ordered before the barrier
 }
 
 // d += A·B, m16n8k16, fp16 inputs, fp32 accumulators (PTX ISA fragment layouts).
@@ -200,25 +223,54 @@ __device__ __forceinline__ void loadX4(const float* xrow, int kk, int kIn, bool 
     }
 }
 
-// The rotated input of one token row for k-tiles [ktA, ktA + kts) (one warp; lane l holds elements 4l..4l+3
-// of each 128-block): xr = BH(x ⊙ suh) exactly as the CPU computes it. Returns the exponent e that scales the
-// row's largest |xr| into [2^14, 2^15), or kEInit when the stage is all zero.
+// The inputs of one token row for k-tiles [ktA, ktA + kts) before the rotation (one warp; lane l holds
+// elements 4l..4l+3 of each 128-block): x ⊙ suh, the loads and their products. In two steps (suh, then x)
+// so that the streaming unit can load suh — a weight — before its trellis prefetch and the PDL wait, and x
+// (written by the previous kernel) after it.
 template <int KS>
-__device__ __forceinline__ int rotatedRow(const Params& P, const Job& job, int row, int ktA, int kts, int lane,
+__device__ __forceinline__ void rowSuh(const Job& job, int ktA, int kts, int lane, float (&v)[KS / 8][4]) {
+#pragma unroll
+    for (int hb = 0; hb < KS / 8; ++hb) {
+        if (hb * 8 < kts) {
+            const float4 s = __ldg(reinterpret_cast<const float4*>(job.suh + ktA * 16 + hb * 128 + 4 * lane));
+            v[hb][0] = s.x;
+            v[hb][1] = s.y;
+            v[hb][2] = s.z;
+            v[hb][3] = s.w;
+        }
+    }
+}
+// v = suh (rowSuh) → x ⊙ suh.
+template <int KS>
+__device__ __forceinline__ void rowTimesX(const Params& P, const Job& job, int row, int ktA, int kts, int lane,
                                           float (&v)[KS / 8][4]) {
-    constexpr int HB = KS / 8;  // 128-wide Hadamard blocks per stage
     const float* xrow = job.x + int64_t(job.rows ? job.rows[row] : row) * job.ldx;
+#pragma unroll
+    for (int hb = 0; hb < KS / 8; ++hb) {
+        if (hb * 8 < kts) {
+            float x[4];
+            loadX4(xrow, ktA * 16 + hb * 128 + 4 * lane, P.kIn, P.waitOn != nullptr, x);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) v[hb][i] = __fmul_rn(x[i], v[hb][i]);
+        }
+    }
+}
+template <int KS>
+__device__ __forceinline__ void rowInputs(const Params& P, const Job& job, int row, int ktA, int kts, int lane,
+                                          float (&v)[KS / 8][4]) {
+    rowSuh<KS>(job, ktA, kts, lane, v);
+    rowTimesX<KS>(P, job, row, ktA, kts, lane, v);
+}
+
+// rowInputs' x ⊙ suh → xr = BH(x ⊙ suh) in place, exactly as the CPU computes it. Returns the exponent e that
+// scales the row's largest |xr| into [2^14, 2^15), or kEInit when the stage is all zero.
+template <int KS>
+__device__ __forceinline__ int rotateInputs(int kts, int lane, float (&v)[KS / 8][4]) {
+    constexpr int HB = KS / 8;
     float mx = 0.0f;
 #pragma unroll
     for (int hb = 0; hb < HB; ++hb) {
         if (hb * 8 < kts) {
-            const int kk = ktA * 16 + hb * 128 + 4 * lane;
-            loadX4(xrow, kk, P.kIn, P.waitOn != nullptr, v[hb]);
-            const float4 s = __ldg(reinterpret_cast<const float4*>(job.suh + kk));
-            v[hb][0] = __fmul_rn(v[hb][0], s.x);
-            v[hb][1] = __fmul_rn(v[hb][1], s.y);
-            v[hb][2] = __fmul_rn(v[hb][2], s.z);
-            v[hb][3] = __fmul_rn(v[hb][3], s.w);
             had128(v[hb], lane);
 #pragma unroll
             for (int i = 0; i < 4; ++i) mx = fmaxf(mx, fabsf(v[hb][i]));
@@ -232,6 +284,14 @@ __device__ __forceinline__ int rotatedRow(const Params& P, const Job& job, int r
         e = isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
     }
     return e;
+}
+
+// The rotated input of one token row for k-tiles [ktA, ktA + kts): rowInputs, then rotateInputs.
+template <int KS>
+__device__ __forceinline__ int rotatedRow(const Params& P, const Job& job, int row, int ktA, int kts, int lane,
+                                          float (&v)[KS / 8][4]) {
+    rowInputs<KS>(P, job, row, ktA, kts, lane, v);
+    return rotateInputs<KS>(kts, lane, v);
 }
 
 // Step 2 of a stage for one token row (one warp): xr of k-tiles [ktA, ktA + kts) → hi/lo pairs in xs, and
@@ -370,18 +430,16 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
     if (P.signal) blockSignal(P.signal + b);  // one launch, down, separate combine: job j's block b is out
     if (P.mode == kModeDown && P.fusedCombine) {
         // Second level: the last of the J job epilogues of this column block combines all tokens.
-        __threadfence();
         __syncthreads();
         if (tid == 0) {
             int* cnt = P.counters + P.groups * P.NB + b;
-            const int old = atomicAdd(cnt, 1);
+            const int old = atomAddAcqRel(cnt, 1);
             const bool last = old == liveJobs(P) - 1;
             if (last) *cnt = 0;
             *flag = last;
         }
         __syncthreads();
         if (!*flag) return;
-        __threadfence();
         combineRange(P, b, 0, P.Tf, tid, kThreads);
     }
 }
@@ -425,19 +483,19 @@ __device__ __forceinline__ void finishUnit(const Params& P, const Job& job, int 
         epilogue(P, job, j, b, sink.red, flag);
         return;
     }
-    __threadfence();  // partials visible device-wide before this unit is counted
+    // Every thread's partials are ordered before the barrier; thread 0's acquire-release arrival publishes
+    // them, and the last arrival's acquire (carried to its block by the barrier) sees every unit's.
     __syncthreads();
     if (tid == 0) {
         const int grp = P.mode == kModeSwiglu ? (j >> 1) : j;
         int* cnt = P.counters + grp * P.NB + b;
-        const int old = atomicAdd(cnt, 1);
+        const int old = atomAddAcqRel(cnt, 1);
         const bool last = old == arrivals - 1;
         if (last) *cnt = 0;  // ready for the next launch
         *flag = last;
     }
     __syncthreads();
     if (!*flag) return;
-    __threadfence();  // see the other units' partials
     epilogue(P, job, j, b, nullptr, flag);
 }
 
@@ -449,6 +507,7 @@ __device__ __forceinline__ void runUnitStaged(const Params& P, int64_t u, uint32
     constexpr int TW = tileWords(K);
     constexpr int STAGE_WORDS = KS * kUnitTilesN * TW;
     constexpr int CH = kUnitTilesN * TW / 4;  // 16-byte chunks in one k-tile row of the unit
+    pdlWait();  // (prefill and multi-stage units: nothing to overlap worth the bookkeeping)
     const int nBufs = P.steps > 1 ? 2 : 1;
     uint32_t* stage = smem;                                       // [nBufs][KS][8 tiles][8K words]
     uint32_t* xs = smem + nBufs * STAGE_WORDS;                    // [KS][R][4][4 words]
@@ -664,12 +723,12 @@ __device__ __forceinline__ int xsStreamWord(int kt, int row, int k, int R) {
 // Step 2 for the streaming unit, one token row (one warp): xr of the slice's k-tiles as the CPU computes
 // it (the same ops as transformRow), the row scale 2^e (max |xr| → [2^14, 2^15)), fp16 values into xs,
 // and Σ of those fp16 values (fp32, a fixed order) into rowSum[row] for the MUL1 correction.
+// v: the row's x ⊙ suh (rowInputs), rotated here.
 template <int KS>
-__device__ __forceinline__ void transformRowStream(const Params& P, const Job& job, int row, int ktA, int kts,
-                                                   uint32_t* xs, float* rowSum, int* eRow, int rows, int lane) {
+__device__ __forceinline__ void transformRowStream(int row, int kts, float (&v)[KS / 8][4], uint32_t* xs, float* rowSum,
+                                                   int* eRow, int rows, int lane) {
     constexpr int HB = KS / 8;
-    float v[HB][4];
-    int e = rotatedRow<KS>(P, job, row, ktA, kts, lane, v);
+    const int e = rotateInputs<KS>(kts, lane, v);
     const float scale = pow2(e);
     float sum = 0.0f;
 #pragma unroll
@@ -781,38 +840,53 @@ __device__ __forceinline__ void streamPrefetchSmem(const uint32_t*& np, int64_t 
     }
 }
 
+// The loop runs in passes of kPass k-tiles, unrolled: a pass starts at a multiple of kPass, which divides the
+// ring depth, so every slot and activation address in it is the pass's base plus a constant (before, the
+// slot index kt % D and the activation row were recomputed per k-tile: ~15 address instructions per k-tile).
+// R (rows per k-tile of the staged activations) follows from TWO: 16 rows, else 8.
+constexpr int kPass = 4;
+
 template <int K, int CB, bool TWO>
 __device__ __forceinline__ void streamLoopSmem(uint32_t* ring, const uint32_t* np, int64_t kStride, int nkt,
-                                               const uint2* xa, int R, int g, int c, int lane, float (&acc)[2][4],
+                                               const uint2* xa, int g, int c, int lane, float (&acc)[2][4],
                                                float (&accB)[2][4]) {
-    constexpr int TW = tileWords(K), SW = 2 * TW, D = ringSteps(K);
-    static_assert((D & (D - 1)) == 0, "ring slots: a power of two");
-#pragma unroll 2
-    for (int kt = 0; kt < nkt; ++kt) {
-        cpAsyncWait<D - 1>();  // this lane's copies of k-tile kt have landed (one group per k-tile)
-        __syncwarp();          // ... and every lane's
-        uint32_t* slot = ring + (kt & (D - 1)) * SW;
-        uint32_t st8[2][8];
+    constexpr int TW = tileWords(K), SW = 2 * TW, D = ringSteps(K), R = TWO ? 16 : 8;
+    static_assert((D & (D - 1)) == 0 && D % kPass == 0, "ring slots: a power of two, whole passes");
+    const bool copier = lane < SW / 4;  // the lanes that move a slot's 16-byte pieces
+    const uint2* xl = xa + g * 4 + c;   // this lane's B fragment of k-tile 0: token g (and g + 8: + 8·4)
+#pragma unroll 1
+    for (int base = 0; base < nkt; base += kPass) {
+        uint32_t* pslot = ring + (base & (D - 1)) * SW;
+        const uint2* px = xl + base * R * 4;
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-            if constexpr (K == 4)
-                laneStates4(slot[nt * TW + ((lane + 31) & 31)], slot[nt * TW + lane], st8[nt]);
-            else
-                laneStates<K>(slot + nt * TW, lane, st8[nt]);
-        }
-        __syncwarp();  // the slot is read: refill it with k-tile kt + D
-        if (lane < SW / 4 && kt + D < nkt) cpAsync16(slot + 4 * lane, np + 4 * lane);
-        cpAsyncCommit();
-        np += kStride;
-        const uint2 a02 = xa[(kt * R + g) * 4 + c];
-        uint2 a13 = make_uint2(0, 0);
-        if constexpr (TWO) a13 = xa[(kt * R + g + 8) * 4 + c];
+        for (int i = 0; i < kPass; ++i) {
+            const int kt = base + i;
+            if (kt >= nkt) break;  // uniform
+            cpAsyncWait<D - 1>();  // this lane's copies of k-tile kt have landed (one group per k-tile)
+            __syncwarp();          // ... and every lane's
+            uint32_t* slot = pslot + i * SW;
+            uint32_t st8[2][8];
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-            uint32_t bq[4];
-            codebookPairs<CB>(st8[nt], bq);
-            mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
-            if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+            for (int nt = 0; nt < 2; ++nt) {
+                if constexpr (K == 4)
+                    laneStates4(slot[nt * TW + ((lane + 31) & 31)], slot[nt * TW + lane], st8[nt]);
+                else
+                    laneStates<K>(slot + nt * TW, lane, st8[nt]);
+            }
+            __syncwarp();  // the slot is read: refill it with k-tile kt + D
+            if (copier && kt + D < nkt) cpAsync16(slot + 4 * lane, np + 4 * lane);
+            cpAsyncCommit();
+            np += kStride;
+            const uint2 a02 = px[i * R * 4];
+            uint2 a13 = make_uint2(0, 0);
+            if constexpr (TWO) a13 = px[i * R * 4 + 32];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                uint32_t bq[4];
+                codebookPairs<CB>(st8[nt], bq);
+                mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
+                if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+            }
         }
     }
     cpAsyncWait<0>();  // no copy outlives the unit (the tail's groups are empty)
@@ -833,6 +907,9 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     const int64_t sb = u / P.J;
     const int b = int(sb % P.NB);
     const int s = int(sb / P.NB);
+    // Before the PDL wait only the parameters and weights may be read: a job table (written by a copy or
+    // by the routing kernel) and the live count come after it.
+    if (P.jobs != nullptr || P.liveGroups != nullptr) pdlWait();
     if (P.liveGroups && j >= liveJobs(P)) return;
     const Job job = jobOf(P, j);
     const int m = job.m;
@@ -851,6 +928,14 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     const int64_t kStride = int64_t(P.tilesN) * TW;
     uint32_t ring[kRing][2][laneWords<K>()];
     uint32_t* sring = reinterpret_cast<uint32_t*>(flag + 4) + warp * ringSteps(K) * 2 * TW;  // this warp's ring
+    // The suh loads of this warp's first row go out before the trellis prefetch (behind it they would wait
+    // for the whole device's first ring fills; the block's other warps wait for the transform at the
+    // barrier below); its x loads follow the PDL wait. The down phase of the one-launch MoE waits for its
+    // rows first (below).
+    constexpr int HB = KS / 8;
+    float xin[HB][4];
+    const bool early = P.waitOn == nullptr && warp < m;
+    if (early) rowSuh<KS>(job, kt0, nkt, lane, xin);
     if (P.regRing)
         streamPrefetch<K>(np, kStride, nkt, lane, ring);
     else
@@ -860,9 +945,16 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     for (int a = 0; a < 2; ++a)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[a][i] = accB[a][i] = 0.0f;
+    pdlWait();  // x, the partial buffer, the counters: the previous kernel's (a no-op when already waited)
     // One-launch MoE, down: wait for the activation rows.
     if (P.waitOn) blockWaitCount(P.waitOn + j, P.waitTarget);
-    for (int row = warp; row < m; row += kWarps) transformRowStream<KS>(P, job, row, kt0, nkt, xs, rowSum, eRow, rows, lane);
+    for (int row = warp; row < m; row += kWarps) {
+        if (early && row == warp)
+            rowTimesX<KS>(P, job, row, kt0, nkt, lane, xin);
+        else
+            rowInputs<KS>(P, job, row, kt0, nkt, lane, xin);
+        transformRowStream<KS>(row, nkt, xin, xs, rowSum, eRow, rows, lane);
+    }
     __syncthreads();
     const uint2* xa = reinterpret_cast<const uint2*>(xs);  // token r of k-tile kt: xa + (kt·rows + r)·4 + c
     if (P.regRing) {
@@ -872,9 +964,9 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
             streamLoop<K, CB, false>(ring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
     } else {
         if (m > 8)
-            streamLoopSmem<K, CB, true>(sring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
+            streamLoopSmem<K, CB, true>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB);
         else
-            streamLoopSmem<K, CB, false>(sring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
+            streamLoopSmem<K, CB, false>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB);
     }
 
     // True magnitudes: MUL1 sums are Σ a·h, the value being kinv·h + kbias; then undo the token's scale 2^e.
@@ -922,6 +1014,7 @@ __device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* sm
 template <int K, int CB, int MG>
 __global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1) exl3Kernel(const __grid_constant__ Params P) {
     extern __shared__ __align__(16) uint32_t smem[];
+    pdlTrigger();  // the next kernel's blocks may start as this one's retire (they wait before reading data)
     runUnit<K, CB, MG>(P, blockIdx.x, smem);
 }
 
@@ -949,6 +1042,9 @@ __global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1)
     extern __shared__ __align__(16) uint32_t smem[];
     __shared__ int ticketS, lastS;
     const int tid = threadIdx.x;
+    // The tickets and the routed plan are written by the previous kernels (the last MoE launch resets them).
+    pdlWait();
+    pdlTrigger();
     if (tid == 0) ticketS = int(atomicAdd(reinterpret_cast<unsigned*>(F.sync), 1u));
     __syncthreads();
     const int t = ticketS;  // uniform across the block; < F.unitsGU + F.unitsD + F.unitsC = gridDim.x
@@ -965,15 +1061,13 @@ __global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1)
         blockWaitCount(F.sync + 2 + F.ph[0].groups + b, liveJobs(P));
         combineRange(P, b, t0, min(P.Tf, t0 + 8), tid, kThreads);
     }
-    // Retire: the last block to get here (fenced against the others' counter updates: the ticket draw,
-    // the done counts) resets the ticket counter, the retire count and the done counts; every other block
+    // Retire: the last block to get here (ordered after the others' counter updates — the ticket draw, the
+    // done counts — by the acquire-release arrival) resets the ticket counter, the retire count and the done counts; every other block
     // has finished with them. The per-column arrival counters reset themselves (their last arrival).
     __syncthreads();
     if (tid == 0) {
-        __threadfence();
-        const unsigned old = atomicAdd(reinterpret_cast<unsigned*>(F.sync + 1), 1u);
+        const unsigned old = unsigned(atomAddAcqRel(F.sync + 1, 1));
         lastS = old == gridDim.x - 1;
-        if (lastS) __threadfence();
     }
     __syncthreads();
     if (lastS) {
@@ -1133,6 +1227,27 @@ int tuneFlags() {
 
 bool tuneStagedDecode() { return (tuneFlags() & 8) != 0; }
 bool tuneRegisterRing() { return (tuneFlags() & 16) != 0; }
+bool tunePdlOff() { return (tuneFlags() & 32) != 0; }
+
+namespace {
+// An EXL3 kernel launch with programmatic dependent launch allowed (unless TS_EXL3_TUNE bit 32): the
+// kernel's blocks may start while the previous kernel in the stream finishes, prefetching their trellis and
+// suh until pdlWait (the kernels' contract above). In stream capture it becomes a programmatic graph edge.
+template <class Arg>
+void launchPdl(void (*fn)(Arg), unsigned grid, size_t smem, cudaStream_t stream, const Arg& arg) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = tunePdlOff() ? 0 : 1;
+    TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, arg));
+}
+}  // namespace
 
 namespace {
 std::atomic<int> g_moeLaunchesOverride{0};  // 0: TS_EXL3_TUNE decides
@@ -1162,8 +1277,7 @@ void launch(const Params& p0, const Plan& plan, int bits, int codebook, cudaStre
         // Per device and kernel; cheap enough to repeat for the (prefill-sized) launches that need it.
         TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plan.smem)));
     }
-    fn<<<unsigned(plan.blocks), kThreads, plan.smem, stream>>>(p);
-    TS_CUDA_LAUNCH_CHECK();
+    launchPdl(fn, unsigned(plan.blocks), plan.smem, stream, p);
 }
 
 void launchCombine(const Params& p, cudaStream_t stream) {
@@ -1201,8 +1315,7 @@ void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int b
     if (smem > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     // One block per ticket (see exl3MoeKernel): the two launches' grids and the combine kernel's, in one.
-    fn<<<unsigned(total), kThreads, smem, stream>>>(p);
-    TS_CUDA_LAUNCH_CHECK();
+    launchPdl(fn, unsigned(total), smem, stream, p);
 }
 
 }  // namespace exl3cuda

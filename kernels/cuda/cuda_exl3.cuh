@@ -316,11 +316,13 @@ inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1;
 // 4 = the fused MoE in two launches (gate/up + swiglu, then down + combine; a third for the combine of
 // large steps) instead of one (see moeLaunches), 8 = decode units keep the shared-memory trellis stage
 // (MG = 1) instead of streaming (kStream), 16 = streaming units keep their k-tiles in flight in registers
-// (4 per warp) instead of a per-warp cp.async ring in shared memory.
+// (4 per warp) instead of a per-warp cp.async ring in shared memory, 32 = the EXL3 kernels are launched
+// without programmatic dependent launch (each waits for the previous kernel to finish before it starts).
 int tuneFlags();
-// The decode-unit switches of TS_EXL3_TUNE, named (bits 8 and 16 above).
+// The switches of TS_EXL3_TUNE, named (bits 8, 16 and 32 above).
 bool tuneStagedDecode();
 bool tuneRegisterRing();
+bool tunePdlOff();
 // The fused MoE's variant: 1 (one launch, the default) or 2 (the two-launch version: TS_EXL3_TUNE bit 4,
 // or a run-time override, ts::exl3MoeSetLaunches in kernels/exl3_tune.h, for benchmarks and tests).
 int moeLaunches();
