@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+
 #include "backend.h"
 
 namespace ts::cli {
@@ -18,7 +20,15 @@ double measureCopyBandwidth(Backend& backend, int reps);
 template <class Fn>
 double medianSeconds(Backend& backend, int reps, int inner, Fn&& fn);
 
-nlohmann::json benchExl3Cuda(Backend& backend, int reps);   // bench_cuda_exl3.cpp: EXL3 GEMV + fused MoE
+// bench_cuda_exl3.cpp: EXL3 GEMV + fused MoE, in one call per process (the device keeps one upload per
+// weight object: a second call's fresh objects could reuse a freed one's address). Parts: the MoE layer
+// (a), the GEMV (b) at K = 2..6 or at K = 4 only (the short runs for A/B measurements and profiles).
+struct Exl3BenchParts {
+    bool moe = true;
+    bool gemv = true;
+    bool gemvK4Only = false;
+};
+nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& parts = {});
 nlohmann::json benchMlaDecode(Backend& backend, int reps);  // bench_cuda_attention.cpp: sparse MLA + indexer
 nlohmann::json benchKdaDecode(Backend& backend, int reps);  // bench_cuda_kda.cpp: KDA recurrent decode
 

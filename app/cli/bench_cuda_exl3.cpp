@@ -89,7 +89,7 @@ Buffer randomBuffer(Backend& backend, size_t n, std::mt19937& rng) {
 
 }  // namespace
 
-nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
+nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& parts) {
     const bool device = backend.name() == "cuda";
     const double copyBw = measureCopyBandwidth(backend, reps);
     const std::string unit = device ? exl3DecodeUnit() : "cpu";
@@ -100,7 +100,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
     Weights store;
 
     // (a) the routed-expert MoE layer ---------------------------------------------------------------------
-    {
+    if (parts.moe) {
         const int bits = 4;
         const Exl3Codebook cb = Exl3Codebook::Mul1;
         const size_t guBytes = size_t(kHidden * kInter * bits / 8), dBytes = guBytes;
@@ -205,13 +205,14 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps) {
     }
 
     // (b) the large GEMV ----------------------------------------------------------------------------------
+    if (!parts.gemv) return {{"copy_bandwidth_GBps", copyBw / 1e9}, {"decode_unit", unit}, {"rows", rows}};
     std::printf("\n(b) GEMV %lld -> %lld (Backend::linear on a packed view)\n", static_cast<long long>(kHidden),
                 static_cast<long long>(kWideOut));
     std::printf("%4s %6s %6s %10s %8s %10s %10s %8s\n", "K", "cb", "batch", "MB/call", "copies", "us/call", "GB/s",
                 "of copy");
     const Exl3Codebook cbs[3] = {Exl3Codebook::Inst3, Exl3Codebook::Mcg, Exl3Codebook::Mul1};
     for (int bits = 2; bits <= 6; ++bits) {
-        if (!device && bits != 4) continue;
+        if ((!device || parts.gemvK4Only) && bits != 4) continue;
         const size_t bytes = size_t(kHidden * kWideOut * bits / 8);
         const uint8_t* host = store.newBytes(bytes, 1000 + uint64_t(bits));
         const int copies = device ? int(std::max<size_t>(2, (kSpanBytes + bytes - 1) / bytes)) : 1;

@@ -21,6 +21,7 @@ double measureCopyBandwidth(Backend& backend, int reps) {
 int cmdBenchDevice(const Args& args) {
     if (args.help()) {
         std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda] [--reps 20] [--json FILE]\n"
+                    "--what also takes exl3-moe (only the fused MoE layer) and exl3-gemv4 (only the GEMV at K = 4).\n"
                     "Times the device kernels at GLM-5.3-Flash's real widths; bandwidth is reported as a fraction\n"
                     "of the measured device-to-device copy bandwidth (read + write). --what \"\" measures only that\n"
                     "copy bandwidth (scripts/gpu/run_gpu_suite.sh uses it for benchmark 3).\n");
@@ -31,8 +32,8 @@ int cmdBenchDevice(const Args& args) {
     std::vector<std::string> what;
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
     for (std::string item; std::getline(ss, item, ',');) {
-        if (item != "exl3" && item != "mla" && item != "kda")
-            fail(ErrorKind::InvalidArgument, "--what: '" + item + "' is not one of exl3, mla, kda");
+        if (item != "exl3" && item != "exl3-moe" && item != "exl3-gemv4" && item != "mla" && item != "kda")
+            fail(ErrorKind::InvalidArgument, "--what: '" + item + "' is not one of exl3, exl3-moe, exl3-gemv4, mla, kda");
         what.push_back(item);
     }
     // Opened before the benchmarks: a bad path is reported at once, not after minutes of timing.
@@ -46,8 +47,21 @@ int cmdBenchDevice(const Args& args) {
     std::printf("bench-device: backend %s, device-to-device copy %.1f GB/s (read + write)\n", backend->name().c_str(),
                 copyBw / 1e9);
     nlohmann::json out = {{"backend", backend->name()}, {"copy_bandwidth_GBps", copyBw / 1e9}};
+    // The EXL3 items make one call (see benchExl3Cuda), where the first of them stands in the list.
+    Exl3BenchParts parts;
+    parts.moe = parts.gemv = false;
+    parts.gemvK4Only = true;
     for (const std::string& w : what) {
-        if (w == "exl3") out["exl3"] = benchExl3Cuda(*backend, reps);
+        parts.moe = parts.moe || w == "exl3" || w == "exl3-moe";
+        parts.gemv = parts.gemv || w == "exl3" || w == "exl3-gemv4";
+        parts.gemvK4Only = parts.gemvK4Only && w != "exl3";
+    }
+    bool exl3Done = false;
+    for (const std::string& w : what) {
+        if (w.rfind("exl3", 0) == 0 && !exl3Done) {
+            out["exl3"] = benchExl3Cuda(*backend, reps, parts);
+            exl3Done = true;
+        }
         if (w == "mla") out["mla"] = benchMlaDecode(*backend, reps);
         if (w == "kda") out["kda"] = benchKdaDecode(*backend, reps);
     }

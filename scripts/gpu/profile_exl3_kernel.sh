@@ -9,7 +9,8 @@
 #      K = 4 MUL1), SKIP (launches of it skipped first, default 20: past the warm-up — bench-device runs that
 #      kernel first in part (a)'s two-launch MoE, so the default profiles a gate/up launch of it at batch 1; the
 #      4096→12288 GEMV rows come later and need a larger SKIP), TAG (result file tag). Results: $OUT/ncu_<tag>.txt,
-#      $OUT/ncu_<tag>_source.txt, $OUT/sass_<tag>.txt.
+#      $OUT/ncu_<tag>_source.txt, $OUT/sass_<tag>.txt. BENCH_WHAT (bench-device --what, default exl3; exl3-gemv4
+#      runs only the GEMV at K = 4, so SKIP = 20 lands on the 4096→12288 MUL1 GEMV; exl3-moe only the MoE layer).
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -22,11 +23,11 @@ KERNEL=${KERNEL:-exl3KernelILi4ELi2ELi0E}; TAG=${TAG:-gemv}; SKIP=${SKIP:-20}
 timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KERNEL" -s "$SKIP" -c 1 \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
   --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section InstructionStats \
-  $CLI bench-device --backend cuda --what exl3 --reps 3 >"$OUT/ncu_$TAG.txt" 2>&1
+  $CLI bench-device --backend cuda --what "${BENCH_WHAT:-exl3}" --reps 3 >"$OUT/ncu_$TAG.txt" 2>&1
 echo "ncu $TAG details: rc $?"
 timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KERNEL" -s "$SKIP" -c 1 --section SourceCounters \
   --section WarpStateStats --import-source no --page source --print-source sass --csv \
-  $CLI bench-device --backend cuda --what exl3 --reps 3 >"$OUT/ncu_${TAG}_source.csv" 2>"$OUT/ncu_${TAG}_source.err"
+  $CLI bench-device --backend cuda --what "${BENCH_WHAT:-exl3}" --reps 3 >"$OUT/ncu_${TAG}_source.csv" 2>"$OUT/ncu_${TAG}_source.err"
 echo "ncu $TAG source: rc $?"
 python3 tools/device/ncu_source_top.py "$OUT/ncu_${TAG}_source.csv" --top 60 >"$OUT/ncu_${TAG}_source.txt" 2>&1
 xz -9f "$OUT/ncu_${TAG}_source.csv"

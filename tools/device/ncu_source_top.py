@@ -61,6 +61,24 @@ def main():
     print("by opcode (samples, executed):")
     for k, v in sorted(fam.items(), key=lambda kv: -kv[1][0])[:30]:
         print(f"  {k:12s} {v[0]:9.0f} {100 * v[0] / total:5.1f}%  {v[1]:12.0f}")
+    # The hot loop vs the rest: instructions executed at least a quarter as often as the most executed one
+    # are the streaming loop's body (it runs once per k-tile); the rest is the unit's fixed work (prologue,
+    # input transform, epilogue). Their shares of stall samples ~ shares of warp time.
+    if execd is not None:
+        mx = max(num(r[execd]) for r in body) or 1.0
+        hot = [r for r in body if num(r[execd]) >= 0.25 * mx]
+        hs = sum(num(r[samp]) for r in hot)
+        he = sum(num(r[execd]) for r in hot)
+        te = sum(num(r[execd]) for r in body) or 1.0
+        print(f"hot loop (executed >= 25% of the max {mx:.0f}): {len(hot)} instructions, {100 * hs / total:.1f}% of stall "
+              f"samples, {100 * he / te:.1f}% of executed instructions; the rest: {100 * (total - hs) / total:.1f}% of samples")
+        hf = {}
+        for r in hot:
+            op = r[src].strip().split()
+            op = (op[1] if op and op[0].startswith("@") and len(op) > 1 else (op[0] if op else "?")).split(".")[0]
+            hf[op] = hf.get(op, 0.0) + num(r[execd]) / mx
+        print("  hot-loop instructions per pass of the most executed one, by opcode: " +
+              ", ".join(f"{k} {v:.1f}" for k, v in sorted(hf.items(), key=lambda kv: -kv[1])))
     print(f"top {a.top} instructions by stall samples:")
     order = sorted(range(len(body)), key=lambda i: -num(body[i][samp]))[: a.top]
     for i in sorted(order):
