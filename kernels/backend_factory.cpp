@@ -23,6 +23,7 @@ bool moeDeviceRouting();
 bool tuneStagedDecode();
 bool tuneRegisterRing();
 bool tunePdlOff();
+bool tuneOneStageSlices();
 }  // namespace exl3cuda
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
@@ -32,6 +33,7 @@ const char* exl3DecodeUnit() {
     static const std::string unit = std::string(exl3cuda::tuneStagedDecode()   ? "staged"
                                                 : exl3cuda::tuneRegisterRing() ? "streaming, register ring"
                                                                                : "streaming, shared-memory ring") +
+                                    (exl3cuda::tuneOneStageSlices() ? ", one-stage slices" : "") +
                                     (exl3cuda::tunePdlOff() ? ", launched without PDL" : "");
     return unit.c_str();
 }

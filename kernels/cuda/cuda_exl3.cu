@@ -720,13 +720,14 @@ __device__ __forceinline__ int xsStreamWord(int kt, int row, int k, int R) {
     return (kt * R + row) * 8 + 2 * (kp & 3) + (kp >> 2);
 }
 
-// Step 2 for the streaming unit, one token row (one warp): xr of the slice's k-tiles as the CPU computes
-// it (the same ops as transformRow), the row scale 2^e (max |xr| → [2^14, 2^15)), fp16 values into xs,
-// and Σ of those fp16 values (fp32, a fixed order) into rowSum[row] for the MUL1 correction.
+// Step 2 for the streaming unit, one token row of one stage (one warp): xr of the stage's kts k-tiles as the
+// CPU computes it (the same ops as transformRow), the stage's row scale 2^e (max |xr| → [2^14, 2^15)), fp16
+// values into xs at k-tiles ktOff.. of the slice, and Σ of those fp16 values (fp32, a fixed order) into
+// rowSum[row] for the MUL1 correction; rowSum and eRow are the stage's [16] arrays.
 // v: the row's x ⊙ suh (rowInputs), rotated here.
 template <int KS>
-__device__ __forceinline__ void transformRowStream(int row, int kts, float (&v)[KS / 8][4], uint32_t* xs, float* rowSum,
-                                                   int* eRow, int rows, int lane) {
+__device__ __forceinline__ void transformRowStream(int row, int ktOff, int kts, float (&v)[KS / 8][4], uint32_t* xs,
+                                                   float* rowSum, int* eRow, int rows, int lane) {
     constexpr int HB = KS / 8;
     const int e = rotateInputs<KS>(kts, lane, v);
     const float scale = pow2(e);
@@ -734,7 +735,7 @@ __device__ __forceinline__ void transformRowStream(int row, int kts, float (&v)[
 #pragma unroll
     for (int hb = 0; hb < HB; ++hb) {
         if (hb * 8 < kts) {
-            const int kl = hb * 128 + 4 * lane;  // k within the slice; 4 consecutive values = 2 words
+            const int kl = ktOff * 16 + hb * 128 + 4 * lane;  // k within the slice; 4 consecutive values = 2 words
             const __half h0 = __float2half_rn(__fmul_rn(v[hb][0], scale)), h1 = __float2half_rn(__fmul_rn(v[hb][1], scale));
             const __half h2 = __float2half_rn(__fmul_rn(v[hb][2], scale)), h3 = __float2half_rn(__fmul_rn(v[hb][3], scale));
             xs[xsStreamWord(kl >> 4, row, kl & 15, rows)] = uint32_t(__half_as_ushort(h0)) | (uint32_t(__half_as_ushort(h1)) << 16);
@@ -840,22 +841,60 @@ __device__ __forceinline__ void streamPrefetchSmem(const uint32_t*& np, int64_t 
     }
 }
 
+// A streaming unit's slice is one or two stages of stageTiles(K) k-tiles (streamSliceTiles); each stage's
+// activations carry their own row scale 2^e (eRow [stage][16]; an all-zero stage, kEInit, takes the other
+// stage's). Its effective exponent for token row `row`:
+__device__ __forceinline__ int stageExp(const int* eRow, int nst, int st, int row) {
+    const int e0 = eRow[row];
+    if (nst == 1) return e0;
+    const int e1 = eRow[kGroupRows + row];
+    const int a = e0 == kEInit ? e1 : e0;
+    return st == 0 ? a : (e1 == kEInit ? a : e1);
+}
+// 2^d for an exponent difference of two stages, clamped to fp32's normal range (only inputs whose stages
+// differ by > 2^126 in magnitude would reach the clamp).
+__device__ __forceinline__ float pow2Diff(int d) { return pow2(max(-126, min(126, d))); }
+
+// At the second stage's first k-tile, the sums so far (activations scaled by 2^e0) move to the second
+// stage's scale 2^e1: exact (a power of two). acc[nt][i] holds token 2c + (i & 1), accB token 8 + 2c + (i & 1).
+template <bool TWO>
+__device__ __forceinline__ void rescaleToStage1(float (&acc)[2][4], float (&accB)[2][4], const int* eRow, int m, int c) {
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+#pragma unroll
+        for (int hf = 0; hf < (TWO ? 2 : 1); ++hf) {
+            const int row = 8 * hf + 2 * c + q;
+            const float f = row < m ? pow2Diff(stageExp(eRow, 2, 1, row) - stageExp(eRow, 2, 0, row)) : 1.0f;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    if (hf) accB[nt][2 * h + q] *= f;
+                    else acc[nt][2 * h + q] *= f;
+                }
+        }
+    }
+}
+
 // The loop runs in passes of kPass k-tiles, unrolled: a pass starts at a multiple of kPass, which divides the
 // ring depth, so every slot and activation address in it is the pass's base plus a constant (before, the
 // slot index kt % D and the activation row were recomputed per k-tile: ~15 address instructions per k-tile).
 // R (rows per k-tile of the staged activations) follows from TWO: 16 rows, else 8.
 constexpr int kPass = 4;
 
+// ktSplit: the second stage's first k-tile (a multiple of kPass; < 0: one stage), where the sums move to its
+// scale (rescaleToStage1, exponents eRow, m token rows).
 template <int K, int CB, bool TWO>
 __device__ __forceinline__ void streamLoopSmem(uint32_t* ring, const uint32_t* np, int64_t kStride, int nkt,
                                                const uint2* xa, int g, int c, int lane, float (&acc)[2][4],
-                                               float (&accB)[2][4]) {
+                                               float (&accB)[2][4], int ktSplit, const int* eRow, int m) {
     constexpr int TW = tileWords(K), SW = 2 * TW, D = ringSteps(K), R = TWO ? 16 : 8;
     static_assert((D & (D - 1)) == 0 && D % kPass == 0, "ring slots: a power of two, whole passes");
     const bool copier = lane < SW / 4;  // the lanes that move a slot's 16-byte pieces
     const uint2* xl = xa + g * 4 + c;   // this lane's B fragment of k-tile 0: token g (and g + 8: + 8·4)
 #pragma unroll 1
     for (int base = 0; base < nkt; base += kPass) {
+        if (base == ktSplit) rescaleToStage1<TWO>(acc, accB, eRow, m, c);
         uint32_t* pslot = ring + (base & (D - 1)) * SW;
         const uint2* px = xl + base * R * 4;
 #pragma unroll
@@ -894,12 +933,13 @@ __device__ __forceinline__ void streamLoopSmem(uint32_t* ring, const uint32_t* n
 
 template <int K, int CB>
 __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32_t* smem) {
-    constexpr int KS = stageTiles(K, kStream);
+    constexpr int KSH = stageTiles(K, kStream);  // k-tiles per stage (the input transform's unit)
     constexpr int TW = tileWords(K);
-    uint32_t* xs = smem;  // [KS][rows][8 words] fp16 activations, rows = 8 (m ≤ 8) or 16 (≤ streamRows(P.R))
-    float* rowSum = reinterpret_cast<float*>(xs + KS * streamRows(P.R) * 8);  // [16] Σ a per row (scaled)
-    int* eRow = reinterpret_cast<int*>(rowSum + kGroupRows);      // [16] row scale exponents
-    int* flag = eRow + kGroupRows;
+    const int KSS = streamSliceTiles(K, P.R, P.regRing != 0);  // the planner's longest slice: 1 or 2 stages
+    uint32_t* xs = smem;  // [KSS][rows][8 words] fp16 activations, rows = 8 (m ≤ 8) or 16 (≤ streamRows(P.R))
+    float* rowSum = reinterpret_cast<float*>(xs + KSS * streamRows(P.R) * 8);  // [2][16] Σ a per stage and row (scaled)
+    int* eRow = reinterpret_cast<int*>(rowSum + 2 * kGroupRows);                 // [2][16] row scale exponents
+    int* flag = eRow + 2 * kGroupRows;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, c = lane & 3;
@@ -914,7 +954,8 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     const Job job = jobOf(P, j);
     const int m = job.m;
     const int kt0 = s * P.KSL;
-    const int nkt = min(P.KSL, P.tilesK - kt0);  // ≤ KS (the plan guarantees one stage)
+    const int nkt = min(P.KSL, P.tilesK - kt0);  // ≤ KSS (the plan guarantees it)
+    const int nst = nkt > KSH ? 2 : 1;          // stages of the slice (2 only for ≤ 8 rows, see streamSliceTiles)
 
     // Rows of the staged activations that no token fills are read as B columns: zero them (all R rows of
     // every k-tile are read by the 8- or 16-token loop).
@@ -928,14 +969,18 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     const int64_t kStride = int64_t(P.tilesN) * TW;
     uint32_t ring[kRing][2][laneWords<K>()];
     uint32_t* sring = reinterpret_cast<uint32_t*>(flag + 4) + warp * ringSteps(K) * 2 * TW;  // this warp's ring
-    // The suh loads of this warp's first row go out before the trellis prefetch (behind it they would wait
+    // The input transform is one task per (row, stage), task t = row·nst + stage, warp w taking w, w + 4, ...
+    // The suh loads of this warp's first task go out before the trellis prefetch (behind it they would wait
     // for the whole device's first ring fills; the block's other warps wait for the transform at the
     // barrier below); its x loads follow the PDL wait. The down phase of the one-launch MoE waits for its
     // rows first (below).
-    constexpr int HB = KS / 8;
+    constexpr int HB = KSH / 8;
     float xin[HB][4];
-    const bool early = P.waitOn == nullptr && warp < m;
-    if (early) rowSuh<KS>(job, kt0, nkt, lane, xin);
+    const bool early = P.waitOn == nullptr && warp < m * nst;
+    if (early) {
+        const int st = nst == 2 ? (warp & 1) : 0;
+        rowSuh<KSH>(job, kt0 + st * KSH, min(KSH, nkt - st * KSH), lane, xin);
+    }
     if (P.regRing)
         streamPrefetch<K>(np, kStride, nkt, lane, ring);
     else
@@ -948,28 +993,33 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     pdlWait();  // x, the partial buffer, the counters: the previous kernel's (a no-op when already waited)
     // One-launch MoE, down: wait for the activation rows.
     if (P.waitOn) blockWaitCount(P.waitOn + j, P.waitTarget);
-    for (int row = warp; row < m; row += kWarps) {
-        if (early && row == warp)
-            rowTimesX<KS>(P, job, row, kt0, nkt, lane, xin);
+    for (int t = warp; t < m * nst; t += kWarps) {
+        const int row = nst == 2 ? t >> 1 : t, st = nst == 2 ? t & 1 : 0;
+        const int ktA = kt0 + st * KSH, kts = min(KSH, nkt - st * KSH);
+        if (early && t == warp)
+            rowTimesX<KSH>(P, job, row, ktA, kts, lane, xin);
         else
-            rowInputs<KS>(P, job, row, kt0, nkt, lane, xin);
-        transformRowStream<KS>(row, nkt, xin, xs, rowSum, eRow, rows, lane);
+            rowInputs<KSH>(P, job, row, ktA, kts, lane, xin);
+        transformRowStream<KSH>(row, st * KSH, kts, xin, xs, rowSum + st * kGroupRows, eRow + st * kGroupRows, rows,
+                                lane);
     }
     __syncthreads();
     const uint2* xa = reinterpret_cast<const uint2*>(xs);  // token r of k-tile kt: xa + (kt·rows + r)·4 + c
-    if (P.regRing) {
+    const int ktSplit = nst == 2 ? KSH : -1;               // the second stage's first k-tile (a pass boundary)
+    if (P.regRing) {  // (one stage: streamSliceTiles gives the register ring no second)
         if (m > 8)
             streamLoop<K, CB, true>(ring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
         else
             streamLoop<K, CB, false>(ring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
     } else {
         if (m > 8)
-            streamLoopSmem<K, CB, true>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB);
+            streamLoopSmem<K, CB, true>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB, ktSplit, eRow, m);
         else
-            streamLoopSmem<K, CB, false>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB);
+            streamLoopSmem<K, CB, false>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB, ktSplit, eRow, m);
     }
 
-    // True magnitudes: MUL1 sums are Σ a·h, the value being kinv·h + kbias; then undo the token's scale 2^e.
+    // True magnitudes: MUL1 sums are Σ a·h, the value being kinv·h + kbias; then undo the token's scale 2^e
+    // (the last stage's: the loop moved the first stage's sums to it), with Σ a of both stages at that scale.
     const UnitSink sink = unitSink(P, job, b, s, smem);
     float outv[2][2][4];  // [half][nt][i]
 #pragma unroll
@@ -977,8 +1027,16 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
             const int row = 8 * hf + 2 * c + q;
-            const float f = row < m ? pow2(-eRow[row]) : 0.0f;
-            const float corr = (CB == 2 && row < m) ? kMul1Bias * rowSum[row] : 0.0f;
+            float f = 0.0f, corr = 0.0f;
+            if (row < m) {
+                const int eF = stageExp(eRow, nst, nst - 1, row);
+                f = pow2(-eF);
+                if (CB == 2) {
+                    float rs = rowSum[row];
+                    if (nst == 2) rs = fmaf(rs, pow2Diff(eF - stageExp(eRow, 2, 0, row)), rowSum[kGroupRows + row]);
+                    corr = kMul1Bias * rs;
+                }
+            }
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
@@ -1141,8 +1199,12 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     Plan p;
     p.MG = MG > 1 ? kMaxMG : 1;
     const int KS = stageTiles(bits, p.MG);
+    const int Rc = std::max(1, std::min(R, kGroupRows * p.MG));
+    // The longest slice one unit takes: a stage, or up to two for the streaming unit (streamSliceTiles).
+    const bool mayStream = p.MG == 1 && allowStream && !tuneStagedDecode();
+    const int KSS = mayStream && !tuneOneStageSlices() ? streamSliceTiles(bits, Rc, tuneRegisterRing()) : KS;
     const int groups8 = tilesK / 8;  // k-tiles come in 8s (128-wide Hadamard blocks)
-    const int sSingle = (tilesK + KS - 1) / KS;  // fewest slices with one stage each
+    const int sSingle = (tilesK + KSS - 1) / KSS;  // fewest slices one unit each can take
     const int64_t unitsPerSlice = int64_t(J) * NB;
     const int64_t target = 6 * int64_t(std::max(1, numSMs));  // units in flight per SM ≈ 6 (smem/regs allow it)
     int S = int(std::max<int64_t>(sSingle, (target + unitsPerSlice - 1) / unitsPerSlice));
@@ -1159,16 +1221,18 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     p.S = S;
     p.KSL = KSL;
     p.steps = (KSL + KS - 1) / KS;
-    p.R = std::max(1, std::min(R, kGroupRows * p.MG));
+    p.R = Rc;
     p.smem = size_t(p.steps > 1 ? 2 : 1) * stageBytes(bits, p.MG) + size_t(KS) * p.R * 64 + (2 * kMaxRows + 4) * 4;
-    // One stage per unit: the streaming variant (no trellis stage in shared memory; runUnitStream).
-    if (p.MG == 1 && p.steps == 1 && allowStream && !tuneStagedDecode()) {
+    // A slice one streaming unit takes (one stage, or two for ≤ 8 rows): the streaming variant (no trellis
+    // stage in shared memory; runUnitStream), one pass. Its shared memory fits the longest such slice.
+    if (mayStream && KSL <= KSS) {
         p.MG = kStream;
-        p.smem = size_t(KS) * streamRows(p.R) * 32 + (2 * kGroupRows + 4) * 4 +
+        p.steps = 1;
+        p.smem = size_t(streamHeadBytes(bits, p.R, tuneRegisterRing())) +
                  (tuneRegisterRing() ? 0 : size_t(kWarps) * ringSteps(bits) * 2 * tileWords(bits) * 4);
     }
-    // Decode plans (one stage per slice): the grid is a few waves of short-lived units, so the wave count
-    // matters. Pick the slice length (a multiple of 8 k-tiles up to one stage) that minimizes
+    // Decode plans (one unit per slice): the grid is a few waves of short-lived units, so the wave count
+    // matters. Pick the slice length (a multiple of 8 k-tiles up to what one unit takes) that minimizes
     // waves × (k-tiles per unit + a fixed per-unit cost), with the blocks that really fit on an SM; the
     // split-K traffic bound above (S ≤ Smax) still holds, except for the fewest single-stage slices.
     if (p.MG <= 1 && p.steps == 1 && codebook >= 0 && codebook <= 2 && bits >= 1 && bits <= 8 && !(tuneFlags() & 2)) {
@@ -1181,9 +1245,10 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
         int occ = slot.load(std::memory_order_relaxed) - 1;
         if (occ < 0) {
             const KernelFn fn = p.MG == kStream ? kernelFor<kStream>(bits, codebook) : kernelFor<1>(bits, codebook);
-            if (p.smem > 48 * 1024)
-                TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)));
-            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, kThreads, p.smem) != cudaSuccess) {
+            // No device (a host-only test) or no answer: plan without the tuning, as when occ = 0.
+            if ((p.smem > 48 * 1024 &&
+                 cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)) != cudaSuccess) ||
+                cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, kThreads, p.smem) != cudaSuccess) {
                 (void)cudaGetLastError();
                 occ = 0;
             }
@@ -1195,10 +1260,11 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
             constexpr int64_t kUnitCost = 8;  // fixed cost of a unit (transform, epilogue), in k-tiles
             int64_t bestCost = -1;
             int bestKSL = KSL;
-            for (int ksl = KS; ksl >= 8; ksl -= 8) {
+            const int kslMax = p.MG == kStream ? KSS : KS;
+            for (int ksl = kslMax; ksl >= 8; ksl -= 8) {
                 const int s2 = (tilesK + ksl - 1) / ksl;
-                if (s2 > Smax && ksl != KS) continue;
-                if (double(rowsTotal) * NB * 128 * 4 * s2 > 64.0 * 1024 * 1024 && ksl != KS) continue;
+                if (s2 > Smax && ksl != kslMax) continue;
+                if (double(rowsTotal) * NB * 128 * 4 * s2 > 64.0 * 1024 * 1024 && ksl != kslMax) continue;
                 const int64_t waves = (unitsPerSlice * s2 + slots - 1) / slots;
                 const int64_t cost = waves * (std::min(ksl, tilesK) + kUnitCost);
                 if (bestCost < 0 || cost < bestCost) {  // ties keep the longer slice (fewer partials)
@@ -1228,6 +1294,7 @@ int tuneFlags() {
 bool tuneStagedDecode() { return (tuneFlags() & 8) != 0; }
 bool tuneRegisterRing() { return (tuneFlags() & 16) != 0; }
 bool tunePdlOff() { return (tuneFlags() & 32) != 0; }
+bool tuneOneStageSlices() { return (tuneFlags() & 64) != 0; }
 
 namespace {
 // An EXL3 kernel launch with programmatic dependent launch allowed (unless TS_EXL3_TUNE bit 32): the

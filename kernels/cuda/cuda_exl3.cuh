@@ -48,6 +48,19 @@ __host__ __device__ constexpr int tileWords(int K) { return 8 * K; }  // uint32 
 __host__ __device__ constexpr int ringSteps(int K) { return K <= 1 ? 32 : K == 2 ? 16 : 8; }
 // Token rows the streaming unit stages per k-tile: the mma's 8 B columns (16 when a job has more than 8 rows).
 __host__ __device__ constexpr int streamRows(int R) { return R > 8 ? 16 : 8; }
+// The longest slice a streaming unit takes: one stage (stageTiles), or two for jobs of ≤ 8 rows at K ≥ 3
+// with the shared-memory ring — twice the k-tiles per unit, half the units and their fixed costs (a unit's
+// ticket, job load, first trellis latency, input transform and split-K arrival; the one-launch MoE layer at
+// batch 1 then fits one wave of gate/up units instead of two). The staged activations of two stages still
+// leave 8 blocks per SM (≤ 20 KiB at K = 3..8); two stages at K ≤ 2 or for 16 rows would not.
+__host__ __device__ constexpr int streamSliceTiles(int K, int R, bool regRing) {
+    return (R <= 8 && K >= 3 && !regRing) ? 2 * stageTilesBase(K) : stageTilesBase(K);
+}
+// Bytes before the streaming unit's per-warp rings: staged activations [slice][rows][8 words], then the row
+// sums and exponents of its (up to) two stages [2][16] each, the flag and padding to 16 bytes.
+__host__ __device__ constexpr int streamHeadBytes(int K, int R, bool regRing) {
+    return streamSliceTiles(K, R, regRing) * streamRows(R) * 32 + (4 * kGroupRows + 4) * 4;
+}
 
 enum Mode : int {
     kModeLinear = 0,  // y rows = x rows · W (+ bias), cols < nOut
@@ -317,12 +330,14 @@ inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1;
 // large steps) instead of one (see moeLaunches), 8 = decode units keep the shared-memory trellis stage
 // (MG = 1) instead of streaming (kStream), 16 = streaming units keep their k-tiles in flight in registers
 // (4 per warp) instead of a per-warp cp.async ring in shared memory, 32 = the EXL3 kernels are launched
-// without programmatic dependent launch (each waits for the previous kernel to finish before it starts).
+// without programmatic dependent launch (each waits for the previous kernel to finish before it starts),
+// 64 = streaming units take one stage per slice (streamSliceTiles' second stage unused).
 int tuneFlags();
-// The switches of TS_EXL3_TUNE, named (bits 8, 16 and 32 above).
+// The switches of TS_EXL3_TUNE, named (bits 8, 16, 32 and 64 above).
 bool tuneStagedDecode();
 bool tuneRegisterRing();
 bool tunePdlOff();
+bool tuneOneStageSlices();
 // The fused MoE's variant: 1 (one launch, the default) or 2 (the two-launch version: TS_EXL3_TUNE bit 4,
 // or a run-time override, ts::exl3MoeSetLaunches in kernels/exl3_tune.h, for benchmarks and tests).
 int moeLaunches();

@@ -4,7 +4,9 @@
 // with whole 128-input Hadamard blocks, has as many blocks as units, sizes its shared memory for the layout the
 // kernel variant uses (the streaming unit: staged activations for 8 or 16 tokens, the row sums / exponents /
 // flag, then one cp.async ring per warp, 16-byte aligned; the staged unit: its stages, hi/lo inputs, then the
-// exponents and flag; the epilogue's [R][128] sums fit over the first region either way), streams exactly the single-stage 16-row plans, and combines through partials exactly when it must.
+// exponents and flag; the epilogue's [R][128] sums fit over the first region either way), streams exactly the
+// 16-row plans whose slice one streaming unit takes (one stage; two for ≤ 8 rows at K ≥ 3 with the
+// shared-memory ring), and combines through partials exactly when it must.
 #include <QtTest>
 
 #include <cstring>
@@ -21,8 +23,11 @@ class TestExl3Plan : public QObject {
 
 private slots:
     void plansAreConsistent() {
-        const bool streamOn = std::strcmp(exl3DecodeUnit(), "staged") != 0;
-        const bool regRing = std::strcmp(exl3DecodeUnit(), "streaming, register ring") == 0;
+        // The TS_EXL3_TUNE switches in force (exl3DecodeUnit names them).
+        const std::string unit = exl3DecodeUnit();
+        const bool streamOn = unit.rfind("staged", 0) != 0;
+        const bool regRing = unit.rfind("streaming, register ring", 0) == 0;
+        const bool oneStage = unit.find("one-stage slices") != std::string::npos;
         struct Shape {
             int tilesK, NB;
         };
@@ -41,7 +46,7 @@ private slots:
                                     const QString what = QString("K=%1 cb=%2 k/16=%3 NB=%4 MG=%5 J=%6 rows=%7 pair=%8")
                                                              .arg(bits).arg(cb).arg(sh.tilesK).arg(sh.NB).arg(MG).arg(J)
                                                              .arg(rows).arg(pair);
-                                    check(p, bits, MG, sh.tilesK, sh.NB, J, rows, pair, streamOn, regRing, what);
+                                    check(p, bits, MG, sh.tilesK, sh.NB, J, rows, pair, streamOn, regRing, oneStage, what);
                                     ++plans;
                                     streamed += p.MG == kStream;
                                     if (QTest::currentTestFailed()) return;
@@ -54,24 +59,31 @@ private slots:
 
 private:
     static void check(const Plan& p, int bits, int MG, int tilesK, int NB, int J, int rows, bool pair, bool streamOn,
-                      bool regRing, const QString& what) {
+                      bool regRing, bool oneStage, const QString& what) {
         const auto msg = [&](const char* s) { return qPrintable(what + ": " + s); };
         QVERIFY2(p.S >= 1 && p.KSL >= 8 && p.KSL % 8 == 0, msg("slices of whole 128-input blocks"));
         QVERIFY2(int64_t(p.S) * p.KSL >= tilesK && int64_t(p.S - 1) * p.KSL < tilesK, msg("k covered once"));
         QCOMPARE(p.blocks, int64_t(J) * NB * p.S);
         QCOMPARE(p.partials, p.S > 1 || pair);
         QVERIFY2(p.R == rows, msg("rows reserved = the largest job"));
+        // The longest slice one streaming unit takes, written out: two stages for ≤ 8 rows at K ≥ 3 with the
+        // shared-memory ring, else one.
+        // (TS_EXL3_TUNE bit 64 keeps slices to one stage; the unit's shared-memory layout stays the same.)
+        const int stageK = stageTiles(bits, 1);
+        const int layoutK = (rows <= 8 && bits >= 3 && !regRing ? 2 : 1) * stageK;
+        const int streamK = oneStage ? stageK : layoutK;
         if (MG > 1) {
             QVERIFY2(p.MG == kMaxMG, msg("prefill jobs keep 64-row units"));
         } else {
-            const int KS = stageTiles(bits, 1);
-            QCOMPARE(p.steps, (p.KSL + KS - 1) / KS);
-            QVERIFY2((p.MG == kStream) == (streamOn && p.steps == 1), msg("streams exactly the single-stage 16-row plans"));
+            QVERIFY2((p.MG == kStream) == (streamOn && p.KSL <= streamK),
+                     msg("streams exactly the 16-row plans whose slice one streaming unit takes"));
+            QCOMPARE(p.steps, p.MG == kStream ? 1 : (p.KSL + stageK - 1) / stageK);
         }
         const int KS = stageTiles(bits, p.MG);
         const size_t red = size_t(p.R) * 128 * 4;  // the epilogue's sums over the start of shared memory
         if (p.MG == kStream) {
-            const size_t xs = size_t(KS) * streamRows(p.R) * 32, head = xs + (2 * kGroupRows + 4) * 4;
+            // Staged activations of the longest slice, then Σ a and exponents of two stages ([2][16] each), flag.
+            const size_t xs = size_t(layoutK) * streamRows(p.R) * 32, head = xs + (4 * kGroupRows + 4) * 4;
             const size_t rings = regRing ? 0 : size_t(kWarps) * ringSteps(bits) * 2 * tileWords(bits) * 4;
             QCOMPARE(p.smem, head + rings);
             QVERIFY2(head % 16 == 0, msg("cp.async rings 16-byte aligned"));
