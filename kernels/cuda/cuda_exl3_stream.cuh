@@ -1,0 +1,397 @@
+// Private to cuda_exl3.cu (included once, there): the streaming EXL3 decode unit (Plan::MG = kStream), chosen
+// by planLaunch for 16-row jobs whose slice one streaming unit takes — every decode step up to ~8–12 rows
+// per matrix at K = 4. Variants: the shared-memory ring (default) or the register ring (TS_EXL3_TUNE bit 16);
+// one or two stages per slice (bit 64 keeps one); 8 or 16 token rows (one or two mmas per tile).
+// Test: twinspark-cli selftest --backend cuda --filter exl3 (decode-sized linear and MoE cases; "moe glm T=1"
+// takes two stages); host checks of its lane arithmetic and planner: tests/kernels/test_exl3_{lanes,plan}.cpp.
+// Benchmark: twinspark-cli bench-device --what exl3 (or exl3-moe / exl3-gemv4 for short A/B runs).
+#pragma once
+
+#include "cuda/cuda_exl3_unit.cuh"
+
+namespace ts {
+namespace exl3cuda {
+namespace {
+
+// The same unit (job × slice × 128 columns) without the block-wide trellis stage: warp w streams its two
+// n-tiles (contiguous in memory) k-tile by k-tile through its own ring — by default ringSteps(K) slots of
+// shared memory filled by cp.async, one commit group per k-tile (streamLoopSmem: 1.5–4 KiB in flight per warp
+// that cost no registers); with TS_EXL3_TUNE bit 16, 4 k-tiles of registers (streamLoop: lane t loads word t,
+// and t + 32 for K > 4, of each tile with a coalesced 4-byte load that skips L1, and takes the other words of
+// its bit windows from their lanes by shuffles). Nothing in the loop waits for the rest of the block. A slice
+// is one stage of stageTiles(K) k-tiles, or two for jobs of ≤ 8 rows at K ≥ 3 with the shared-memory ring
+// (streamSliceTiles): each stage's activations are transformed with their own row scale (one warp per row
+// and stage), and the loop moves its sums to the second stage's scale at that stage's first k-tile. The
+// block's shared memory is its staged activations (16 KiB for ≤ 8 tokens at K = 4) and the warps' rings, so
+// registers (64) set the occupancy: 8 blocks per SM (fewer only at K ≤ 2 with more than 8 tokens, where the
+// staged activations need up to 41 KB).
+constexpr int kRing = 4;
+
+template <int K>
+constexpr int laneWords() { return (tileWords(K) + 31) / 32; }  // ring words per lane and tile: 1 or 2
+
+__device__ __forceinline__ uint32_t ldStream(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.global.nc.L1::no_allocate.b32 %0, [%1];\n" : "=r"(v) : "l"(p));
+    return v;
+}
+
+// Word `lane` (and lane + 32) of the tile at tp (lanes past the tile's 8K words read nothing).
+template <int K>
+__device__ __forceinline__ void loadTileWords(const uint32_t* tp, int lane, uint32_t (&w)[laneWords<K>()]) {
+    constexpr int TW = tileWords(K);
+    w[0] = (TW >= 32 || lane < TW) ? ldStream(tp + lane) : 0u;
+    if constexpr (laneWords<K>() > 1) w[1] = lane + 32 < TW ? ldStream(tp + lane + 32) : 0u;
+}
+
+// Word index of activation k (0..15 within k-tile kt) of token row `row` in the streaming stage: per
+// (kt, row) 8 words of fp16 pairs, ordered so that lane (g, c) reads the B fragment of token g — b0 (k 2c,
+// 2c+1) and b1 (k 2c+8, 2c+9) — as one 8-byte load: word 2c + (k >= 8). R: rows per k-tile (streamRows).
+__device__ __forceinline__ int xsStreamWord(int kt, int row, int k, int R) {
+    const int kp = k >> 1;
+    return (kt * R + row) * 8 + 2 * (kp & 3) + (kp >> 2);
+}
+
+// Step 2 for the streaming unit, one token row of one stage (one warp): xr of the stage's kts k-tiles as the
+// CPU computes it (the same ops as transformRow), the stage's row scale 2^e (max |xr| → [2^14, 2^15)), fp16
+// values into xs at k-tiles ktOff.. of the slice, and Σ of those fp16 values (fp32, a fixed order) into
+// rowSum[row] for the MUL1 correction; rowSum and eRow are the stage's [16] arrays.
+// v: the row's x ⊙ suh (rowInputs), rotated here.
+template <int KS>
+__device__ __forceinline__ void transformRowStream(int row, int ktOff, int kts, float (&v)[KS / 8][4], uint32_t* xs,
+                                                   float* rowSum, int* eRow, int rows, int lane) {
+    constexpr int HB = KS / 8;
+    const int e = rotateInputs<KS>(kts, lane, v);
+    const float scale = pow2(e);
+    float sum = 0.0f;
+#pragma unroll
+    for (int hb = 0; hb < HB; ++hb) {
+        if (hb * 8 < kts) {
+            const int kl = ktOff * 16 + hb * 128 + 4 * lane;  // k within the slice; 4 consecutive values = 2 words
+            const __half h0 = __float2half_rn(__fmul_rn(v[hb][0], scale)), h1 = __float2half_rn(__fmul_rn(v[hb][1], scale));
+            const __half h2 = __float2half_rn(__fmul_rn(v[hb][2], scale)), h3 = __float2half_rn(__fmul_rn(v[hb][3], scale));
+            xs[xsStreamWord(kl >> 4, row, kl & 15, rows)] = uint32_t(__half_as_ushort(h0)) | (uint32_t(__half_as_ushort(h1)) << 16);
+            xs[xsStreamWord(kl >> 4, row, (kl & 15) + 2, rows)] =
+                uint32_t(__half_as_ushort(h2)) | (uint32_t(__half_as_ushort(h3)) << 16);
+            sum += (__half2float(h0) + __half2float(h1)) + (__half2float(h2) + __half2float(h3));
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) {
+        rowSum[row] = sum;
+        eRow[row] = e;
+    }
+}
+
+// The register ring's first kRing k-tiles (TS_EXL3_TUNE bit 16); np moves on to the tile of k-tile kRing.
+template <int K>
+__device__ __forceinline__ void streamPrefetch(const uint32_t*& np, int64_t kStride, int nkt, int lane,
+                                               uint32_t (&ring)[kRing][2][laneWords<K>()]) {
+#pragma unroll
+    for (int i = 0; i < kRing; ++i) {
+        if (i < nkt) {
+            loadTileWords<K>(np, lane, ring[i][0]);
+            loadTileWords<K>(np + tileWords(K), lane, ring[i][1]);
+        }
+        np += kStride;
+    }
+}
+
+// The streaming unit's main loop over its nkt k-tiles for tokens 0..7 of the job (TWO: also 8..15, into accB,
+// for m > 8). The roles of the mma operands are swapped against the staged variant: the lane's 8 decoded
+// values of a 16×16 tile are exactly an A fragment of Ŵᵀ (rows n = g, g + 8; k = 2c, 2c+1, 2c+8, 2c+9 — the
+// same positions as its B fragments, spec §3.1), and the activations of 8 tokens are the B fragment, so ONE
+// mma.m16n8k16 per tile computes 16 columns × 8 tokens: acc[nt][i] = column 16·nt + g + 8·(i >> 1) of the
+// warp's 32, token 2c + (i & 1) (+ 8 for accB).
+// ring: k-tiles [0, kRing) already loaded (streamPrefetch); np: the tile of k-tile kRing.
+template <int K, int CB, bool TWO>
+__device__ __forceinline__ void streamLoop(uint32_t (&ring)[kRing][2][laneWords<K>()], const uint32_t* np,
+                                           int64_t kStride, int nkt, const uint2* xa, int R, int g, int c, int lane,
+                                           float (&acc)[2][4], float (&accB)[2][4]) {
+    constexpr int TW = tileWords(K);
+    constexpr int NW = laneWords<K>();
+#pragma unroll 1
+    for (int base = 0; base < nkt; base += kRing) {
+#pragma unroll
+        for (int i = 0; i < kRing; ++i) {
+            const int kt = base + i;
+            if (kt >= nkt) break;  // uniform
+            uint32_t w[2][NW];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int q = 0; q < NW; ++q) w[nt][q] = ring[i][nt][q];
+            if (kt + kRing < nkt) {
+                loadTileWords<K>(np, lane, ring[i][0]);
+                loadTileWords<K>(np + TW, lane, ring[i][1]);
+            }
+            np += kStride;
+            const uint2 a02 = xa[(kt * R + g) * 4 + c];  // tokens g (B fragment column g), k 2c.. | 2c+8..
+            uint2 a13 = make_uint2(0, 0);
+            if constexpr (TWO) a13 = xa[(kt * R + g + 8) * 4 + c];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                uint32_t st8[8], bq[4];
+                if constexpr (K == 4) {  // one shuffle: word t − 1 (the lane's own word is t)
+                    laneStates4(__shfl_sync(0xffffffffu, w[nt][0], (lane + 31) & 31), w[nt][0], st8);
+                } else {
+                    laneStatesFrom<K>(
+                        [&](uint32_t idx) {
+                            if constexpr (NW == 1) {
+                                return __shfl_sync(0xffffffffu, w[nt][0], int(idx));
+                            } else {
+                                const uint32_t v0 = __shfl_sync(0xffffffffu, w[nt][0], int(idx & 31u));
+                                const uint32_t v1 = __shfl_sync(0xffffffffu, w[nt][1], int(idx & 31u));
+                                return idx < 32u ? v0 : v1;
+                            }
+                        },
+                        lane, st8);
+                }
+                codebookPairs<CB>(st8, bq);
+                // A = Ŵᵀ rows (g | g+8) × k (2c.. | 2c+8..): a0 = (g, 2c..) = bq[0], a1 = (g+8, 2c..) = bq[2],
+                // a2 = (g, 2c+8..) = bq[1], a3 = (g+8, 2c+8..) = bq[3].
+                mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
+                if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+            }
+        }
+    }
+}
+
+// The same loop with the warp's k-tiles in flight in its shared-memory ring of ringSteps(K) slots (cp.async,
+// one commit group per k-tile): the bytes in flight cost no registers, so a warp keeps 1.5–4 KiB in flight.
+// Slot kt % D holds the warp's two n-tiles (2·8K words, contiguous in global memory too); the prologue
+// (streamPrefetchSmem) filled slots [0, D) and np is the tile of k-tile D.
+template <int K>
+__device__ __forceinline__ void streamPrefetchSmem(const uint32_t*& np, int64_t kStride, int nkt, int lane, uint32_t* ring) {
+    constexpr int SW = 2 * tileWords(K), D = ringSteps(K);
+#pragma unroll 1
+    for (int i = 0; i < D; ++i) {
+        if (lane < SW / 4 && i < nkt) cpAsync16(ring + i * SW + 4 * lane, np + 4 * lane);
+        cpAsyncCommit();
+        np += kStride;
+    }
+}
+
+// A streaming unit's slice is one or two stages of stageTiles(K) k-tiles (streamSliceTiles); each stage's
+// activations carry their own row scale 2^e (eRow [stage][16]; an all-zero stage, kEInit, takes the other
+// stage's). Its effective exponent for token row `row`:
+__device__ __forceinline__ int stageExp(const int* eRow, int nst, int st, int row) {
+    const int e0 = eRow[row];
+    if (nst == 1) return e0;
+    const int e1 = eRow[kGroupRows + row];
+    const int a = e0 == kEInit ? e1 : e0;
+    return st == 0 ? a : (e1 == kEInit ? a : e1);
+}
+// 2^d for an exponent difference of two stages, clamped to fp32's normal range (only inputs whose stages
+// differ by > 2^126 in magnitude would reach the clamp).
+__device__ __forceinline__ float pow2Diff(int d) { return pow2(max(-126, min(126, d))); }
+
+// At the second stage's first k-tile, the sums so far (activations scaled by 2^e0) move to the second
+// stage's scale 2^e1: exact (a power of two). acc[nt][i] holds token 2c + (i & 1), accB token 8 + 2c + (i & 1).
+template <bool TWO>
+__device__ __forceinline__ void rescaleToStage1(float (&acc)[2][4], float (&accB)[2][4], const int* eRow, int m, int c) {
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+#pragma unroll
+        for (int hf = 0; hf < (TWO ? 2 : 1); ++hf) {
+            const int row = 8 * hf + 2 * c + q;
+            const float f = row < m ? pow2Diff(stageExp(eRow, 2, 1, row) - stageExp(eRow, 2, 0, row)) : 1.0f;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    if (hf) accB[nt][2 * h + q] *= f;
+                    else acc[nt][2 * h + q] *= f;
+                }
+        }
+    }
+}
+
+// The loop runs in passes of kPass k-tiles, unrolled: a pass starts at a multiple of kPass, which divides the
+// ring depth, so every slot and activation address in it is the pass's base plus a constant (before, the
+// slot index kt % D and the activation row were recomputed per k-tile: ~15 address instructions per k-tile).
+// R (rows per k-tile of the staged activations) follows from TWO: 16 rows, else 8.
+constexpr int kPass = 4;
+
+// ktSplit: the second stage's first k-tile (a multiple of kPass; < 0: one stage), where the sums move to its
+// scale (rescaleToStage1, exponents eRow, m token rows).
+template <int K, int CB, bool TWO>
+__device__ __forceinline__ void streamLoopSmem(uint32_t* ring, const uint32_t* np, int64_t kStride, int nkt,
+                                               const uint2* xa, int g, int c, int lane, float (&acc)[2][4],
+                                               float (&accB)[2][4], int ktSplit, const int* eRow, int m) {
+    constexpr int TW = tileWords(K), SW = 2 * TW, D = ringSteps(K), R = TWO ? 16 : 8;
+    static_assert((D & (D - 1)) == 0 && D % kPass == 0, "ring slots: a power of two, whole passes");
+    const bool copier = lane < SW / 4;  // the lanes that move a slot's 16-byte pieces
+    const uint2* xl = xa + g * 4 + c;   // this lane's B fragment of k-tile 0: token g (and g + 8: + 8·4)
+#pragma unroll 1
+    for (int base = 0; base < nkt; base += kPass) {
+        if (base == ktSplit) rescaleToStage1<TWO>(acc, accB, eRow, m, c);
+        uint32_t* pslot = ring + (base & (D - 1)) * SW;
+        const uint2* px = xl + base * R * 4;
+#pragma unroll
+        for (int i = 0; i < kPass; ++i) {
+            const int kt = base + i;
+            if (kt >= nkt) break;  // uniform
+            cpAsyncWait<D - 1>();  // this lane's copies of k-tile kt have landed (one group per k-tile)
+            __syncwarp();          // ... and every lane's
+            uint32_t* slot = pslot + i * SW;
+            uint32_t st8[2][8];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                if constexpr (K == 4)
+                    laneStates4(slot[nt * TW + ((lane + 31) & 31)], slot[nt * TW + lane], st8[nt]);
+                else
+                    laneStates<K>(slot + nt * TW, lane, st8[nt]);
+            }
+            __syncwarp();  // the slot is read: refill it with k-tile kt + D
+            if (copier && kt + D < nkt) cpAsync16(slot + 4 * lane, np + 4 * lane);
+            cpAsyncCommit();
+            np += kStride;
+            const uint2 a02 = px[i * R * 4];
+            uint2 a13 = make_uint2(0, 0);
+            if constexpr (TWO) a13 = px[i * R * 4 + 32];
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt) {
+                uint32_t bq[4];
+                codebookPairs<CB>(st8[nt], bq);
+                mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
+                if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+            }
+        }
+    }
+    cpAsyncWait<0>();  // no copy outlives the unit (the tail's groups are empty)
+}
+
+template <int K, int CB>
+__device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32_t* smem) {
+    constexpr int KSH = stageTiles(K, kStream);  // k-tiles per stage (the input transform's unit)
+    constexpr int TW = tileWords(K);
+    const int KSS = streamSliceTiles(K, P.R, P.regRing != 0);  // the planner's longest slice: 1 or 2 stages
+    uint32_t* xs = smem;  // [KSS][rows][8 words] fp16 activations, rows = 8 (m ≤ 8) or 16 (≤ streamRows(P.R))
+    float* rowSum = reinterpret_cast<float*>(xs + KSS * streamRows(P.R) * 8);  // [2][16] Σ a per stage and row (scaled)
+    int* eRow = reinterpret_cast<int*>(rowSum + 2 * kGroupRows);                 // [2][16] row scale exponents
+    int* flag = eRow + 2 * kGroupRows;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, c = lane & 3;
+    const int j = int(u % P.J);
+    const int64_t sb = u / P.J;
+    const int b = int(sb % P.NB);
+    const int s = int(sb / P.NB);
+    // Before the PDL wait only the parameters and weights may be read: a job table (written by a copy or
+    // by the routing kernel) and the live count come after it.
+    if (P.jobs != nullptr || P.liveGroups != nullptr) pdlWait();
+    if (P.liveGroups && j >= liveJobs(P)) return;
+    const Job job = jobOf(P, j);
+    const int m = job.m;
+    const int kt0 = s * P.KSL;
+    const int nkt = min(P.KSL, P.tilesK - kt0);  // ≤ KSS (the plan guarantees it)
+    const int nst = nkt > KSH ? 2 : 1;          // stages of the slice (2 only for ≤ 8 rows, see streamSliceTiles)
+
+    // Rows of the staged activations that no token fills are read as B columns: zero them (all R rows of
+    // every k-tile are read by the 8- or 16-token loop).
+    const int rows = m > 8 ? 16 : 8;
+    for (int i = tid; i < nkt * rows * 8; i += kThreads)  // word i: row (i / 8) % rows (rows = 8 or 16)
+        if (((i >> 3) & (rows - 1)) >= m) xs[i] = 0u;
+    // This warp's n-tile 2w at k-tile kt0 (n-tile 2w + 1 is TW words on); the ring's first k-tiles' loads
+    // go out before the wait and the transform below.
+    const uint32_t* np = reinterpret_cast<const uint32_t*>(job.trellis) +
+                         (int64_t(kt0) * P.tilesN + int64_t(b) * kUnitTilesN + 2 * warp) * TW;
+    const int64_t kStride = int64_t(P.tilesN) * TW;
+    uint32_t ring[kRing][2][laneWords<K>()];
+    uint32_t* sring = reinterpret_cast<uint32_t*>(flag + 4) + warp * ringSteps(K) * 2 * TW;  // this warp's ring
+    // The input transform is one task per (row, stage), task t = row·nst + stage, warp w taking w, w + 4, ...
+    // The suh loads of this warp's first task go out before the trellis prefetch (behind it they would wait
+    // for the whole device's first ring fills; the block's other warps wait for the transform at the
+    // barrier below); its x loads follow the PDL wait. The down phase of the one-launch MoE waits for its
+    // rows first (below).
+    constexpr int HB = KSH / 8;
+    float xin[HB][4];
+    const bool early = P.waitOn == nullptr && warp < m * nst;
+    if (early) {
+        const int st = nst == 2 ? (warp & 1) : 0;
+        rowSuh<KSH>(job, kt0 + st * KSH, min(KSH, nkt - st * KSH), lane, xin);
+    }
+    if (P.regRing)
+        streamPrefetch<K>(np, kStride, nkt, lane, ring);
+    else
+        streamPrefetchSmem<K>(np, kStride, nkt, lane, sring);
+    float acc[2][4], accB[2][4];
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[a][i] = accB[a][i] = 0.0f;
+    pdlWait();  // x, the partial buffer, the counters: the previous kernel's (a no-op when already waited)
+    // One-launch MoE, down: wait for the activation rows.
+    if (P.waitOn) blockWaitCount(P.waitOn + j, P.waitTarget);
+    for (int t = warp; t < m * nst; t += kWarps) {
+        const int row = nst == 2 ? t >> 1 : t, st = nst == 2 ? t & 1 : 0;
+        const int ktA = kt0 + st * KSH, kts = min(KSH, nkt - st * KSH);
+        if (early && t == warp)
+            rowTimesX<KSH>(P, job, row, ktA, kts, lane, xin);
+        else
+            rowInputs<KSH>(P, job, row, ktA, kts, lane, xin);
+        transformRowStream<KSH>(row, st * KSH, kts, xin, xs, rowSum + st * kGroupRows, eRow + st * kGroupRows, rows,
+                                lane);
+    }
+    __syncthreads();
+    const uint2* xa = reinterpret_cast<const uint2*>(xs);  // token r of k-tile kt: xa + (kt·rows + r)·4 + c
+    const int ktSplit = nst == 2 ? KSH : -1;               // the second stage's first k-tile (a pass boundary)
+    if (P.regRing) {  // (one stage: streamSliceTiles gives the register ring no second)
+        if (m > 8)
+            streamLoop<K, CB, true>(ring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
+        else
+            streamLoop<K, CB, false>(ring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
+    } else {
+        if (m > 8)
+            streamLoopSmem<K, CB, true>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB, ktSplit, eRow, m);
+        else
+            streamLoopSmem<K, CB, false>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB, ktSplit, eRow, m);
+    }
+
+    // True magnitudes: MUL1 sums are Σ a·h, the value being kinv·h + kbias; then undo the token's scale 2^e
+    // (the last stage's: the loop moved the first stage's sums to it), with Σ a of both stages at that scale.
+    const UnitSink sink = unitSink(P, job, b, s, smem);
+    float outv[2][2][4];  // [half][nt][i]
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int row = 8 * hf + 2 * c + q;
+            float f = 0.0f, corr = 0.0f;
+            if (row < m) {
+                const int eF = stageExp(eRow, nst, nst - 1, row);
+                f = pow2(-eF);
+                if (CB == 2) {
+                    float rs = rowSum[row];
+                    if (nst == 2) rs = fmaf(rs, pow2Diff(eF - stageExp(eRow, 2, 0, row)), rowSum[kGroupRows + row]);
+                    corr = kMul1Bias * rs;
+                }
+            }
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const float a = hf ? accB[nt][2 * h + q] : acc[nt][2 * h + q];
+                    outv[hf][nt][2 * h + q] = (CB == 2 ? fmaf(kMul1Inv, a, corr) : a) * f;
+                }
+        }
+    __syncthreads();  // every warp is done with xs: the sink may reuse it
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int row = 8 * hf + 2 * c + q;
+            if (row >= m) continue;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) sink.put(row, 32 * warp + 16 * nt + g + 8 * h, outv[hf][nt][2 * h + q]);
+        }
+    finishUnit(P, job, j, b, sink, flag);
+}
+
+}  // namespace
+}  // namespace exl3cuda
+}  // namespace ts
