@@ -33,7 +33,7 @@ private slots:
         };
         // k/16 × n/128: small padded, 4096→2048 (gate/up), 2048→4096 (down), 4096→12288, 4096→4096.
         const Shape shapes[] = {{8, 2}, {16, 3}, {256, 16}, {128, 32}, {256, 96}, {256, 32}};
-        int plans = 0, streamed = 0;
+        int plans = 0, streamed = 0, twoStage = 0;
         for (int bits = 1; bits <= 8; ++bits)
             for (int cb = 0; cb < 3; ++cb)
                 for (const Shape& sh : shapes)
@@ -49,12 +49,17 @@ private slots:
                                     check(p, bits, MG, sh.tilesK, sh.NB, J, rows, pair, streamOn, regRing, oneStage, what);
                                     ++plans;
                                     streamed += p.MG == kStream;
+                                    twoStage += p.MG == kStream && p.KSL > stageTiles(bits, 1);
                                     if (QTest::currentTestFailed()) return;
                                 }
         QVERIFY(plans > 1000);
         // Decode plans exist in the grid (one-row jobs at every K), so with streaming on some must stream.
         if (streamOn) QVERIFY(streamed > 0);
         else QCOMPARE(streamed, 0);
+        // ... and one-row jobs of a 4096-wide input at K ≥ 3 (the MoE layer's gate/up at batch 1: 16 jobs × 16
+        // column blocks) take two stages per slice unless a switch keeps one.
+        if (streamOn && !regRing && !oneStage) QVERIFY(twoStage > 0);
+        else QCOMPARE(twoStage, 0);
     }
 
 private:
