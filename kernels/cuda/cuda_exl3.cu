@@ -52,8 +52,9 @@
 //      Four mmas per tile and m-group; rows ≥ the job's token count are zero.
 //   4. Split-K: with S > 1 slices (or a gate/up pair) each unit writes its partial sums [rows, 128] to
 //      global memory, and the last unit to arrive at an arrival counter (one acquire-release atomic add by
-//      one thread after a barrier; the counter is reset by that unit) sums the partials in slice order — so the result does not depend on which unit came
-//      last — applies the output Hadamard, ·svh, +bias, and stores. With one slice it does that directly
+//      one thread after a barrier; the counter is reset by that unit) sums the partials in slice order — so
+//      the result does not depend on which unit came last — applies the output Hadamard, ·svh, +bias, and
+//      stores. With one slice it does that directly
 //      from shared memory. Modes: linear (store y), swiglu (gate/up pair → silu(min(g, l))·clamp(u) into
 //      the MoE's activation rows), down (the expert's output rows, then the routed-weight combine).
 //
