@@ -29,7 +29,7 @@ timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KE
   --section WarpStateStats --import-source no --page source --print-source sass --csv \
   $CLI bench-device --backend cuda --what "${BENCH_WHAT:-exl3}" --reps 3 >"$OUT/ncu_${TAG}_source.csv" 2>"$OUT/ncu_${TAG}_source.err"
 echo "ncu $TAG source: rc $?"
-python3 tools/device/ncu_source_top.py "$OUT/ncu_${TAG}_source.csv" --top 60 >"$OUT/ncu_${TAG}_source.txt" 2>&1
+python3 tools/device/ncu_source_top.py "$OUT/ncu_${TAG}_source.csv" --top 60 --buckets 100 >"$OUT/ncu_${TAG}_source.txt" 2>&1
 xz -9f "$OUT/ncu_${TAG}_source.csv"
 # The kernel's SASS (the instruction count of the hot loop): every function of the object whose mangled name
 # holds KERNEL, via cuobjdump.

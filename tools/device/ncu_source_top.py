@@ -3,7 +3,11 @@
 instructions where warps stall most: the top N by warp-stall samples, with their share, executed count and
 the stall-reason columns that are non-zero, plus the totals per stall reason over the whole kernel.
 
-Usage: ncu_source_top.py SOURCE.csv [--top 60]
+With --buckets N, also the stall samples per run of N consecutive SASS instructions with the most any of them
+was executed: the code regions of a unit (prologue, the loop, the arrival, the last unit's epilogue) show up
+as runs of one executed count.
+
+Usage: ncu_source_top.py SOURCE.csv [--top 60] [--buckets 100]
 """
 import argparse
 import csv
@@ -22,6 +26,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--top", type=int, default=60)
+    ap.add_argument("--buckets", type=int, default=0, help="samples per run of N instructions (0: off)")
     a = ap.parse_args()
     text = open(a.csv, encoding="utf-8", errors="replace").read()
     # ncu prints log lines (==PROF== ...) before the table: start at the header line.
@@ -79,6 +84,14 @@ def main():
             hf[op] = hf.get(op, 0.0) + num(r[execd]) / mx
         print("  hot-loop instructions per pass of the most executed one, by opcode: " +
               ", ".join(f"{k} {v:.1f}" for k, v in sorted(hf.items(), key=lambda kv: -kv[1])))
+    if a.buckets > 0:
+        print(f"stall samples per {a.buckets} instructions (with the largest executed count among them):")
+        for b0 in range(0, len(body), a.buckets):
+            run = body[b0:b0 + a.buckets]
+            sm = sum(num(r[samp]) for r in run)
+            if sm > 0:
+                ex = max(num(r[execd]) for r in run) if execd is not None else 0
+                print(f"  {b0:6d}-{b0 + len(run) - 1:<6d} {sm:8.0f} {100 * sm / total:5.1f}%  executed <= {ex:.0f}")
     print(f"top {a.top} instructions by stall samples:")
     order = sorted(range(len(body)), key=lambda i: -num(body[i][samp]))[: a.top]
     for i in sorted(order):
