@@ -308,6 +308,17 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     return p;
 }
 
+MoePlans planMoePhases(int bitsGU, int cbGU, int bitsD, int cbD, int MG, int tilesKG, int NBG, int tilesKD, int NBD,
+                       int pairs, int rows, int R, int numSMs) {
+    MoePlans p;
+    for (bool allowStream : {true, false}) {
+        p.gu = planLaunch(bitsGU, cbGU, MG, tilesKG, NBG, 2 * pairs, 2 * rows, R, true, numSMs, allowStream);
+        p.d = planLaunch(bitsD, cbD, MG, tilesKD, NBD, pairs, rows, R, false, numSMs, allowStream);
+        if (p.gu.MG == p.d.MG) break;  // (without streaming both are staged: MG agrees)
+    }
+    return p;
+}
+
 int tuneFlags() {
     static const int flags = [] {
         const char* e = std::getenv("TS_EXL3_TUNE");

@@ -296,6 +296,15 @@ struct Plan {
 // allowStream is false or TS_EXL3_TUNE has bit 8 (the shared-memory stage kept, for A/B runs).
 Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs,
                 bool allowStream = true);
+// The two phases of a fused MoE layer: gate/up over 2·pairs jobs (swiglu pairs) of 2·rows routed rows in all,
+// down over `pairs` jobs of `rows` rows, jobs of ≤ R rows each (K and codebook per phase). Planned alike, and
+// both re-planned without the streaming variant when only one of them would stream: one kernel variant (MG)
+// serves both phases of the one-launch kernel.
+struct MoePlans {
+    Plan gu, d;
+};
+MoePlans planMoePhases(int bitsGU, int cbGU, int bitsD, int cbD, int MG, int tilesKG, int NBG, int tilesKD, int NBD,
+                       int pairs, int rows, int R, int numSMs);
 // The Params of one phase of the fused MoE (gate/up pairs: kModeSwiglu, or down: kModeDown) over a
 // device job table of J jobs (`groups` pairs), for padded k × n trellises, logical widths kIn → nOut and
 // the phase's plan. The caller sets the rest (limit, the combine fields, liveGroups).

@@ -188,12 +188,10 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const int numSMs = props().multiProcessorCount;
     const int tilesKG = int(sigGU.k / 16), NBG = int(sigGU.n / 128);
     const int tilesKD = int(sigD.k / 16), NBD = int(sigD.n / 128);
-    Plan planGU = planLaunch(sigGU.bits, sigGU.codebook, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs);
-    Plan planD = planLaunch(sigD.bits, sigD.codebook, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs);
-    if (planGU.MG != planD.MG) {  // one streams, the other needs stages: one kernel variant serves both phases
-        planGU = planLaunch(sigGU.bits, sigGU.codebook, MG, tilesKG, NBG, 2 * nPairs, 2 * nChoices, maxM, true, numSMs, false);
-        planD = planLaunch(sigD.bits, sigD.codebook, MG, tilesKD, NBD, nPairs, nChoices, maxM, false, numSMs, false);
-    }
+    const MoePlans plans = planMoePhases(sigGU.bits, sigGU.codebook, sigD.bits, sigD.codebook, MG, tilesKG, NBG, tilesKD,
+                                         NBD, nPairs, nChoices, maxM, numSMs);
+    const Plan& planGU = plans.gu;
+    const Plan& planD = plans.d;
     const bool fusedCombine = T * topk <= 256;
     // One launch needs one kernel instance for both phases: the same K and codebook (MG is shared).
     const bool oneLaunch = moeLaunches() == 1 && sigGU.bits == sigD.bits && sigGU.codebook == sigD.codebook;

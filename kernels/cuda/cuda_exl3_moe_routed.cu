@@ -258,12 +258,9 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
     const int maxPairs = int(std::min<int64_t>(int64_t(P0), topk + std::min<int64_t>(E, P0)));
     const int numSMs = props().multiProcessorCount;
     const int tilesKG = int(kG / 16), NBG = int(nG / 128), tilesKD = int(kD / 16), NBD = int(nD / 128);
-    Plan planGU = planLaunch(bits, cb, 1, tilesKG, NBG, 2 * maxPairs, 2 * P0, R, true, numSMs);
-    Plan planD = planLaunch(bits, cb, 1, tilesKD, NBD, maxPairs, P0, R, false, numSMs);
-    if (planGU.MG != planD.MG) {  // one streams, the other needs stages: one kernel variant serves both phases
-        planGU = planLaunch(bits, cb, 1, tilesKG, NBG, 2 * maxPairs, 2 * P0, R, true, numSMs, false);
-        planD = planLaunch(bits, cb, 1, tilesKD, NBD, maxPairs, P0, R, false, numSMs, false);
-    }
+    const MoePlans plans = planMoePhases(bits, cb, bits, cb, 1, tilesKG, NBG, tilesKD, NBD, maxPairs, P0, R, numSMs);
+    const Plan& planGU = plans.gu;
+    const Plan& planD = plans.d;
 
     const size_t offJobsD = align256(size_t(2 * maxPairs) * sizeof(Job));
     const size_t offRows = offJobsD + align256(size_t(maxPairs) * sizeof(Job));

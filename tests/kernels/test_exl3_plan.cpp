@@ -6,7 +6,8 @@
 // flag, then one cp.async ring per warp, 16-byte aligned; the staged unit: its stages, hi/lo inputs, then the
 // exponents and flag; the epilogue's [R][128] sums fit over the first region either way), streams exactly the
 // 16-row plans whose slice one streaming unit takes (one stage; two for ≤ 8 rows at K ≥ 3 with the
-// shared-memory ring), and combines through partials exactly when it must.
+// shared-memory ring), and combines through partials exactly when it must; and the fused MoE's two phases
+// (planMoePhases) always get one kernel variant.
 #include <QtTest>
 
 #include <cstring>
@@ -60,6 +61,42 @@ private slots:
         // column blocks) take two stages per slice unless a switch keeps one.
         if (streamOn && !regRing && !oneStage) QVERIFY(twoStage > 0);
         else QCOMPARE(twoStage, 0);
+    }
+
+    // The fused MoE's two phases always share a kernel variant (the one launch runs both): planMoePhases keeps
+    // planLaunch's plans when their variants agree and re-plans both without streaming when they do not.
+    void moePhasesShareAVariant() {
+        struct Shape {
+            int tilesKG, NBG, tilesKD, NBD;
+        };
+        // GLM-5.3-Flash's routed experts (4096 → 2048 → 4096), and a small padded pair.
+        const Shape shapes[] = {{256, 16, 128, 32}, {16, 3, 24, 2}};
+        int cases = 0, replanned = 0;
+        for (int bits = 1; bits <= 8; ++bits)
+            for (int cb = 0; cb < 3; ++cb)
+                for (const Shape& sh : shapes)
+                    for (int pairs : {1, 8, 30, 61})
+                        for (int R : {1, 2, 4, 8, 9, 12, 16}) {
+                            const int rows = pairs * R;
+                            const MoePlans p = planMoePhases(bits, cb, bits, cb, 1, sh.tilesKG, sh.NBG, sh.tilesKD,
+                                                             sh.NBD, pairs, rows, R, 132);
+                            const Plan gu = planLaunch(bits, cb, 1, sh.tilesKG, sh.NBG, 2 * pairs, 2 * rows, R, true, 132);
+                            const Plan d = planLaunch(bits, cb, 1, sh.tilesKD, sh.NBD, pairs, rows, R, false, 132);
+                            const QString what = QString("K=%1 cb=%2 k/16=%3 pairs=%4 R=%5").arg(bits).arg(cb)
+                                                     .arg(sh.tilesKG).arg(pairs).arg(R);
+                            QVERIFY2(p.gu.MG == p.d.MG, qPrintable(what + ": one kernel variant for both phases"));
+                            if (gu.MG == d.MG) {
+                                QVERIFY2(p.gu.MG == gu.MG && p.gu.S == gu.S && p.gu.KSL == gu.KSL && p.d.S == d.S &&
+                                             p.d.KSL == d.KSL,
+                                         qPrintable(what + ": agreeing plans kept"));
+                            } else {
+                                QVERIFY2(p.gu.MG != kStream, qPrintable(what + ": disagreeing plans re-planned staged"));
+                                ++replanned;
+                            }
+                            ++cases;
+                        }
+        QVERIFY(cases > 100);
+        qInfo("%d MoE phase plans, %d re-planned without streaming", cases, replanned);
     }
 
 private:
