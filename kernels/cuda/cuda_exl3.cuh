@@ -296,6 +296,15 @@ struct Plan {
 // allowStream is false or TS_EXL3_TUNE has bit 8 (the shared-memory stage kept, for A/B runs).
 Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs,
                 bool allowStream = true);
+// The packed form of one expert projection with the logical shape [outF, inF] that the EXL3 kernels take (K
+// 1..8, a known codebook, k and n padded to 128), or null: the fused MoE's eligibility, host and device routed.
+inline const TrellisView* moePackedView(const WeightView& w, int64_t outF, int64_t inF) {
+    if (!w.packed || w.rows != outF || w.cols != inF) return nullptr;
+    if (w.packed->inFeatures() != inF || w.packed->outFeatures() != outF) return nullptr;
+    const TrellisView* t = w.packed->trellis();
+    if (!t || t->bits < 1 || t->bits > 8 || t->codebook > 2 || t->k % 128 || t->n % 128) return nullptr;
+    return t;
+}
 // The two phases of a fused MoE layer: gate/up over 2·pairs jobs (swiglu pairs) of 2·rows routed rows in all,
 // down over `pairs` jobs of `rows` rows, jobs of ≤ R rows each (K and codebook per phase). Planned alike, and
 // both re-planned without the streaming variant when only one of them would stream: one kernel variant (MG)

@@ -61,15 +61,6 @@ struct ProjSig {
     }
 };
 
-// The packed form of one expert projection with the logical shape [outF, inF], or null.
-const TrellisView* packedView(const WeightView& w, int64_t outF, int64_t inF) {
-    if (!w.packed || w.rows != outF || w.cols != inF) return nullptr;
-    if (w.packed->inFeatures() != inF || w.packed->outFeatures() != outF) return nullptr;
-    const TrellisView* t = w.packed->trellis();
-    if (!t || t->bits < 1 || t->bits > 8 || t->codebook > 2 || t->k % 128 || t->n % 128) return nullptr;
-    return t;
-}
-
 size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
 
 }  // namespace
@@ -111,9 +102,9 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     bool haveSig = false;
     for (int64_t e = 0; e < E; ++e) {
         if (!count[size_t(e)]) continue;
-        const TrellisView* tg = packedView(gate[e], I, D);
-        const TrellisView* tu = packedView(up[e], I, D);
-        const TrellisView* td = packedView(down[e], D, I);
+        const TrellisView* tg = moePackedView(gate[e], I, D);
+        const TrellisView* tu = moePackedView(up[e], I, D);
+        const TrellisView* td = moePackedView(down[e], D, I);
         if (!tg || !tu || !td) return false;
         const ProjSig g{tg->bits, tg->codebook, tg->k, tg->n}, u{tu->bits, tu->codebook, tu->k, tu->n},
             d{td->bits, td->codebook, td->k, td->n};

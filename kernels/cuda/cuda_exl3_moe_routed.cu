@@ -212,11 +212,8 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
             ProjPtrs* dst[3] = {&host[size_t(e)].gate, &host[size_t(e)].up, &host[size_t(e)].down};
             for (int p = 0; p < 3 && ok; ++p) {
                 const WeightView& w = *vs[p];
-                const TrellisView* t = w.packed && w.rows == outs[p] && w.cols == ins[p] &&
-                                               w.packed->inFeatures() == ins[p] && w.packed->outFeatures() == outs[p]
-                                           ? w.packed->trellis()
-                                           : nullptr;
-                if (!t || t->bits < 1 || t->bits > 8 || t->codebook > 2 || t->k % 128 || t->n % 128) {
+                const TrellisView* t = moePackedView(w, outs[p], ins[p]);
+                if (!t) {
                     ok = false;
                     break;
                 }

@@ -7,7 +7,8 @@
 // exponents and flag; the epilogue's [R][128] sums fit over the first region either way), streams exactly the
 // 16-row plans whose slice one streaming unit takes (one stage; two for ≤ 8 rows at K ≥ 3 with the
 // shared-memory ring), and combines through partials exactly when it must; and the fused MoE's two phases
-// (planMoePhases) always get one kernel variant.
+// (planMoePhases) always get one kernel variant, and a projection qualifies for the fused MoE (moePackedView)
+// exactly when its shape, K, codebook and padding are what the kernels take.
 #include <QtTest>
 
 #include <cstring>
@@ -97,6 +98,54 @@ private slots:
                         }
         QVERIFY(cases > 100);
         qInfo("%d MoE phase plans, %d re-planned without streaming", cases, replanned);
+    }
+
+    // The fused MoE's eligibility of one projection (moePackedView, both MoE paths): the packed form when the
+    // logical shape, K, codebook and 128-padding are what the kernels take, else null.
+    void moePackedViewChecks() {
+        struct Fake : PackedLinear {
+            TrellisView t;
+            int64_t in = 0, out = 0;
+            bool packed = true;
+            int64_t inFeatures() const override { return in; }
+            int64_t outFeatures() const override { return out; }
+            size_t packedBytes() const override { return t.trellisBytes(); }
+            void forwardHost(const float*, int64_t, float*) const override {}
+            const TrellisView* trellis() const override { return packed ? &t : nullptr; }
+        };
+        Fake f;
+        f.in = 4000;
+        f.out = 2000;
+        f.t.k = 4096;
+        f.t.n = 2048;
+        f.t.bits = 4;
+        f.t.codebook = 2;
+        const WeightView w = WeightView::of(f);
+        QCOMPARE(moePackedView(w, 2000, 4000), &f.t);
+        QVERIFY(moePackedView(w, 4000, 2000) == nullptr);  // transposed logical shape
+        WeightView dense = w;
+        dense.packed = nullptr;
+        QVERIFY(moePackedView(dense, 2000, 4000) == nullptr);
+        WeightView stale = w;
+        stale.rows = 1999;  // the view's shape disagrees with the packed linear's
+        QVERIFY(moePackedView(stale, 1999, 4000) == nullptr);
+        for (int bits : {0, 9}) {
+            f.t.bits = bits;
+            QVERIFY2(moePackedView(w, 2000, 4000) == nullptr, "K outside 1..8");
+        }
+        f.t.bits = 8;
+        QCOMPARE(moePackedView(w, 2000, 4000), &f.t);
+        f.t.codebook = 3;
+        QVERIFY2(moePackedView(w, 2000, 4000) == nullptr, "unknown codebook");
+        f.t.codebook = 0;
+        f.t.k = 4000;
+        QVERIFY2(moePackedView(w, 2000, 4000) == nullptr, "k not padded to 128");
+        f.t.k = 4096;
+        f.t.n = 2000;
+        QVERIFY2(moePackedView(w, 2000, 4000) == nullptr, "n not padded to 128");
+        f.t.n = 2048;
+        f.packed = false;
+        QVERIFY2(moePackedView(w, 2000, 4000) == nullptr, "another packed format");
     }
 
 private:
