@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A/B of the EXL3 kernels' switches in one device call (issue 6, benchmark 1): bench-device's short EXL3 runs
+# (the MoE layer at batch 1 and 4, the 4096→12288 GEMV at K = 4) once per TS_EXL3_TUNE value, then one table
+# of µs and fraction of copy bandwidth per row and value. Needs build-gpu (run_gpu_suite.sh first, in the same
+# call). The switches: kernels/cuda/cuda_exl3.cuh (tuneFlags).
+#   device: TUNES="0 4 32 64" bash scripts/gpu/exl3_ab.sh "$OUT"
+# Env: TUNES (default "0 4 64": default, two-launch MoE, one-stage slices), REPS (bench-device --reps, 20),
+#      WHAT (default exl3-moe,exl3-gemv4), CLI (default build-gpu/app/twinspark-cli), BACKEND (default cuda;
+#      cpu only checks the script). Results: $OUT/ab_<tune>.json, $OUT/ab.txt.
+set -uo pipefail
+OUT=${1:-/tmp/twinspark-gpu}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+CLI=${CLI:-build-gpu/app/twinspark-cli}
+[ -x "$CLI" ] || { echo "$CLI missing: run run_gpu_suite.sh first"; exit 2; }
+TUNES=${TUNES:-0 4 64}
+for t in $TUNES; do
+  TS_EXL3_TUNE=$t "$CLI" bench-device --backend "${BACKEND:-cuda}" --what "${WHAT:-exl3-moe,exl3-gemv4}" \
+    --reps "${REPS:-20}" --json "$OUT/ab_$t.json" >"$OUT/ab_$t.txt" 2>&1
+  echo "TS_EXL3_TUNE=$t: rc $? ($(grep -m1 'decode unit' "$OUT/ab_$t.txt" | sed 's/.*decode unit: //'))"
+done | tee "$OUT/ab.txt"
+python3 - "$OUT" $TUNES <<'PY' | tee -a "$OUT/ab.txt"
+import json, sys
+out, tunes = sys.argv[1], sys.argv[2:]
+runs = {}
+for t in tunes:
+    try:
+        runs[t] = json.load(open(f"{out}/ab_{t}.json"))["exl3"]["rows"]
+    except Exception as e:
+        print(f"TS_EXL3_TUNE={t}: no result ({e})")
+def key(r):
+    if r.get("bench") == "exl3_moe":
+        return f"MoE layer b{r['batch']}"
+    return f"GEMV {r['in']}->{r['out']} K={r['bits']} {r['codebook']} b{r['batch']}"
+rows = []
+for t, rs in runs.items():
+    for r in rs:
+        if "us" in r and key(r) not in rows:
+            rows.append(key(r))
+print("| row | " + " | ".join(f"TS_EXL3_TUNE={t}" for t in runs) + " |")
+print("|---|" + "---|" * len(runs))
+for k in rows:
+    cells = []
+    for t, rs in runs.items():
+        r = next((r for r in rs if key(r) == k and "us" in r), None)
+        cells.append(f"{r['us']:.1f} us, {100 * r['fraction_of_copy']:.1f} %" if r else "-")
+    print(f"| {k} | " + " | ".join(cells) + " |")
+PY
