@@ -107,22 +107,17 @@ __device__ __forceinline__ float pow2(int e) { return e < -126 ? 0.0f : __int_as
 // Ĥ on one 128-vector held by a warp, lane l owning elements 4l..4l+3: the CPU's butterfly network
 // (hadamard128: h = 1, 2, ..., 64, pairs (u, v) → (u + v, u − v)), then ·1/√128 — the same operations on the
 // same operands, so the result is bit-identical to the CPU's.
+// One butterfly of the network: (u, v) → (u + v, u − v).
+__device__ __forceinline__ void butterfly(float& u, float& v) {
+    const float a = u, b = v;
+    u = __fadd_rn(a, b);
+    v = __fsub_rn(a, b);
+}
 __device__ __forceinline__ void had128(float (&v)[4], int lane) {
-    float a = v[0], b = v[1];
-    v[0] = __fadd_rn(a, b);
-    v[1] = __fsub_rn(a, b);
-    a = v[2];
-    b = v[3];
-    v[2] = __fadd_rn(a, b);
-    v[3] = __fsub_rn(a, b);
-    a = v[0];
-    b = v[2];
-    v[0] = __fadd_rn(a, b);
-    v[2] = __fsub_rn(a, b);
-    a = v[1];
-    b = v[3];
-    v[1] = __fadd_rn(a, b);
-    v[3] = __fsub_rn(a, b);
+    butterfly(v[0], v[1]);  // h = 1, 2 inside the lane
+    butterfly(v[2], v[3]);
+    butterfly(v[0], v[2]);
+    butterfly(v[1], v[3]);
 #pragma unroll
     for (int m = 1; m < 32; m <<= 1) {
         const bool upper = (lane & m) != 0;  // holds the "+h" element of each pair: gets u − v
