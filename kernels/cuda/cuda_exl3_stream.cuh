@@ -158,18 +158,63 @@ __device__ __forceinline__ void streamLoop(uint32_t (&ring)[kRing][2][laneWords<
     }
 }
 
-// The same loop with the warp's k-tiles in flight in its shared-memory ring of ringSteps(K) slots (cp.async,
-// one commit group per k-tile): the bytes in flight cost no registers, so a warp keeps 1.5–4 KiB in flight.
-// Slot kt % D holds the warp's two n-tiles (2·8K words, contiguous in global memory too); the prologue
-// (streamPrefetchSmem) filled slots [0, D) and np is the tile of k-tile D.
+// The same loop with the warp's k-tiles in flight in its shared-memory ring (the default): ringSteps(K) = D
+// k-tiles in D/2 slots of two k-tiles each, filled by cp.async with one commit group per slot, so the loop
+// waits, synchronizes the warp and copies once per two k-tiles. A slot is 4·8K words: k-tile kt of the pair
+// (2·8K words: the warp's two n-tiles, contiguous in global memory too), then k-tile kt + 1. Its 16-byte
+// pieces: for K ≤ 4 (8K ≤ 32 pieces) lane p copies piece p, of k-tile p / 4K; for K > 4 lane p (< 4K)
+// copies piece p of each k-tile, with two copies. The ring's addresses are 32-bit shared-window addresses
+// computed once per unit (RingLane), so a load in the loop is a register plus a constant.
+__device__ __forceinline__ uint32_t smemAddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ uint32_t ldsU32(uint32_t a) {
+    uint32_t v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(a));
+    return v;
+}
+__device__ __forceinline__ uint2 ldsU64(uint32_t a) {
+    uint2 v;
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(a));
+    return v;
+}
+__device__ __forceinline__ void cpAsync16s(uint32_t d, const uint32_t* g) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(g) : "memory");
+}
+
+// One lane's part of the warp's ring.
+struct RingLane {
+    uint32_t ring;  // the warp's ring (shared window, bytes)
+    uint32_t dst;   // ring + 16·lane: this lane's piece of a slot (K ≤ 4) or of its first k-tile (K > 4)
+    bool copies;    // the lane copies (lane < 8K for K ≤ 4, < 4K for K > 4)
+};
 template <int K>
-__device__ __forceinline__ void streamPrefetchSmem(const uint32_t*& np, int64_t kStride, int nkt, int lane, uint32_t* ring) {
-    constexpr int SW = 2 * tileWords(K), D = ringSteps(K);
+__device__ __forceinline__ RingLane ringLane(const uint32_t* ring, int lane) {
+    const uint32_t r = smemAddr(ring);
+    return {r, r + 16u * uint32_t(lane), lane < (K <= 4 ? 8 * K : 4 * K)};
+}
+// This lane's source at the warp's tile np of a slot's first k-tile (its piece's k-tile and word).
+template <int K>
+__device__ __forceinline__ const uint32_t* ringSource(const uint32_t* np, int64_t kStride, int lane) {
+    if constexpr (K <= 4) return np + (lane / (4 * K)) * kStride + 4 * (lane % (4 * K));
+    return np + 4 * lane;
+}
+
+// Copies k-tiles kt, kt + 1 into the slot at byte offset slotOff; lp: ringSource at k-tile kt.
+template <int K>
+__device__ __forceinline__ void copyPair(const RingLane& rl, uint32_t slotOff, const uint32_t* lp, int64_t kStride) {
+    if (!rl.copies) return;
+    cpAsync16s(rl.dst + slotOff, lp);
+    if constexpr (K > 4) cpAsync16s(rl.dst + slotOff + 2 * tileWords(K) * 4, lp + kStride);
+}
+
+// The ring's first D/2 slots (k-tiles [0, D) that exist: nkt is a multiple of 8); lp moves on to k-tile D.
+template <int K>
+__device__ __forceinline__ void streamPrefetchSmem(const RingLane& rl, const uint32_t*& lp, int64_t kStride, int nkt) {
+    constexpr int D = ringSteps(K), PB = 2 * 2 * tileWords(K) * 4;  // PB: bytes per slot
 #pragma unroll 1
-    for (int i = 0; i < D; ++i) {
-        if (lane < SW / 4 && i < nkt) cpAsync16(ring + i * SW + 4 * lane, np + 4 * lane);
+    for (int q = 0; q < D / 2; ++q) {
+        if (2 * q < nkt) copyPair<K>(rl, uint32_t(q * PB), lp, kStride);
         cpAsyncCommit();
-        np += kStride;
+        lp += 2 * kStride;
     }
 }
 
@@ -208,59 +253,91 @@ __device__ __forceinline__ void rescaleToStage1(float (&acc)[2][4], float (&accB
     }
 }
 
-// The loop runs in passes of kPass k-tiles, unrolled: a pass starts at a multiple of kPass, which divides the
-// ring depth, so every slot and activation address in it is the pass's base plus a constant (before, the
-// slot index kt % D and the activation row were recomputed per k-tile: ~15 address instructions per k-tile).
+// The loop runs in passes of kPass = 4 k-tiles (two slots), unrolled: slots and activation rows in a pass
+// are the pass's base plus constants. Slices are multiples of 8 k-tiles (the planner's KSL; tilesK too), so
+// every pass is whole, and passes up to nkt − D refill their slots with k-tiles base + D.. (steadyPass),
+// the last D/kPass passes commit empty groups instead (the ring's drain), keeping wait_group's count.
 // R (rows per k-tile of the staged activations) follows from TWO: 16 rows, else 8.
 constexpr int kPass = 4;
 
-// ktSplit: the second stage's first k-tile (a multiple of kPass; < 0: one stage), where the sums move to its
-// scale (rescaleToStage1, exponents eRow, m token rows).
-template <int K, int CB, bool TWO>
-__device__ __forceinline__ void streamLoopSmem(uint32_t* ring, const uint32_t* np, int64_t kStride, int nkt,
-                                               const uint2* xa, int g, int c, int lane, float (&acc)[2][4],
-                                               float (&accB)[2][4], int ktSplit, const int* eRow, int m) {
-    constexpr int TW = tileWords(K), SW = 2 * TW, D = ringSteps(K), R = TWO ? 16 : 8;
-    static_assert((D & (D - 1)) == 0 && D % kPass == 0, "ring slots: a power of two, whole passes");
-    const bool copier = lane < SW / 4;  // the lanes that move a slot's 16-byte pieces
-    const uint2* xl = xa + g * 4 + c;   // this lane's B fragment of k-tile 0: token g (and g + 8: + 8·4)
-#pragma unroll 1
-    for (int base = 0; base < nkt; base += kPass) {
-        if (base == ktSplit) rescaleToStage1<TWO>(acc, accB, eRow, m, c);
-        uint32_t* pslot = ring + (base & (D - 1)) * SW;
-        const uint2* px = xl + base * R * 4;
+// The 8 states of the lane in the two n-tiles of the k-tile at shared byte address t.
+template <int K>
+__device__ __forceinline__ void ringStates(uint32_t t, int lane, uint32_t (&st8)[2][8]) {
+    constexpr int TW = tileWords(K);
 #pragma unroll
-        for (int i = 0; i < kPass; ++i) {
-            const int kt = base + i;
-            if (kt >= nkt) break;  // uniform
-            cpAsyncWait<D - 1>();  // this lane's copies of k-tile kt have landed (one group per k-tile)
-            __syncwarp();          // ... and every lane's
-            uint32_t* slot = pslot + i * SW;
-            uint32_t st8[2][8];
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt) {
-                if constexpr (K == 4)
-                    laneStates4(slot[nt * TW + ((lane + 31) & 31)], slot[nt * TW + lane], st8[nt]);
-                else
-                    laneStates<K>(slot + nt * TW, lane, st8[nt]);
-            }
-            __syncwarp();  // the slot is read: refill it with k-tile kt + D
-            if (copier && kt + D < nkt) cpAsync16(slot + 4 * lane, np + 4 * lane);
-            cpAsyncCommit();
-            np += kStride;
-            const uint2 a02 = px[i * R * 4];
-            uint2 a13 = make_uint2(0, 0);
-            if constexpr (TWO) a13 = px[i * R * 4 + 32];
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt) {
-                uint32_t bq[4];
-                codebookPairs<CB>(st8[nt], bq);
-                mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
-                if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
-            }
-        }
+    for (int nt = 0; nt < 2; ++nt) {
+        if constexpr (K == 4)
+            laneStates4(ldsU32(t + 4 * (nt * TW + ((lane + 31) & 31))), ldsU32(t + 4 * (nt * TW + lane)), st8[nt]);
+        else
+            laneStatesFrom<K>([&](uint32_t i) { return ldsU32(t + 4 * (uint32_t(nt * TW) + i)); }, lane, st8[nt]);
     }
-    cpAsyncWait<0>();  // no copy outlives the unit (the tail's groups are empty)
+}
+
+// One k-tile's two mmas (four for TWO) from the lane's states; xa: the lane's activations of that k-tile.
+template <int CB, bool TWO>
+__device__ __forceinline__ void tileMma(const uint32_t (&st8)[2][8], uint32_t xa, float (&acc)[2][4], float (&accB)[2][4]) {
+    const uint2 a02 = ldsU64(xa);  // token g (B fragment column g), k 2c.. | 2c+8..
+    uint2 a13 = make_uint2(0, 0);
+    if constexpr (TWO) a13 = ldsU64(xa + 256);  // token g + 8: 8 rows of 4 uint2 on
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+        uint32_t bq[4];
+        codebookPairs<CB>(st8[nt], bq);
+        // A = Ŵᵀ rows (g | g+8) × k (2c.. | 2c+8..): a0 = (g, 2c..) = bq[0], a1 = (g+8, 2c..) = bq[2],
+        // a2 = (g, 2c+8..) = bq[1], a3 = (g+8, 2c+8..) = bq[3].
+        mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
+        if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+    }
+}
+
+// One pass: k-tiles base .. base + 3 from slots slotOff, slotOff + PB; REFILL: lp is this lane's source at
+// k-tile base + D (ringSource) and each slot, once read, takes the k-tiles D on.
+template <int K, int CB, bool TWO, bool REFILL>
+__device__ __forceinline__ void streamPass(const RingLane& rl, uint32_t slotOff, uint32_t xPass,
+                                           const uint32_t*& lp, int64_t kStride, int lane, float (&acc)[2][4],
+                                           float (&accB)[2][4]) {
+    constexpr int TW = tileWords(K), SB = 2 * TW * 4, PB = 2 * SB, DP = ringSteps(K) / 2, R = TWO ? 16 : 8;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        const uint32_t slot = rl.ring + slotOff + j * PB;
+        cpAsyncWait<DP - 1>();  // this lane's copies of the slot have landed (one group per slot)
+        __syncwarp();           // ... and every lane's
+        uint32_t st8[2][8];
+        ringStates<K>(slot, lane, st8);
+        tileMma<CB, TWO>(st8, xPass + (2 * j) * R * 32, acc, accB);
+        ringStates<K>(slot + SB, lane, st8);
+        __syncwarp();  // the slot is read: refill it
+        if constexpr (REFILL) copyPair<K>(rl, slotOff + j * PB, lp, kStride);
+        cpAsyncCommit();
+        if constexpr (REFILL) lp += 2 * kStride;
+        tileMma<CB, TWO>(st8, xPass + (2 * j + 1) * R * 32, acc, accB);
+    }
+}
+
+// ktSplit: the second stage's first k-tile (a multiple of kPass; < 0: one stage), where the sums move to its
+// scale (rescaleToStage1, exponents eRow, m token rows). xs: the staged activations' shared address; lp:
+// this lane's source at k-tile D (ringSource; streamPrefetchSmem left it there).
+template <int K, int CB, bool TWO>
+__device__ __forceinline__ void streamLoopSmem(const RingLane& rl, const uint32_t* lp, int64_t kStride, int nkt,
+                                               uint32_t xs, int g, int c, int lane, float (&acc)[2][4],
+                                               float (&accB)[2][4], int ktSplit, const int* eRow, int m) {
+    constexpr int D = ringSteps(K), PB = 2 * 2 * tileWords(K) * 4, R = TWO ? 16 : 8;
+    static_assert((D & (D - 1)) == 0 && D % kPass == 0 && kPass == 4, "ring: a power of two, whole passes of two slots");
+    const uint32_t xl = xs + uint32_t(g * 4 + c) * 8;  // this lane's B fragment of k-tile 0 (token g)
+    int base = 0;
+#pragma unroll 1
+    for (; base < nkt - D; base += kPass) {
+        if (base == ktSplit) rescaleToStage1<TWO>(acc, accB, eRow, m, c);
+        streamPass<K, CB, TWO, true>(rl, uint32_t(((base / 2) & (D / 2 - 1)) * PB), xl + base * R * 32, lp, kStride,
+                                     lane, acc, accB);
+    }
+#pragma unroll 1
+    for (; base < nkt; base += kPass) {
+        if (base == ktSplit) rescaleToStage1<TWO>(acc, accB, eRow, m, c);
+        streamPass<K, CB, TWO, false>(rl, uint32_t(((base / 2) & (D / 2 - 1)) * PB), xl + base * R * 32, lp, kStride,
+                                      lane, acc, accB);
+    }
+    cpAsyncWait<0>();  // no copy outlives the unit (the drain's groups are empty)
 }
 
 template <int K, int CB>
@@ -300,7 +377,8 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
                          (int64_t(kt0) * P.tilesN + int64_t(b) * kUnitTilesN + 2 * warp) * TW;
     const int64_t kStride = int64_t(P.tilesN) * TW;
     uint32_t ring[kRing][2][laneWords<K>()];
-    uint32_t* sring = reinterpret_cast<uint32_t*>(flag + 4) + warp * ringSteps(K) * 2 * TW;  // this warp's ring
+    const RingLane rl =  // this warp's ring (D k-tiles of 2·8K words)
+        ringLane<K>(reinterpret_cast<const uint32_t*>(flag + 4) + warp * ringSteps(K) * 2 * TW, lane);
     // The input transform is one task per (row, stage), task t = row·nst + stage, warp w taking w, w + 4, ...
     // The suh loads of this warp's first task go out before the trellis prefetch (behind it they would wait
     // for the whole device's first ring fills; the block's other warps wait for the transform at the
@@ -313,10 +391,11 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
         const int st = nst == 2 ? (warp & 1) : 0;
         rowSuh<KSH>(job, kt0 + st * KSH, min(KSH, nkt - st * KSH), lane, xin);
     }
+    const uint32_t* lp = ringSource<K>(np, kStride, lane);  // the shared-memory ring's source of this lane
     if (P.regRing)
         streamPrefetch<K>(np, kStride, nkt, lane, ring);
     else
-        streamPrefetchSmem<K>(np, kStride, nkt, lane, sring);
+        streamPrefetchSmem<K>(rl, lp, kStride, nkt);
     float acc[2][4], accB[2][4];
 #pragma unroll
     for (int a = 0; a < 2; ++a)
@@ -345,9 +424,9 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
             streamLoop<K, CB, false>(ring, np, kStride, nkt, xa, rows, g, c, lane, acc, accB);
     } else {
         if (m > 8)
-            streamLoopSmem<K, CB, true>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB, ktSplit, eRow, m);
+            streamLoopSmem<K, CB, true>(rl, lp, kStride, nkt, smemAddr(xs), g, c, lane, acc, accB, ktSplit, eRow, m);
         else
-            streamLoopSmem<K, CB, false>(sring, np, kStride, nkt, xa, g, c, lane, acc, accB, ktSplit, eRow, m);
+            streamLoopSmem<K, CB, false>(rl, lp, kStride, nkt, smemAddr(xs), g, c, lane, acc, accB, ktSplit, eRow, m);
     }
 
     // True magnitudes: MUL1 sums are Σ a·h, the value being kinv·h + kbias; then undo the token's scale 2^e
