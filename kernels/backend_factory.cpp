@@ -24,6 +24,7 @@ bool tuneStagedDecode();
 bool tuneRegisterRing();
 bool tunePdlOff();
 bool tuneOneStageSlices();
+int tuneSliceTiles();
 }  // namespace exl3cuda
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
@@ -34,7 +35,10 @@ const char* exl3DecodeUnit() {
                                                 : exl3cuda::tuneRegisterRing() ? "streaming, register ring"
                                                                                : "streaming, shared-memory ring") +
                                     (exl3cuda::tuneOneStageSlices() ? ", one-stage slices" : "") +
-                                    (exl3cuda::tunePdlOff() ? ", launched without PDL" : "");
+                                    (exl3cuda::tunePdlOff() ? ", launched without PDL" : "") +
+                                    (exl3cuda::tuneSliceTiles() > 0
+                                         ? ", slices of " + std::to_string(exl3cuda::tuneSliceTiles()) + " k-tiles"
+                                         : std::string());
     return unit.c_str();
 }
 #else

@@ -22,8 +22,9 @@ int exl3MoeLaunches();
 bool exl3MoeDeviceRouting();
 // The unit that EXL3 jobs planned as one stage per slice (decode steps of up to ~8–12 rows per matrix) run on,
 // as TS_EXL3_TUNE sets it (bits 8 and 16, docs/PERFORMANCE.md): "streaming, shared-memory ring" (the default),
-// "streaming, register ring" or "staged", with ", one-stage slices" under bit 64 and ", launched without PDL"
-// under bit 32; "none" without CUDA.
+// "streaming, register ring" or "staged", with ", one-stage slices" under bit 64, ", launched without PDL"
+// under bit 32 and ", slices of N k-tiles" under TS_EXL3_KSL=N (decode plans' slice length forced, for A/B
+// runs); "none" without CUDA.
 // Bigger jobs run the staged unit whatever it says.
 const char* exl3DecodeUnit();
 

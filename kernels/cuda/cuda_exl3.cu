@@ -71,6 +71,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -302,6 +303,11 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
                 p.S = (tilesK + bestKSL - 1) / bestKSL;
             }
         }
+        // TS_EXL3_KSL (A/B runs): that slice length instead, capped at what one unit takes.
+        if (const int forced = std::min(tuneSliceTiles(), p.MG == kStream ? KSS : KS); forced >= 8) {
+            p.KSL = forced;
+            p.S = (tilesK + forced - 1) / forced;
+        }
     }
     p.partials = p.S > 1 || pairMode;
     p.blocks = unitsPerSlice * p.S;
@@ -319,12 +325,28 @@ MoePlans planMoePhases(int bitsGU, int cbGU, int bitsD, int cbD, int MG, int til
     return p;
 }
 
+namespace {
+// A non-negative integer from the environment; unset, or not such a number (said once on stderr), is 0.
+int envInt(const char* name) {
+    const char* e = std::getenv(name);
+    if (e == nullptr || *e == '\0') return 0;
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    if (*end != '\0' || v < 0 || v > (1 << 20)) {
+        std::fprintf(stderr, "twinspark: %s=%s is not a non-negative integer; using the default (0)\n", name, e);
+        return 0;
+    }
+    return int(v);
+}
+}  // namespace
+
 int tuneFlags() {
-    static const int flags = [] {
-        const char* e = std::getenv("TS_EXL3_TUNE");
-        return e ? std::atoi(e) : 0;
-    }();
+    static const int flags = envInt("TS_EXL3_TUNE");
     return flags;
+}
+int tuneSliceTiles() {
+    static const int ksl = envInt("TS_EXL3_KSL") / 8 * 8;
+    return ksl;
 }
 
 bool tuneStagedDecode() { return (tuneFlags() & 8) != 0; }

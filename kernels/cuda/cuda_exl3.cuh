@@ -356,6 +356,9 @@ bool tuneStagedDecode();
 bool tuneRegisterRing();
 bool tunePdlOff();
 bool tuneOneStageSlices();
+// TS_EXL3_KSL (A/B runs): decode plans take slices of that many k-tiles (a multiple of 8, capped at what
+// one unit takes) instead of the planner's choice; 0 (unset) = the planner's.
+int tuneSliceTiles();
 // The fused MoE's variant: 1 (one launch, the default) or 2 (the two-launch version: TS_EXL3_TUNE bit 4,
 // or a run-time override, ts::exl3MoeSetLaunches in kernels/exl3_tune.h, for benchmarks and tests).
 int moeLaunches();

@@ -1,33 +1,42 @@
 #!/usr/bin/env bash
 # A/B of the EXL3 kernels' switches in one device call (issue 6, benchmark 1): bench-device's short EXL3 runs
-# (the MoE layer at batch 1 and 4, the 4096→12288 GEMV at K = 4) once per TS_EXL3_TUNE value, then one table
-# of µs and fraction of copy bandwidth per row and value. Needs build-gpu (run_gpu_suite.sh first, in the same
-# call). The switches: kernels/cuda/cuda_exl3.cuh (tuneFlags).
+# (the MoE layer at batch 1 and 4, the 4096→12288 GEMV at K = 4) once per variant, then one table of µs and
+# fraction of copy bandwidth per row and variant. Needs build-gpu (run_gpu_suite.sh first, in the same call).
+# The switches: kernels/cuda/cuda_exl3.cuh (tuneFlags, tuneSliceTiles).
 #   device: TUNES="0 4 32 64" bash scripts/gpu/exl3_ab.sh "$OUT"
-# Env: TUNES (default "0 4 64": default, two-launch MoE, one-stage slices), REPS (bench-device --reps, 20),
-#      WHAT (default exl3-moe,exl3-gemv4), CLI (default build-gpu/app/twinspark-cli), BACKEND (default cuda;
-#      cpu only checks the script). Results: $OUT/ab_<tune>.json, $OUT/ab.txt.
+#           VARIANTS="TS_EXL3_KSL=0 TS_EXL3_KSL=32 TS_EXL3_TUNE=64,TS_EXL3_KSL=32" bash scripts/gpu/exl3_ab.sh "$OUT"
+# Env: VARIANTS (space-separated; each a comma-separated list of VAR=value set for one run), else TUNES
+#      (TS_EXL3_TUNE values, default "0 4 64": default, two-launch MoE, one-stage slices); REPS (bench-device
+#      --reps, 20), WHAT (default exl3-moe,exl3-gemv4), CLI (default build-gpu/app/twinspark-cli), BACKEND
+#      (default cuda; cpu only checks the script). Results: $OUT/ab_<variant>.json, $OUT/ab.txt.
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/../.."
 CLI=${CLI:-build-gpu/app/twinspark-cli}
 [ -x "$CLI" ] || { echo "$CLI missing: run run_gpu_suite.sh first"; exit 2; }
-TUNES=${TUNES:-0 4 64}
-for t in $TUNES; do
-  TS_EXL3_TUNE=$t "$CLI" bench-device --backend "${BACKEND:-cuda}" --what "${WHAT:-exl3-moe,exl3-gemv4}" \
+if [ -z "${VARIANTS:-}" ]; then
+  VARIANTS=""
+  for t in ${TUNES:-0 4 64}; do VARIANTS="$VARIANTS TS_EXL3_TUNE=$t"; done
+fi
+tag() { echo "$1" | tr -c 'A-Za-z0-9_\n' '_'; }
+for v in $VARIANTS; do
+  case "$v" in *=*) ;; *) echo "variant '$v': expected VAR=value[,VAR=value...]"; exit 2 ;; esac
+  t=$(tag "$v")
+  env $(echo "$v" | tr ',' ' ') "$CLI" bench-device --backend "${BACKEND:-cuda}" --what "${WHAT:-exl3-moe,exl3-gemv4}" \
     --reps "${REPS:-20}" --json "$OUT/ab_$t.json" >"$OUT/ab_$t.txt" 2>&1
-  echo "TS_EXL3_TUNE=$t: rc $? ($(grep -m1 'decode unit' "$OUT/ab_$t.txt" | sed 's/.*decode unit: //'))"
+  echo "$v: rc $? ($(grep -m1 'decode unit' "$OUT/ab_$t.txt" | sed 's/.*decode unit: //'))"
 done | tee "$OUT/ab.txt"
-python3 - "$OUT" $TUNES <<'PY' | tee -a "$OUT/ab.txt"
-import json, sys
-out, tunes = sys.argv[1], sys.argv[2:]
+python3 - "$OUT" $VARIANTS <<'PY' | tee -a "$OUT/ab.txt"
+import json, re, sys
+out, variants = sys.argv[1], sys.argv[2:]
 runs = {}
-for t in tunes:
+for v in variants:
+    t = re.sub(r"[^A-Za-z0-9_]", "_", v)
     try:
-        runs[t] = json.load(open(f"{out}/ab_{t}.json"))["exl3"]["rows"]
+        runs[v] = json.load(open(f"{out}/ab_{t}.json"))["exl3"]["rows"]
     except Exception as e:
-        print(f"TS_EXL3_TUNE={t}: no result ({e})")
+        print(f"{v}: no result ({e})")
 def key(r):
     if r.get("bench") == "exl3_moe":
         return f"MoE layer b{r['batch']}"
@@ -37,7 +46,7 @@ for t, rs in runs.items():
     for r in rs:
         if "us" in r and key(r) not in rows:
             rows.append(key(r))
-print("| row | " + " | ".join(f"TS_EXL3_TUNE={t}" for t in runs) + " |")
+print("| row | " + " | ".join(runs) + " |")
 print("|---|" + "---|" * len(runs))
 for k in rows:
     cells = []
