@@ -7,7 +7,7 @@ With --buckets N, also the stall samples per run of N consecutive SASS instructi
 was executed: the code regions of a unit (prologue, the loop, the arrival, the last unit's epilogue) show up
 as runs of one executed count.
 
-Usage: ncu_source_top.py SOURCE.csv [--top 60] [--buckets 100]
+Usage: ncu_source_top.py SOURCE.csv[.xz] [--top 60] [--buckets 100]
 """
 import argparse
 import csv
@@ -28,7 +28,11 @@ def main():
     ap.add_argument("--top", type=int, default=60)
     ap.add_argument("--buckets", type=int, default=0, help="samples per run of N instructions (0: off)")
     a = ap.parse_args()
-    text = open(a.csv, encoding="utf-8", errors="replace").read()
+    if a.csv.endswith(".xz"):  # as profile_exl3_kernel.sh keeps it
+        import lzma
+        text = lzma.open(a.csv, "rt", encoding="utf-8", errors="replace").read()
+    else:
+        text = open(a.csv, encoding="utf-8", errors="replace").read()
     # ncu prints log lines (==PROF== ...) before the table: start at the header line.
     lines = text.splitlines()
     start = next((i for i, l in enumerate(lines) if l.startswith('"') and "Source" in l), None)
@@ -66,23 +70,36 @@ def main():
     print("by opcode (samples, executed):")
     for k, v in sorted(fam.items(), key=lambda kv: -kv[1][0])[:30]:
         print(f"  {k:12s} {v[0]:9.0f} {100 * v[0] / total:5.1f}%  {v[1]:12.0f}")
-    # The hot loop vs the rest: instructions executed at least a quarter as often as the most executed one
-    # are the streaming loop's body (it runs once per k-tile); the rest is the unit's fixed work (prologue,
-    # input transform, epilogue). Their shares of stall samples ~ shares of warp time.
+    # The hot loop vs the rest: instructions executed more than 1.5x as often as the kernel's first one (which
+    # every warp runs once) and at most 4x the most executed mma (HMMA/IMMA: the streaming loop issues them once
+    # per k-tile; without any, the most executed instruction) are the loop's body, across its steady and drain
+    # passes; the rest is the unit's fixed work (prologue, input transform, epilogue). Instructions executed
+    # more than 4x the mma are polling loops (the one-launch MoE's down units waiting for their rows), reported
+    # apart. Shares of stall samples ~ shares of warp time.
     if execd is not None:
-        mx = max(num(r[execd]) for r in body) or 1.0
-        hot = [r for r in body if num(r[execd]) >= 0.25 * mx]
+        def opname(r):
+            op = r[src].strip().split()
+            return (op[1] if op and op[0].startswith("@") and len(op) > 1 else (op[0] if op else "?")).split(".")[0]
+        mmas = [num(r[execd]) for r in body if opname(r) in ("HMMA", "IMMA")]
+        mx = (max(mmas) if mmas else max(num(r[execd]) for r in body)) or 1.0
+        once = num(body[0][execd]) or 1.0
+        hot = [r for r in body if 1.5 * once < num(r[execd]) <= 4 * mx]
+        poll = [r for r in body if num(r[execd]) > 4 * mx]
         hs = sum(num(r[samp]) for r in hot)
         he = sum(num(r[execd]) for r in hot)
         te = sum(num(r[execd]) for r in body) or 1.0
-        print(f"hot loop (executed >= 25% of the max {mx:.0f}): {len(hot)} instructions, {100 * hs / total:.1f}% of stall "
-              f"samples, {100 * he / te:.1f}% of executed instructions; the rest: {100 * (total - hs) / total:.1f}% of samples")
+        anchor = "the most executed mma" if mmas else "the max"
+        print(f"hot loop (executed > 1.5x the first instruction's {once:.0f} and <= 4x {anchor}'s {mx:.0f}): {len(hot)} instructions, {100 * hs / total:.1f}% of "
+              f"stall samples, {100 * he / te:.1f}% of executed instructions; the rest: {100 * (total - hs) / total:.1f}% "
+              f"of samples")
+        if poll:
+            ps = sum(num(r[samp]) for r in poll)
+            print(f"  polling (executed > 4x that): {len(poll)} instructions, {100 * ps / total:.1f}% of stall samples")
         hf = {}
         for r in hot:
-            op = r[src].strip().split()
-            op = (op[1] if op and op[0].startswith("@") and len(op) > 1 else (op[0] if op else "?")).split(".")[0]
+            op = opname(r)
             hf[op] = hf.get(op, 0.0) + num(r[execd]) / mx
-        print("  hot-loop instructions per pass of the most executed one, by opcode: " +
+        print(f"  hot-loop instructions per execution of {anchor}, by opcode: " +
               ", ".join(f"{k} {v:.1f}" for k, v in sorted(hf.items(), key=lambda kv: -kv[1])))
     if a.buckets > 0:
         print(f"stall samples per {a.buckets} instructions (with the largest executed count among them):")
