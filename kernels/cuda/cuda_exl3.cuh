@@ -46,6 +46,22 @@ __host__ __device__ constexpr int stageTiles(int K, int MG = 1) {
 __host__ __device__ constexpr int tileWords(int K) { return 8 * K; }  // uint32 words of one 16×16 tile
 // k-tiles in flight per warp in the streaming unit's shared-memory ring (its two n-tiles each): 1.5–4 KiB.
 __host__ __device__ constexpr int ringSteps(int K) { return K <= 1 ? 32 : K == 2 ? 16 : 8; }
+// A ring slot holds two k-tiles of the warp's two n-tiles: k-tile h of the pair at words [h·16K, h·16K + 16K),
+// laid out as in global memory (the two n-tiles' 8K words each, contiguous). It is copied in 16-byte pieces;
+// lane `lane`'s copy r (ringPieces(K) of them) is piece w (words 4w..4w+3) of k-tile h of the pair, or none.
+// K ≤ 4 (8K ≤ 32 pieces): lane p copies piece p of the slot; K > 4: lane p (< 4K) copies piece p of each
+// k-tile. Either way the piece lands at slot word h·16K + 4w. (h and w are given for a lane that does not
+// copy too: the device code computes its addresses without a select.)
+struct RingPiece {
+    bool valid = false;
+    int h = 0;  // k-tile of the pair
+    int w = 0;  // 4-word piece within that k-tile's 16K words
+};
+__host__ __device__ constexpr int ringPieces(int K) { return K <= 4 ? 1 : 2; }
+__host__ __device__ constexpr RingPiece ringPiece(int K, int lane, int r) {
+    if (K <= 4) return RingPiece{r == 0 && lane < 8 * K, lane / (4 * K), lane % (4 * K)};
+    return RingPiece{r < 2 && lane < 4 * K, r, lane};
+}
 // Token rows the streaming unit stages per k-tile: the mma's 8 B columns (16 when a job has more than 8 rows).
 __host__ __device__ constexpr int streamRows(int R) { return R > 8 ? 16 : 8; }
 // The longest slice a streaming unit takes: one stage (stageTiles), or two for jobs of ≤ 8 rows at K ≥ 3

@@ -180,6 +180,24 @@ __device__ __forceinline__ void cpAsync16s(uint32_t d, const uint32_t* g) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(g) : "memory");
 }
 
+// The addresses below are ringPiece's (cuda_exl3.cuh; test_exl3_plan checks that its pieces fill a slot
+// exactly once from the right words), written as the cheaper forms checked here for every lane at compile
+// time: the first piece lands at word 4·lane of the slot and comes from k-tile lane / 4K, word 4·(lane % 4K)
+// (K ≤ 4) or k-tile 0, word 4·lane (K > 4); the second (K > 4) lands 16K words on, one k-tile on.
+template <int K>
+constexpr bool ringFormulasAreRingPiece() {
+    for (int lane = 0; lane < 32; ++lane) {
+        const RingPiece a = ringPiece(K, lane, 0);
+        if (a.h * 16 * K + 4 * a.w != 4 * lane || a.valid != (lane < (K <= 4 ? 8 * K : 4 * K))) return false;
+        if (a.h != (K <= 4 ? lane / (4 * K) : 0) || a.w != (K <= 4 ? lane % (4 * K) : lane)) return false;
+        if (ringPieces(K) > 1) {
+            const RingPiece b = ringPiece(K, lane, 1);
+            if (b.valid != a.valid || b.h != a.h + 1 || b.w != a.w) return false;
+        }
+    }
+    return true;
+}
+
 // One lane's part of the warp's ring.
 struct RingLane {
     uint32_t ring;  // the warp's ring (shared window, bytes)
@@ -188,6 +206,7 @@ struct RingLane {
 };
 template <int K>
 __device__ __forceinline__ RingLane ringLane(const uint32_t* ring, int lane) {
+    static_assert(ringFormulasAreRingPiece<K>(), "the ring's addresses are ringPiece's");
     const uint32_t r = smemAddr(ring);
     return {r, r + 16u * uint32_t(lane), lane < (K <= 4 ? 8 * K : 4 * K)};
 }

@@ -4,7 +4,8 @@
 // (laneStatesFrom: lane t holds words t and t + 32 of the tile) — against the CPU decoder's direct window
 // formula (engine/quant/exl3_trellis, spec §3.2), for K = 1..8 on random tiles; and the MUL1 affine map the
 // streaming unit applies per token (kinv·(1024 + bytesum) + kbias, exact) against the CPU's fp16 codebook
-// values: within half an fp16 ulp for all 65,536 states (the numerics the self-test's decode tolerance assumes).
+// values: within half an fp16 ulp for all 65,536 states (the numerics the self-test's decode tolerance assumes);
+// and the streaming unit's ring pieces (ringPiece): every word of a slot copied once, from the right place.
 #include <QtTest>
 
 #include <cmath>
@@ -94,6 +95,30 @@ private slots:
             exact += v == ref;
         }
         QVERIFY(exact < 65536);  // the map is not the LUT itself: the streaming unit really skips a rounding
+    }
+
+    // The streaming unit's shared-memory ring (ringPiece; the device's addresses are checked against it at
+    // compile time): a slot's 16-byte pieces, over all lanes and copies, fill its 2 × 16K words exactly once,
+    // each from the same word of the same k-tile in global memory (k-tile h of the pair, word w of the warp's
+    // two contiguous n-tiles) — what ringStates reads back as k-tile h, n-tile w / 8K.
+    void ringPiecesFillASlotOnce() {
+        for (int K = 1; K <= 8; ++K) {
+            const int kWords = 16 * K;  // one k-tile of the warp: two n-tiles of 8K words
+            std::vector<int> written(size_t(2 * kWords), 0);
+            for (int lane = 0; lane < 32; ++lane) {
+                for (int r = 0; r < exl3cuda::ringPieces(K) + 1; ++r) {  // + 1: a copy past the last is none
+                    const exl3cuda::RingPiece p = exl3cuda::ringPiece(K, lane, r);
+                    if (!p.valid) continue;
+                    QVERIFY2(r < exl3cuda::ringPieces(K), qPrintable(QString("K=%1 lane %2: copy %3").arg(K).arg(lane).arg(r)));
+                    QVERIFY(p.h >= 0 && p.h < 2 && p.w >= 0 && 4 * p.w + 4 <= kWords);
+                    for (int i = 0; i < 4; ++i)  // slot word h·16K + 4w + i ← k-tile h, word 4w + i
+                        ++written[size_t(p.h * kWords + 4 * p.w + i)];
+                }
+            }
+            for (int wd = 0; wd < 2 * kWords; ++wd)
+                QVERIFY2(written[size_t(wd)] == 1,
+                         qPrintable(QString("K=%1: slot word %2 written %3 times").arg(K).arg(wd).arg(written[size_t(wd)])));
+        }
     }
 };
 
