@@ -2,7 +2,10 @@
 # The GPU machine's one-call suite (issue 6): build the CUDA backend, run the self-test (every op against
 # the CPU reference, then the golden and embedded models' logits), then the device benchmarks.
 #   here:   bash scripts/gpu/prepare_deps.sh          (once; fills .device-deps/)
-#   device: bash scripts/gpu/run_gpu_suite.sh "$OUT"  (run with carry [".device-deps"])
+#           bash scripts/gpu/device_tree.sh stash     (before the call: the tree is near the 64 MiB limit;
+#                                                      `restore` after it)
+#   device: bash scripts/gpu/run_gpu_suite.sh "$OUT"  (run with carry [".device-deps"]; the call returns at
+#           most 8 files: tar $OUT into one at the end of the command)
 # Results: $OUT/selftest.{txt,json}, $OUT/bench.{txt,json}, $OUT/build.log, $OUT/slice.{txt,json} (benchmark 3),
 # $OUT/graphs.txt (decode graphs against eager through the engine).
 # Exit status: the self-test's, or 1 when the graphs check fails.
