@@ -26,6 +26,12 @@ bool tunePdlOff();
 bool tuneOneStageSlices();
 int tuneSliceTiles();
 }  // namespace exl3cuda
+namespace kdacuda {  // cuda_kda_chunk.cu
+int64_t setChunkMinTokens(int64_t t);
+int64_t chunkMinTokensNow();
+}  // namespace kdacuda
+int64_t kdaSetChunkMinTokens(int64_t t) { return kdacuda::setChunkMinTokens(t); }
+int64_t kdaChunkMinTokens() { return kdacuda::chunkMinTokensNow(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
@@ -49,6 +55,8 @@ int exl3MoeLastLaunches() { return 0; }
 int exl3MoeLaunches() { return 0; }
 bool exl3MoeDeviceRouting() { return false; }
 const char* exl3DecodeUnit() { return "none"; }
+int64_t kdaSetChunkMinTokens(int64_t) { return -1; }
+int64_t kdaChunkMinTokens() { return 0; }
 #endif
 
 void checkBackendName(const std::string& name) {

@@ -1,6 +1,9 @@
-// Run-time A/B switches of the CUDA backend's EXL3 kernels, for benchmarks and tests (bench-device --what
-// exl3, the exl3 self-test). Process-wide; no-ops that return 0 in builds without CUDA.
+// Run-time A/B switches of the CUDA backend's EXL3 kernels (and the KDA prefill's chunked form), for
+// benchmarks and tests (bench-device --what exl3 / kda, the exl3 self-test). Process-wide; no-ops that return
+// 0 (kdaSetChunkMinTokens: −1) in builds without CUDA.
 #pragma once
+
+#include <cstdint>
 
 namespace ts {
 
@@ -27,5 +30,13 @@ bool exl3MoeDeviceRouting();
 // runs); "none" without CUDA.
 // Bigger jobs run the staged unit whatever it says.
 const char* exl3DecodeUnit();
+
+// The KDA prefill (CudaBackend::kdaRecurrent) takes the chunked form for T ≥ a threshold: TS_KDA_CHUNK (read
+// once; 0 = never chunked) or 16. kdaSetChunkMinTokens(t) overrides it from now on (t ≥ 0, same meaning), t < 0
+// restores the environment's; returns the previous override (−1: none). bench-device's recurrent vs chunked
+// timings use it (setting TS_KDA_CHUNK in a running process has no effect after the first read).
+int64_t kdaSetChunkMinTokens(int64_t t);
+// The threshold in force now (0: never chunked; 0 without CUDA).
+int64_t kdaChunkMinTokens();
 
 }  // namespace ts

@@ -8,19 +8,20 @@
 // - prefill, chunked vs recurrent, at T = 4096 with GLM-5.3-Flash's per-rank width at TP 2 (32 heads ×
 //   128): µs per token and layer (one call = one layer of one sequence) and the speed-up;
 // - the same pair at T = 4..64 (32 heads), the range where CudaBackend's threshold (T ≥ 16) sits.
-// The path is chosen with the environment variable the CUDA backend reads at every kdaRecurrent call
-// (kernels/cuda/cuda_kda_chunk.cu): TS_KDA_CHUNK=0 forces the recurrent kernel, TS_KDA_CHUNK=1 the
-// chunked one (for any T ≥ 1); its previous value is restored afterwards. Other backends ignore it (the
-// two rows are then the same computation).
+// The path is chosen through the CUDA backend's run-time override of its chunking threshold
+// (kdaSetChunkMinTokens, kernels/exl3_tune.h; the environment's TS_KDA_CHUNK is read once per process, so
+// setting it here would not switch): 0 forces the recurrent kernel, 1 the chunked one (for any T ≥ 1); the
+// previous override is restored afterwards. Other backends ignore it (the two rows are then the same
+// computation).
 // Only the Backend interface is used: it builds without CUDA and runs on any backend.
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "cli/bench_cuda.h"
+#include "exl3_tune.h"
 
 namespace ts::cli {
 
@@ -52,22 +53,17 @@ Buffer makeState(Backend& backend, std::mt19937& rng, int64_t H, int64_t Dk) {
     return backend.upload(s.data(), s.size() * 4);
 }
 
-// Sets TS_KDA_CHUNK for its lifetime ("0": recurrent kernel, "1": chunked form), then restores it.
+// Forces the KDA prefill's path for its lifetime ("0": the recurrent kernel, "1": the chunked form for any
+// T ≥ 1) through the backend's run-time override (exl3_tune.h), then restores the previous one.
 class KdaPathScope {
 public:
-    explicit KdaPathScope(const char* value) {
-        if (const char* old = std::getenv("TS_KDA_CHUNK")) m_old = old;
-        setenv("TS_KDA_CHUNK", value, 1);
-    }
-    ~KdaPathScope() {
-        if (m_old) setenv("TS_KDA_CHUNK", m_old->c_str(), 1);
-        else unsetenv("TS_KDA_CHUNK");
-    }
+    explicit KdaPathScope(const char* value) : m_old(kdaSetChunkMinTokens(std::strtoll(value, nullptr, 10))) {}
+    ~KdaPathScope() { kdaSetChunkMinTokens(m_old); }
     KdaPathScope(const KdaPathScope&) = delete;
     KdaPathScope& operator=(const KdaPathScope&) = delete;
 
 private:
-    std::optional<std::string> m_old;
+    int64_t m_old;
 };
 
 // Median seconds of one kdaRecurrent call of T tokens on the chosen path ("0" / "1" as above). The

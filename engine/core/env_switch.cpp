@@ -1,5 +1,6 @@
 #include "core/env_switch.h"
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,17 @@ bool envSwitch(const char* name, bool def) {
     if (std::strcmp(e, "1") == 0) return true;
     if (std::strcmp(e, "0") == 0) return false;
     std::fprintf(stderr, "twinspark: %s='%s' is not 0 or 1; keeping the default (%d)\n", name, e, def ? 1 : 0);
+    return def;
+}
+
+int64_t envCount(const char* name, int64_t def) {
+    const char* e = std::getenv(name);
+    if (!e || !*e) return def;
+    char* end = nullptr;
+    const long long v = std::strtoll(e, &end, 10);
+    if (*end == '\0' && v >= 0 && v <= INT32_MAX && (*e >= '0' && *e <= '9')) return int64_t(v);
+    std::fprintf(stderr, "twinspark: %s='%s' is not a count (an integer >= 0); keeping the default (%lld)\n", name, e,
+                 static_cast<long long>(def));
     return def;
 }
 

@@ -1,6 +1,9 @@
-// A 0/1 switch from the environment: the A/B switches of the CUDA backend (TS_CUDA_GRAPHS, TS_GEMV_SPLIT,
-// TS_GEMV_STREAM, TS_MOE_DEVICE_ROUTE; docs/PERFORMANCE.md says what each measured).
+// 0/1 switches and counts from the environment: the A/B switches of the CUDA backend (TS_CUDA_GRAPHS,
+// TS_GEMV_SPLIT, TS_GEMV_STREAM, TS_MOE_DEVICE_ROUTE; TS_EXL3_TUNE, TS_EXL3_KSL, TS_KDA_CHUNK;
+// docs/PERFORMANCE.md says what each measured).
 #pragma once
+
+#include <cstdint>
 
 namespace ts {
 
@@ -8,5 +11,9 @@ namespace ts {
 // otherwise measure the default without saying so) and the default kept. Callers read it once (a
 // function-local static), so the report comes once.
 bool envSwitch(const char* name, bool def);
+
+// Unset or empty: `def`; a decimal integer in [0, 2^31): that value; anything else (a sign, a suffix, a
+// number out of range) is reported on stderr and `def` kept. Read once by callers, as envSwitch.
+int64_t envCount(const char* name, int64_t def);
 
 }  // namespace ts

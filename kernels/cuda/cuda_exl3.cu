@@ -75,6 +75,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/env_switch.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_exl3.cuh"
@@ -325,27 +326,12 @@ MoePlans planMoePhases(int bitsGU, int cbGU, int bitsD, int cbD, int MG, int til
     return p;
 }
 
-namespace {
-// A non-negative integer from the environment; unset, or not such a number (said once on stderr), is 0.
-int envInt(const char* name) {
-    const char* e = std::getenv(name);
-    if (e == nullptr || *e == '\0') return 0;
-    char* end = nullptr;
-    const long v = std::strtol(e, &end, 10);
-    if (*end != '\0' || v < 0 || v > (1 << 20)) {
-        std::fprintf(stderr, "twinspark: %s=%s is not a non-negative integer; using the default (0)\n", name, e);
-        return 0;
-    }
-    return int(v);
-}
-}  // namespace
-
 int tuneFlags() {
-    static const int flags = envInt("TS_EXL3_TUNE");
+    static const int flags = int(envCount("TS_EXL3_TUNE", 0));
     return flags;
 }
 int tuneSliceTiles() {
-    static const int ksl = envInt("TS_EXL3_KSL") / 8 * 8;
+    static const int ksl = int(envCount("TS_EXL3_KSL", 0)) / 8 * 8;
     return ksl;
 }
 

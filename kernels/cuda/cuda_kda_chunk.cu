@@ -73,10 +73,12 @@
 #include <cuda_pipeline.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/env_switch.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 
@@ -428,21 +430,18 @@ __global__ void __launch_bounds__(kStateThreads)
     for (int m = 0; m < RK; ++m) Sg[(w * RK + m) * DV + j] = Sreg[m];
 }
 
-// The threshold: TS_KDA_CHUNK if set to an integer ≥ 0 (0 = never chunked), else kDefaultMinTokens. Read
+// The threshold: a run-time override (setKdaChunkMinTokens: bench-device's recurrent/chunked comparison), else
+// TS_KDA_CHUNK if set to an integer ≥ 0, else kDefaultMinTokens; 0 = never chunked. The environment is read
 // once; a value that is not such an integer is reported once on stderr (an A/B run with a typo would
 // otherwise measure the default and look like a result).
+std::atomic<int64_t> g_chunkOverride{-1};  // < 0: none
 int64_t chunkMinTokens() {
-    static const int64_t threshold = []() -> int64_t {
-        const char* env = std::getenv("TS_KDA_CHUNK");
-        if (!env) return kDefaultMinTokens;
-        char* end = nullptr;
-        const long long v = std::strtoll(env, &end, 10);
-        if (end != env && *end == '\0' && v >= 0) return v == 0 ? INT64_MAX : int64_t(v);
-        std::fprintf(stderr, "twinspark: TS_KDA_CHUNK='%s' is not an integer >= 0; using the default (%lld)\n", env,
-                     static_cast<long long>(kDefaultMinTokens));
-        return kDefaultMinTokens;
-    }();
-    return threshold;
+    int64_t v = g_chunkOverride.load(std::memory_order_relaxed);
+    if (v < 0) {
+        static const int64_t fromEnv = envCount("TS_KDA_CHUNK", kDefaultMinTokens);
+        v = fromEnv;
+    }
+    return v == 0 ? INT64_MAX : v;
 }
 
 template <int DK>
@@ -497,5 +496,13 @@ bool kdaChunkedPrefill(CudaBackend& be, const Buffer& qkv, int64_t T, int64_t H,
     default: return false;
     }
 }
+
+namespace kdacuda {
+int64_t setChunkMinTokens(int64_t t) { return g_chunkOverride.exchange(t < 0 ? -1 : t); }
+int64_t chunkMinTokensNow() {
+    const int64_t v = chunkMinTokens();
+    return v == INT64_MAX ? 0 : v;
+}
+}  // namespace kdacuda
 
 }  // namespace ts

@@ -1,5 +1,6 @@
 // envSwitch: the 0/1 environment switches of the CUDA backend (TS_CUDA_GRAPHS, TS_GEMV_SPLIT, ...). Unset
-// gives the default, "0"/"1" off/on, and a typo keeps the default and says so on stderr.
+// gives the default, "0"/"1" off/on, and a typo keeps the default and says so on stderr. envCount: the same
+// for counts (TS_EXL3_TUNE, TS_EXL3_KSL, TS_KDA_CHUNK).
 #include <QtTest>
 
 #include <cstdio>
@@ -49,6 +50,46 @@ private slots:
         QCOMPARE(b, false);
         QVERIFY2(err.contains("TS_TEST_ENV_SWITCH='on' is not 0 or 1; keeping the default (1)"), qPrintable(err));
         QVERIFY2(err.contains("keeping the default (0)"), qPrintable(err));
+    }
+
+    // envCount: unset/empty → default, a decimal count → it, anything else → default and a report.
+    void counts() {
+        const char* name = "TS_TEST_ENV_COUNT";
+        ::unsetenv(name);
+        QCOMPARE(envCount(name, 16), int64_t(16));
+        ::setenv(name, "", 1);
+        QCOMPARE(envCount(name, 16), int64_t(16));
+        ::setenv(name, "0", 1);
+        QCOMPARE(envCount(name, 16), int64_t(0));
+        ::setenv(name, "32", 1);
+        QCOMPARE(envCount(name, 16), int64_t(32));
+        ::setenv(name, "2147483647", 1);
+        QCOMPARE(envCount(name, 16), int64_t(2147483647));
+        char path[] = "/tmp/ts_env_count_XXXXXX";
+        const int fd = ::mkstemp(path);
+        QVERIFY(fd >= 0);
+        std::fflush(stderr);
+        const int saved = ::dup(2);
+        ::dup2(fd, 2);
+        int64_t bad[5];
+        int i = 0;
+        for (const char* v : {"abc", "-1", "8k", "+8", "2147483648"}) {
+            ::setenv(name, v, 1);
+            bad[i++] = envCount(name, 7);
+        }
+        std::fflush(stderr);
+        ::dup2(saved, 2);
+        ::close(saved);
+        ::close(fd);
+        QFile f(QString::fromLatin1(path));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QString err = QString::fromUtf8(f.readAll());
+        ::unlink(path);
+        ::unsetenv(name);
+        for (int64_t b : bad) QCOMPARE(b, int64_t(7));
+        QVERIFY2(err.contains("TS_TEST_ENV_COUNT='abc' is not a count (an integer >= 0); keeping the default (7)"),
+                 qPrintable(err));
+        QCOMPARE(err.count(QStringLiteral("is not a count")), 5);
     }
 };
 
