@@ -180,7 +180,7 @@ __device__ __forceinline__ void cpAsync16s(uint32_t d, const uint32_t* g) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(g) : "memory");
 }
 
-// The addresses below are ringPiece's (cuda_exl3.cuh; test_exl3_plan checks that its pieces fill a slot
+// The addresses below are ringPiece's (cuda_exl3.cuh; test_exl3_lanes checks that its pieces fill a slot
 // exactly once from the right words), written as the cheaper forms checked here for every lane at compile
 // time: the first piece lands at word 4·lane of the slot and comes from k-tile lane / 4K, word 4·(lane % 4K)
 // (K ≤ 4) or k-tile 0, word 4·lane (K > 4); the second (K > 4) lands 16K words on, one k-tile on.
@@ -274,7 +274,7 @@ __device__ __forceinline__ void rescaleToStage1(float (&acc)[2][4], float (&accB
 
 // The loop runs in passes of kPass = 4 k-tiles (two slots), unrolled: slots and activation rows in a pass
 // are the pass's base plus constants. Slices are multiples of 8 k-tiles (the planner's KSL; tilesK too), so
-// every pass is whole, and passes up to nkt − D refill their slots with k-tiles base + D.. (steadyPass),
+// every pass is whole, and passes up to nkt − D refill their slots with k-tiles base + D.. (streamPass's REFILL),
 // the last D/kPass passes commit empty groups instead (the ring's drain), keeping wait_group's count.
 // R (rows per k-tile of the staged activations) follows from TWO: 16 rows, else 8.
 constexpr int kPass = 4;
