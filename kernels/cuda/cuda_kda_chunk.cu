@@ -430,7 +430,7 @@ __global__ void __launch_bounds__(kStateThreads)
     for (int m = 0; m < RK; ++m) Sg[(w * RK + m) * DV + j] = Sreg[m];
 }
 
-// The threshold: a run-time override (setKdaChunkMinTokens: bench-device's recurrent/chunked comparison), else
+// The threshold: a run-time override (kdaSetChunkMinTokens, exl3_tune.h: bench-device's recurrent/chunked runs), else
 // TS_KDA_CHUNK if set to an integer ≥ 0, else kDefaultMinTokens; 0 = never chunked. The environment is read
 // once; a value that is not such an integer is reported once on stderr (an A/B run with a typo would
 // otherwise measure the default and look like a result).
