@@ -1,11 +1,16 @@
-// The CUDA backend's run-time overrides (kernels/exl3_tune.h) on the host, no GPU needed: the KDA prefill's
-// chunking threshold. bench-device --what kda compares the recurrent kernel with the chunked form in one
-// process; the threshold's environment variable (TS_KDA_CHUNK) is read once, so the comparison goes through
-// kdaSetChunkMinTokens — which must take effect at once, report the previous override and restore.
+// The CUDA backend's A/B overrides on the host, no GPU needed. The KDA prefill's chunking threshold:
+// bench-device --what kda compares the recurrent kernel with the chunked form in one process; the threshold's
+// environment variable (TS_KDA_CHUNK) is read once, so the comparison goes through kdaSetChunkMinTokens
+// (kernels/exl3_tune.h) — which must take effect at once, report the previous override and restore. And
+// TS_EXL3_KSL (set here before anything reads it): decode plans take that slice length, capped at what one
+// unit takes, and the bench's decode-unit line says so.
 #include <QtTest>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
+#include "cuda/cuda_exl3.cuh"
 #include "exl3_tune.h"
 
 using namespace ts;
@@ -13,6 +18,25 @@ using namespace ts;
 class TestCudaSwitches : public QObject {
     Q_OBJECT
 private slots:
+    void initTestCase() { ::setenv("TS_EXL3_KSL", "40", 1); }
+
+    void forcedSliceLength() {
+        using namespace exl3cuda;
+        // The 4096→12288 GEMV at batch 1, K = 4 MUL1: a streaming decode plan, 256 k-tiles.
+        const Plan p = planLaunch(4, 2, 1, 256, 96, 1, 1, 1, false, 132);
+        QCOMPARE(p.MG, kStream);
+        QCOMPARE(p.KSL, 40);
+        QCOMPARE(p.S, 7);  // ⌈256 / 40⌉
+        QCOMPARE(p.blocks, int64_t(96 * 7));
+        QVERIFY2(std::string(exl3DecodeUnit()).find("slices of 40 k-tiles") != std::string::npos, exl3DecodeUnit());
+        // 12 rows: one stage per slice (streamSliceTiles: 32 k-tiles), so 40 is capped at 32.
+        const Plan q = planLaunch(4, 2, 1, 256, 96, 1, 12, 12, false, 132);
+        QCOMPARE(q.MG, kStream);
+        QCOMPARE(streamSliceTiles(4, q.R, false), 32);
+        QCOMPARE(q.KSL, 32);
+        QCOMPARE(q.S, 8);
+    }
+
     void kdaChunkThresholdOverride() {
         const int64_t base = kdaChunkMinTokens();  // the environment's (16 unless TS_KDA_CHUNK is set)
         QCOMPARE(kdaSetChunkMinTokens(0), int64_t(-1));  // no override before
