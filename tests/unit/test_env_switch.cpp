@@ -11,6 +11,26 @@
 
 using namespace ts;
 
+// What fn writes to stderr (fd 2, redirected to a temporary file meanwhile); empty if that cannot be set up.
+template <class Fn>
+QString stderrOf(Fn fn) {
+    char path[] = "/tmp/ts_env_switch_XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) return {};
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    ::dup2(fd, 2);
+    fn();
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    ::close(fd);
+    QFile f(QString::fromLatin1(path));
+    const QString text = f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    ::unlink(path);
+    return text;
+}
+
 class TestEnvSwitch : public QObject {
     Q_OBJECT
 private slots:
@@ -30,21 +50,11 @@ private slots:
     void typoIsReported() {
         const char* name = "TS_TEST_ENV_SWITCH";
         ::setenv(name, "on", 1);
-        char path[] = "/tmp/ts_env_switch_XXXXXX";
-        const int fd = ::mkstemp(path);
-        QVERIFY(fd >= 0);
-        std::fflush(stderr);
-        const int saved = ::dup(2);
-        ::dup2(fd, 2);
-        const bool a = envSwitch(name, true), b = envSwitch(name, false);
-        std::fflush(stderr);
-        ::dup2(saved, 2);
-        ::close(saved);
-        ::close(fd);
-        QFile f(QString::fromLatin1(path));
-        QVERIFY(f.open(QIODevice::ReadOnly));
-        const QString err = QString::fromUtf8(f.readAll());
-        ::unlink(path);
+        bool a = false, b = true;
+        const QString err = stderrOf([&] {
+            a = envSwitch(name, true);
+            b = envSwitch(name, false);
+        });
         ::unsetenv(name);
         QCOMPARE(a, true);
         QCOMPARE(b, false);
@@ -65,26 +75,14 @@ private slots:
         QCOMPARE(envCount(name, 16), int64_t(32));
         ::setenv(name, "2147483647", 1);
         QCOMPARE(envCount(name, 16), int64_t(2147483647));
-        char path[] = "/tmp/ts_env_count_XXXXXX";
-        const int fd = ::mkstemp(path);
-        QVERIFY(fd >= 0);
-        std::fflush(stderr);
-        const int saved = ::dup(2);
-        ::dup2(fd, 2);
         int64_t bad[5];
-        int i = 0;
-        for (const char* v : {"abc", "-1", "8k", "+8", "2147483648"}) {
-            ::setenv(name, v, 1);
-            bad[i++] = envCount(name, 7);
-        }
-        std::fflush(stderr);
-        ::dup2(saved, 2);
-        ::close(saved);
-        ::close(fd);
-        QFile f(QString::fromLatin1(path));
-        QVERIFY(f.open(QIODevice::ReadOnly));
-        const QString err = QString::fromUtf8(f.readAll());
-        ::unlink(path);
+        const QString err = stderrOf([&] {
+            int i = 0;
+            for (const char* v : {"abc", "-1", "8k", "+8", "2147483648"}) {
+                ::setenv(name, v, 1);
+                bad[i++] = envCount(name, 7);
+            }
+        });
         ::unsetenv(name);
         for (int64_t b : bad) QCOMPARE(b, int64_t(7));
         QVERIFY2(err.contains("TS_TEST_ENV_COUNT='abc' is not a count (an integer >= 0); keeping the default (7)"),
