@@ -25,6 +25,7 @@ bool tuneRegisterRing();
 bool tunePdlOff();
 bool tuneOneStageSlices();
 int tuneSliceTiles();
+void setTrace(unsigned long long* words, int64_t units);
 }  // namespace exl3cuda
 namespace kdacuda {  // cuda_kda_chunk.cu
 int64_t setChunkMinTokens(int64_t t);
@@ -33,6 +34,7 @@ int64_t chunkMinTokensNow();
 int64_t kdaSetChunkMinTokens(int64_t t) { return kdacuda::setChunkMinTokens(t); }
 int64_t kdaChunkMinTokens() { return kdacuda::chunkMinTokensNow(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
+void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
 bool exl3MoeDeviceRouting() { return exl3cuda::moeDeviceRouting(); }
@@ -51,6 +53,7 @@ const char* exl3DecodeUnit() {
 bool cudaBackendBuilt() { return false; }
 int cudaDeviceCount() { return 0; }
 int exl3MoeSetLaunches(int) { return 0; }
+void exl3SetTrace(unsigned long long*, int64_t) {}
 int exl3MoeLastLaunches() { return 0; }
 int exl3MoeLaunches() { return 0; }
 bool exl3MoeDeviceRouting() { return false; }

@@ -31,6 +31,28 @@ bool exl3MoeDeviceRouting();
 // Bigger jobs run the staged unit whatever it says.
 const char* exl3DecodeUnit();
 
+// Phase timestamps of the streaming EXL3 decode unit, for bench-device --what exl3-trace: while set, every
+// streaming unit of the EXL3 launches that follow writes kExl3TraceWords words at words + u·kExl3TraceWords
+// (device memory; u = its block, or its ticket in the one-launch MoE, the down units after the gate/up ones),
+// for u < units; other units and staged units write nothing. Null stops it. Times are the device's
+// %globaltimer (ns, one clock for all SMs); cycles are the SM's clock64. No-op without CUDA.
+constexpr int kExl3TraceWords = 16;
+enum Exl3TraceWord : int {
+    kTraceSm = 0,          // the SM the unit ran on
+    kTraceStart = 1,       // the unit starts (ns)
+    kTraceInputReady = 2,  // its inputs may be read: after the PDL wait (and, MoE down units, their rows' wait)
+    kTraceStaged = 3,      // its activations are transformed and staged (the block barrier behind them)
+    kTraceLoopEnd = 4,     // 4 words: warp w's main loop is done
+    kTraceEnd = 8,         // the unit is done (its sums out, its arrival counted, the epilogue if it was last)
+    kTraceLast = 9,        // 1: the unit ran its column block's epilogue (the last arrival, or one slice)
+    kTraceClockStart = 10, // clock64 at kTraceStart and kTraceEnd
+    kTraceClockEnd = 11,
+    kTraceMode = 12,       // 0 linear, 1 gate/up pair, 2 down
+    kTraceSlice = 13,      // the unit's slice of k, and its k-tiles
+    kTraceTiles = 14,
+};
+void exl3SetTrace(unsigned long long* deviceWords, int64_t units);
+
 // The KDA prefill (CudaBackend::kdaRecurrent) takes the chunked form for T ≥ a threshold: TS_KDA_CHUNK (read
 // once; 0 = never chunked) or 16. kdaSetChunkMinTokens(t) overrides it from now on (t ≥ 0, same meaning), t < 0
 // restores the environment's; returns the previous override (−1: none). bench-device's recurrent vs chunked

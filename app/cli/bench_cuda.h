@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 
 #include "backend.h"
@@ -23,12 +24,20 @@ double medianSeconds(Backend& backend, int reps, int inner, Fn&& fn);
 // bench_cuda_exl3.cpp: EXL3 GEMV + fused MoE, in one call per process (the device keeps one upload per
 // weight object: a second call's fresh objects could reuse a freed one's address). Parts: the MoE layer
 // (a), the GEMV (b) at K = 2..6 or at K = 4 only (the short runs for A/B measurements and profiles).
+// trace: after the K = 4 MUL1 GEMV and MoE timings (batch 1 and 4), a phase trace of one launch of each
+// (traceExl3Calls; --what exl3-trace).
 struct Exl3BenchParts {
     bool moe = true;
     bool gemv = true;
     bool gemvK4Only = false;
+    bool trace = false;
 };
 nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& parts = {});
+// bench_cuda_exl3_trace.cpp: one traced launch of `call` alone and one after three back-to-back calls,
+// phase statistics printed and returned; productionSeconds: the untraced median per call, printed beside the
+// traced kernel's (reps timed batches).
+nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const std::function<void()>& call,
+                              double productionSeconds, int reps);
 nlohmann::json benchMlaDecode(Backend& backend, int reps);  // bench_cuda_attention.cpp: sparse MLA + indexer
 nlohmann::json benchKdaDecode(Backend& backend, int reps);  // bench_cuda_kda.cpp: KDA recurrent decode
 

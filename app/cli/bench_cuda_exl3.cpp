@@ -15,6 +15,8 @@
 // decoder's speed when HBM is not what it waits for, its ceiling on this device. Method: warm-up,
 // then the median over `reps` of a timed batch of calls closed by backend.synchronize() (bench_cuda.h);
 // the time per call includes the host's per-call work (for the MoE: routing tables, one copy, launches).
+// With parts.trace (--what exl3-trace) the K = 4 MUL1 rows are followed by a phase trace of one launch
+// (bench_cuda_exl3_trace.cpp), in "traces".
 // Weights are random trellis bits (a valid EXL3 code for any bits) with random ±scales. Only the Backend
 // interface is used: it builds everywhere; on a non-CUDA backend only K = 4 MUL1 batch 1 runs (slowly).
 #include <algorithm>
@@ -97,7 +99,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
     const std::string unit = device ? exl3DecodeUnit() : "cpu";
     std::printf("EXL3 decode: packed bytes / time vs device-to-device copy %.1f GB/s (read + write); decode unit: %s\n",
                 copyBw / 1e9, unit.c_str());
-    nlohmann::json rows = nlohmann::json::array();
+    nlohmann::json rows = nlohmann::json::array(), traceRows = nlohmann::json::array();
     std::mt19937 rng(7);
     Weights store;
 
@@ -193,6 +195,19 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                 std::printf("%6lld %8d %10.1f %12.1f %10.1f %10.1f %7.1f%%\n", static_cast<long long>(T), var[v].launches,
                             distinct, bytes / 1e6, var[v].s * 1e6, bw / 1e9, 100.0 * bw / copyBw);
             }
+            if (parts.trace) {
+                exl3MoeSetLaunches(1);
+                int call = 0;
+                traceRows.push_back(traceExl3Calls(
+                    backend, "the MoE layer at batch " + std::to_string(T) + " (one launch)",
+                    [&] {
+                        const std::vector<int32_t>& ro = idx[size_t(call++ % nRoutings)];
+                        backend.moeExpertsFused(x, T, kHidden, kInter, ro.data(), wt.data(), kTopk, gv.data(), uv.data(),
+                                                dv.data(), kExperts, 10.0f, y);
+                    },
+                    var[0].s, reps));
+                exl3MoeSetLaunches(prevOverride);
+            }
             const double bw = bytes / var[0].s;
             nlohmann::json row = {{"bench", "exl3_moe"}, {"batch", T}, {"bits", bits}, {"codebook", cbName(cb)},
                                   {"experts_read", distinct}, {"packed_MB", bytes / 1e6}, {"launches", var[0].launches},
@@ -207,7 +222,8 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
     }
 
     // (b) the large GEMV ----------------------------------------------------------------------------------
-    if (!parts.gemv) return {{"copy_bandwidth_GBps", copyBw / 1e9}, {"decode_unit", unit}, {"rows", rows}};
+    if (!parts.gemv)
+        return {{"copy_bandwidth_GBps", copyBw / 1e9}, {"decode_unit", unit}, {"rows", rows}, {"traces", traceRows}};
     std::printf("\n(b) GEMV %lld -> %lld (Backend::linear on a packed view)\n", static_cast<long long>(kHidden),
                 static_cast<long long>(kWideOut));
     std::printf("%4s %6s %6s %10s %8s %10s %10s %8s\n", "K", "cb", "batch", "MB/call", "copies", "us/call", "GB/s",
@@ -235,6 +251,8 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                 rows.push_back({{"bench", "exl3_gemv"}, {"in", kHidden}, {"out", kWideOut}, {"bits", bits},
                                 {"codebook", cbName(cb)}, {"batch", T}, {"packed_MB", double(bytes) / 1e6}, {"us", s * 1e6},
                                 {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}});
+                if (parts.trace && bits == 4 && cb == Exl3Codebook::Mul1)
+                    traceRows.push_back(traceExl3Calls(backend, "the GEMV at batch " + std::to_string(T), fn, s, reps));
             }
             // The decoder's own ceiling: the same K = 4 MUL1 GEMV on one copy, which stays in L2 (25 MB of the
             // H200's 50 MB) from call to call — what the kernel reaches when HBM is not what it waits for.
@@ -252,7 +270,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
             }
         }
     }
-    return {{"copy_bandwidth_GBps", copyBw / 1e9}, {"decode_unit", unit}, {"rows", rows}};
+    return {{"copy_bandwidth_GBps", copyBw / 1e9}, {"decode_unit", unit}, {"rows", rows}, {"traces", traceRows}};
 }
 
 }  // namespace ts::cli

@@ -21,7 +21,8 @@ double measureCopyBandwidth(Backend& backend, int reps) {
 int cmdBenchDevice(const Args& args) {
     if (args.help()) {
         std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda] [--reps 20] [--json FILE]\n"
-                    "--what also takes exl3-moe (only the fused MoE layer) and exl3-gemv4 (only the GEMV at K = 4).\n"
+                    "--what also takes exl3-moe (only the fused MoE layer), exl3-gemv4 (only the GEMV at K = 4) and\n"
+                    "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4).\n"
                     "Times the device kernels at GLM-5.3-Flash's real widths; bandwidth is reported as a fraction\n"
                     "of the measured device-to-device copy bandwidth (read + write). --what \"\" measures only that\n"
                     "copy bandwidth (scripts/gpu/run_gpu_suite.sh uses it for benchmark 3).\n");
@@ -32,8 +33,10 @@ int cmdBenchDevice(const Args& args) {
     std::vector<std::string> what;
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
     for (std::string item; std::getline(ss, item, ',');) {
-        if (item != "exl3" && item != "exl3-moe" && item != "exl3-gemv4" && item != "mla" && item != "kda")
-            fail(ErrorKind::InvalidArgument, "--what: '" + item + "' is not one of exl3, exl3-moe, exl3-gemv4, mla, kda");
+        if (item != "exl3" && item != "exl3-moe" && item != "exl3-gemv4" && item != "exl3-trace" && item != "mla" &&
+            item != "kda")
+            fail(ErrorKind::InvalidArgument,
+                 "--what: '" + item + "' is not one of exl3, exl3-moe, exl3-gemv4, exl3-trace, mla, kda");
         what.push_back(item);
     }
     // Opened before the benchmarks: a bad path is reported at once, not after minutes of timing.
@@ -52,8 +55,9 @@ int cmdBenchDevice(const Args& args) {
     parts.moe = parts.gemv = false;
     parts.gemvK4Only = true;
     for (const std::string& w : what) {
-        parts.moe = parts.moe || w == "exl3" || w == "exl3-moe";
-        parts.gemv = parts.gemv || w == "exl3" || w == "exl3-gemv4";
+        parts.moe = parts.moe || w == "exl3" || w == "exl3-moe" || w == "exl3-trace";
+        parts.gemv = parts.gemv || w == "exl3" || w == "exl3-gemv4" || w == "exl3-trace";
+        parts.trace = parts.trace || w == "exl3-trace";
         parts.gemvK4Only = parts.gemvK4Only && w != "exl3";
     }
     bool exl3Done = false;

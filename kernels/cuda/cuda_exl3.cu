@@ -87,19 +87,20 @@ namespace exl3cuda {
 namespace {
 
 // Unit u: the streaming decode unit or the staged one.
-template <int K, int CB, int MG>
+// TRACE (MG = kStream only): the phase-trace instantiation (runUnitStream).
+template <int K, int CB, int MG, bool TRACE = false>
 __device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* smem) {
     if constexpr (MG == kStream)
-        runUnitStream<K, CB>(P, u, smem);
+        runUnitStream<K, CB, TRACE>(P, u, smem);
     else
         runUnitStaged<K, CB, MG>(P, u, smem);
 }
 
-template <int K, int CB, int MG>
+template <int K, int CB, int MG, bool TRACE = false>
 __global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1) exl3Kernel(const __grid_constant__ Params P) {
     extern __shared__ __align__(16) uint32_t smem[];
     pdlTrigger();  // the next kernel's blocks may start as this one's retire (they wait before reading data)
-    runUnit<K, CB, MG>(P, blockIdx.x, smem);
+    runUnit<K, CB, MG, TRACE>(P, blockIdx.x, smem);
 }
 
 // The one-launch fused MoE (see MoeParams). One block per unit, as in the two-launch version, but a block
@@ -121,7 +122,7 @@ __global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1)
 // same, but around the unit code (80 registers for 6 blocks per SM in decode) such a loop made ptxas spill
 // 100+ bytes per thread; with one unit per block the decode kernels keep exl3Kernel's register allocation
 // (at K = 4: 16 bytes of stack against 8; the hardware refills SMs as blocks retire, as in two launches).
-template <int K, int CB, int MG>
+template <int K, int CB, int MG, bool TRACE = false>
 __global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1) exl3MoeKernel(const __grid_constant__ MoeParams F) {
     extern __shared__ __align__(16) uint32_t smem[];
     __shared__ int ticketS, lastS;
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1)
         // The phase's Params by a run-time index into the kernel parameters (still constant-bank loads):
         // one call site, so the unit code is inlined once (two cost twice the compile time and spills).
         const int ph = t < endGU ? 0 : 1;
-        runUnit<K, CB, MG>(F.ph[ph], ph ? t - endGU : t, smem);
+        runUnit<K, CB, MG, TRACE>(F.ph[ph], ph ? t - endGU : t, smem);
     } else {  // combine: column block b, token rows [8·tb, 8·tb + 8)
         const Params& P = F.ph[1];
         const int cu = t - endD, nTB = (P.Tf + 7) / 8;
@@ -168,12 +169,12 @@ __global__ void combineKernel(const __grid_constant__ Params P) {
 
 using KernelFn = void (*)(Params);
 
-template <int K, int MG>
+template <int K, int MG, bool TRACE = false>
 KernelFn kernelFor(int cb) {
     switch (cb) {
-    case 0: return exl3Kernel<K, 0, MG>;
-    case 1: return exl3Kernel<K, 1, MG>;
-    default: return exl3Kernel<K, 2, MG>;
+    case 0: return exl3Kernel<K, 0, MG, TRACE>;
+    case 1: return exl3Kernel<K, 1, MG, TRACE>;
+    default: return exl3Kernel<K, 2, MG, TRACE>;
     }
 }
 
@@ -193,12 +194,12 @@ KernelFn kernelFor(int bits, int cb) {
 
 using MoeKernelFn = void (*)(MoeParams);
 
-template <int K, int MG>
+template <int K, int MG, bool TRACE = false>
 MoeKernelFn moeKernelFor(int cb) {
     switch (cb) {
-    case 0: return exl3MoeKernel<K, 0, MG>;
-    case 1: return exl3MoeKernel<K, 1, MG>;
-    default: return exl3MoeKernel<K, 2, MG>;
+    case 0: return exl3MoeKernel<K, 0, MG, TRACE>;
+    case 1: return exl3MoeKernel<K, 1, MG, TRACE>;
+    default: return exl3MoeKernel<K, 2, MG, TRACE>;
     }
 }
 
@@ -360,6 +361,23 @@ void launchPdl(void (*fn)(Arg), unsigned grid, size_t smem, cudaStream_t stream,
 }  // namespace
 
 namespace {
+std::atomic<unsigned long long*> g_trace{nullptr};
+std::atomic<int64_t> g_traceUnits{0};
+// Params::trace of one launch's units [first, first + n) of the trace.
+void traceInto(Params& p, int64_t first) {
+    unsigned long long* t = g_trace.load(std::memory_order_relaxed);
+    const int64_t cap = g_traceUnits.load(std::memory_order_relaxed);
+    p.trace = t && first < cap ? t + first * kExl3TraceWords : nullptr;
+    p.traceUnits = p.trace ? cap - first : 0;
+}
+}  // namespace
+
+void setTrace(unsigned long long* words, int64_t units) {
+    g_traceUnits.store(words ? std::max<int64_t>(0, units) : 0, std::memory_order_relaxed);
+    g_trace.store(words, std::memory_order_relaxed);
+}
+
+namespace {
 std::atomic<int> g_moeLaunchesOverride{0};  // 0: TS_EXL3_TUNE decides
 std::atomic<int> g_moeLastLaunches{0};
 }  // namespace
@@ -378,9 +396,12 @@ void launch(const Params& p0, const Plan& plan, int bits, int codebook, cudaStre
     Params p = p0;
     p.noChunk = (tuneFlags() & 1) ? 1 : 0;
     p.regRing = tuneRegisterRing() ? 1 : 0;
+    traceInto(p, 0);
     TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "EXL3 CUDA: bad K or codebook");
     TS_CHECK(plan.blocks > 0 && plan.blocks < (int64_t(1) << 31), "EXL3 CUDA: grid too large");
+    const bool traced = p.trace && plan.MG == kStream && bits == 4;  // (the trace kernels: K = 4, streaming)
     const KernelFn fn = plan.MG > 1          ? kernelFor<kMaxMG>(bits, codebook)
+                        : traced             ? kernelFor<4, kStream, true>(codebook)
                         : plan.MG == kStream ? kernelFor<kStream>(bits, codebook)
                                              : kernelFor<1>(bits, codebook);
     if (plan.smem > 48 * 1024) {
@@ -413,13 +434,17 @@ void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int b
     p.unitsC = int(unitsC);
     gu.noChunk = d.noChunk = (tuneFlags() & 1) ? 1 : 0;
     gu.regRing = d.regRing = tuneRegisterRing() ? 1 : 0;
+    traceInto(gu, 0);
+    traceInto(d, p.unitsGU);
     gu.signal = p.sync + 2;  // per pair: its column blocks written
     gu.waitOn = nullptr;
     d.waitOn = p.sync + 2;   // down job j = pair j
     d.waitTarget = gu.NB;
     d.signal = d.fusedCombine ? nullptr : p.sync + 2 + gu.groups;  // per column block: down jobs out
     const size_t smem = std::max(planGU.smem, planD.smem);
+    const bool traced = gu.trace && planGU.MG == kStream && bits == 4;
     const MoeKernelFn fn = planGU.MG > 1          ? moeKernelFor<kMaxMG>(bits, codebook)
+                           : traced               ? moeKernelFor<4, kStream, true>(codebook)
                            : planGU.MG == kStream ? moeKernelFor<kStream>(bits, codebook)
                                                   : moeKernelFor<1>(bits, codebook);
     if (smem > 48 * 1024)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "exl3_tune.h"
 
 namespace ts {
 
@@ -139,6 +140,10 @@ struct Params {
     // planned on the host; the real pair count is *liveGroups (written by the plan kernel earlier in the
     // stream), jobs j ≥ liveJobs (2·live for swiglu pairs, live for down) exit at once. Null: all J are real.
     const int* liveGroups = nullptr;
+    // Phase timestamps (bench-device --what exl3-trace; null in normal runs): streaming unit u writes
+    // kTraceWords words at trace + u·kTraceWords when u < traceUnits (see traceStamp, cuda_exl3_stream.cuh).
+    unsigned long long* trace = nullptr;
+    int64_t traceUnits = 0;
 };
 
 // The fused MoE in ONE launch (exl3MoeKernel, launchMoe): one block per unit, each block taking a work
@@ -382,6 +387,9 @@ bool moeDeviceRouting();  // cuda_exl3_moe_routed.cu: TS_MOE_DEVICE_ROUTE (defau
 int setMoeLaunches(int n);     // 1 or 2; anything else: back to TS_EXL3_TUNE. Returns the previous override.
 void noteMoeLaunches(int n);   // moeExpertsFused records its launches (for exl3MoeLastLaunches)
 int lastMoeLaunches();
+// The trace of the next launches (exl3SetTrace, kernels/exl3_tune.h): device words and their capacity in
+// units; launch() and launchMoe() copy it into Params::trace (the MoE's down units after its gate/up units).
+void setTrace(unsigned long long* words, int64_t units);
 // Enqueues the kernel for (bits, codebook, plan.MG) on `stream`.
 void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream);
 // The combine of kModeDown as its own kernel (when fusedCombine = 0).

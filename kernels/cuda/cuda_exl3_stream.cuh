@@ -359,7 +359,27 @@ __device__ __forceinline__ void streamLoopSmem(const RingLane& rl, const uint32_
     cpAsyncWait<0>();  // no copy outlives the unit (the drain's groups are empty)
 }
 
-template <int K, int CB>
+// The phase trace (Params::trace, exl3_tune.h's word layout): one thread's store of word w of unit u.
+__device__ __forceinline__ unsigned long long globalNs() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
+// The unit's words are found through a pointer that thread 0 keeps in the block's shared memory (a spare
+// slot next to the flag, written before the block barrier behind the input transform), so that no register
+// holds it through the loop.
+__device__ __forceinline__ unsigned long long*& traceSlot(int* flag) {
+    return *reinterpret_cast<unsigned long long**>(flag + 2);  // flag + 2: 8-byte aligned, unused otherwise
+}
+template <bool TRACE>
+__device__ __forceinline__ unsigned long long* traceWords(const Params& P, int* flag) {
+    if constexpr (TRACE) return P.trace ? traceSlot(flag) : nullptr;
+    return nullptr;
+}
+
+// TRACE: the instantiation that writes the phase trace (K = 4 only, see kernelFor): a separate kernel, so the
+// production kernels' code and registers are untouched (stamps in them made ptxas spill at K = 4).
+template <int K, int CB, bool TRACE = false>
 __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32_t* smem) {
     constexpr int KSH = stageTiles(K, kStream);  // k-tiles per stage (the input transform's unit)
     constexpr int TW = tileWords(K);
@@ -370,6 +390,17 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     int* flag = eRow + 2 * kGroupRows;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (TRACE && P.trace && tid == 0) {
+        unsigned long long* tw = u < P.traceUnits ? P.trace + u * kExl3TraceWords : nullptr;
+        traceSlot(flag) = tw;
+        if (tw) {
+            tw[kTraceStart] = globalNs();
+            tw[kTraceClockStart] = clock64();
+            unsigned sm;
+            asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
+            tw[kTraceSm] = sm;
+        }
+    }
     const int g = lane >> 2, c = lane & 3;
     const int j = int(u % P.J);
     const int64_t sb = u / P.J;
@@ -423,6 +454,14 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     pdlWait();  // x, the partial buffer, the counters: the previous kernel's (a no-op when already waited)
     // One-launch MoE, down: wait for the activation rows.
     if (P.waitOn) blockWaitCount(P.waitOn + j, P.waitTarget);
+    if (tid == 0) {
+        if (unsigned long long* tw = traceWords<TRACE>(P, flag)) {
+            tw[kTraceInputReady] = globalNs();
+            tw[kTraceMode] = unsigned(P.mode);
+            tw[kTraceSlice] = unsigned(s);
+            tw[kTraceTiles] = unsigned(nkt);
+        }
+    }
     for (int t = warp; t < m * nst; t += kWarps) {
         const int row = nst == 2 ? t >> 1 : t, st = nst == 2 ? t & 1 : 0;
         const int ktA = kt0 + st * KSH, kts = min(KSH, nkt - st * KSH);
@@ -434,6 +473,8 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
                                 lane);
     }
     __syncthreads();
+    if (tid == 0)
+        if (unsigned long long* tw = traceWords<TRACE>(P, flag)) tw[kTraceStaged] = globalNs();
     const uint2* xa = reinterpret_cast<const uint2*>(xs);  // token r of k-tile kt: xa + (kt·rows + r)·4 + c
     const int ktSplit = nst == 2 ? KSH : -1;               // the second stage's first k-tile (a pass boundary)
     if (P.regRing) {  // (one stage: streamSliceTiles gives the register ring no second)
@@ -447,6 +488,8 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
         else
             streamLoopSmem<K, CB, false>(rl, lp, kStride, nkt, smemAddr(xs), g, c, lane, acc, accB, ktSplit, eRow, m);
     }
+    if (lane == 0)
+        if (unsigned long long* tw = traceWords<TRACE>(P, flag)) tw[kTraceLoopEnd + warp] = globalNs();
 
     // True magnitudes: MUL1 sums are Σ a·h, the value being kinv·h + kbias; then undo the token's scale 2^e
     // (the last stage's: the loop moved the first stage's sums to it), with Σ a of both stages at that scale.
@@ -488,6 +531,13 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
                 for (int h = 0; h < 2; ++h) sink.put(row, 32 * warp + 16 * nt + g + 8 * h, outv[hf][nt][2 * h + q]);
         }
     finishUnit(P, job, j, b, sink, flag);
+    if (tid == 0) {
+        if (unsigned long long* tw = traceWords<TRACE>(P, flag)) {  // (thread 0 wrote *flag itself, when it was written)
+            tw[kTraceEnd] = globalNs();
+            tw[kTraceClockEnd] = clock64();
+            tw[kTraceLast] = sink.red ? 1u : unsigned(*flag);
+        }
+    }
 }
 
 }  // namespace
