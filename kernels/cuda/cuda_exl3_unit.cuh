@@ -277,13 +277,28 @@ __device__ __forceinline__ void sumPartials(const Params& P, int prow, int col, 
     }
 }
 
+// svh and bias of the lane's 4 columns, loaded by the epilogue before its partial sums so that their latency
+// overlaps those loads instead of following them (the epilogue is on the launch's critical path: the phase
+// trace, bench-device --what exl3-trace). bias: zeros when the job has none (then unused).
+struct ColScale {
+    float svh[4], bias[4];
+};
+__device__ __forceinline__ ColScale colScale(const Job& job, int col) {
+    ColScale c;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        c.svh[i] = __ldg(job.svh + col + i);
+        c.bias[i] = job.bias ? __ldg(job.bias + col + i) : 0.0f;
+    }
+    return c;
+}
 // yr of a row → BH_n · ⊙ svh (+ bias) for the lane's 4 columns (the CPU's exl3OutputTransform).
-__device__ __forceinline__ void outputTransform(const Job& job, int col, int lane, float (&v)[4]) {
+__device__ __forceinline__ void outputTransform(const Job& job, const ColScale& cs, int lane, float (&v)[4]) {
     had128(v, lane);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        v[i] = __fmul_rn(v[i], __ldg(job.svh + col + i));
-        if (job.bias) v[i] = __fadd_rn(v[i], __ldg(job.bias + col + i));
+        v[i] = __fmul_rn(v[i], cs.svh[i]);
+        if (job.bias) v[i] = __fadd_rn(v[i], cs.bias[i]);
     }
 }
 
@@ -297,8 +312,14 @@ __device__ __forceinline__ float swigluOne(float g, float u, float lim) {
 }
 
 // Final y[t, col] += Σ_choices weight · expert_out[col], choices in ascending expert order, for rows
-// [t0, t1) of column block b; threads stride over (row, column).
-__device__ __forceinline__ void combineRange(const Params& P, int b, int t0, int t1, int tid, int nth) {
+// [t0, t1) of column block b; threads stride over (row, column). The entries and expert outputs of up to
+// kCombineBatch choices are loaded before any is added (same order of adds): one entry → value chain per
+// choice, each waiting for the previous add, held the MoE's last unit — it runs after every loop has ended —
+// for 13–18 µs at batch 4 (phase trace: the down units' epilogues that combine).
+// Not inlined: a call keeps its registers out of the units' allocation (inlined into the down epilogue, the
+// batch made ptxas spill in the K = 4 kernel).
+constexpr int kCombineBatch = 8;
+__device__ __noinline__ void combineRange(const Params& P, int b, int t0, int t1, int tid, int nth) {
     const int cols = min(128, P.nOut - b * 128);
     for (int idx = tid; idx < (t1 - t0) * 128; idx += nth) {
         const int t = t0 + (idx >> 7), cl = idx & 127;
@@ -306,9 +327,20 @@ __device__ __forceinline__ void combineRange(const Params& P, int b, int t0, int
         const int col = b * 128 + cl;
         float* dst = P.yFinal + int64_t(t) * P.nOut + col;
         float a = *dst;
-        for (int e = P.combOffsets[t]; e < P.combOffsets[t + 1]; ++e) {
-            const CombineEntry ce = P.combEntries[e];
-            a = __fadd_rn(a, __fmul_rn(ce.weight, __ldcg(ce.src + col)));
+        const int e1 = P.combOffsets[t + 1];
+        for (int e0 = P.combOffsets[t]; e0 < e1; e0 += kCombineBatch) {
+            float w[kCombineBatch], x[kCombineBatch];
+#pragma unroll
+            for (int i = 0; i < kCombineBatch; ++i) {
+                if (e0 + i < e1) {
+                    const CombineEntry ce = P.combEntries[e0 + i];
+                    w[i] = ce.weight;
+                    x[i] = __ldcg(ce.src + col);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < kCombineBatch; ++i)
+                if (e0 + i < e1) a = __fadd_rn(a, __fmul_rn(w[i], x[i]));
         }
         *dst = a;
     }
@@ -337,12 +369,13 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
     const int col = b * 128 + 4 * lane;
     if (P.mode == kModeSwiglu) {
         const Job gj = jobOf(P, j & ~1), uj = jobOf(P, j | 1);
+        const ColScale gs = colScale(gj, col), us = colScale(uj, col);
         for (int row = warp; row < gj.m; row += kWarps) {
             float g[4], u[4];
             sumPartials(P, gj.partRow + row, col, g);
             sumPartials(P, uj.partRow + row, col, u);
-            outputTransform(gj, col, lane, g);
-            outputTransform(uj, col, lane, u);
+            outputTransform(gj, gs, lane, g);
+            outputTransform(uj, us, lane, u);
             float* dst = gj.y + int64_t(row) * gj.ldy;
 #pragma unroll
             for (int i = 0; i < 4; ++i)
@@ -359,7 +392,7 @@ __device__ void epilogue(const Params& P, const Job& job, int j, int b, const fl
         } else {
             sumPartials(P, job.partRow + row, col, v);
         }
-        outputTransform(job, col, lane, v);
+        outputTransform(job, colScale(job, col), lane, v);
         float* dst = job.y + int64_t(row) * job.ldy;
 #pragma unroll
         for (int i = 0; i < 4; ++i)
