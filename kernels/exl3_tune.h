@@ -51,6 +51,7 @@ enum Exl3TraceWord : int {
     kTraceSlice = 13,      // the unit's slice of k, and its k-tiles
     kTraceTiles = 14,
 };
+static_assert(kTraceLoopEnd + 4 <= kTraceEnd && kTraceTiles < kExl3TraceWords, "the trace words of one unit overlap");
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units);
 
 // The KDA prefill (CudaBackend::kdaRecurrent) takes the chunked form for T ≥ a threshold: TS_KDA_CHUNK (read

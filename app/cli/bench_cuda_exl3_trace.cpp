@@ -2,20 +2,21 @@
 // streaming unit has a trace instantiation (kernels/exl3_tune.h: exl3SetTrace) that stamps the device's
 // global clock at its phases: start, inputs readable (after the PDL wait; MoE down units after their rows'
 // wait), activations staged (the block barrier behind the input transform), each warp's loop end, and the
-// unit's end (sums out, arrival counted, the epilogue if it was the last). This file turns one traced launch
-// into phase statistics and a timeline of how many units are in each phase — the measurement behind "the
-// phases line up on every SM" in docs/PERFORMANCE.md.
+// unit's end (sums out, arrival counted, the epilogue if it was the last). This file turns a traced launch
+// into phase statistics, a timeline of how many units are in each phase and per-SM ends — the measurements
+// of docs/PERFORMANCE.md's ninth-session block.
 //
 // Each configuration is traced alone (the GPU idle before it: what a launch costs from cold) and as the last
-// two of five back-to-back calls (the benchmark's situation: with PDL a call's blocks start while the previous
-// call's finish, so "wait" includes the previous kernel's tail; the hand-off between the two is printed). The traced kernel is a separate
-// instantiation whose registers may differ from the production kernel's; its median time per call is printed
-// beside the production one (the perturbation).
+// two of five back-to-back calls (the benchmark's situation: with PDL a call's blocks start while the
+// previous call's finish, so "wait" includes the previous kernel's tail; the hand-off between the two is
+// printed). The traced kernel is a separate instantiation whose registers may differ from the production
+// kernel's; its median time per call is printed beside the production one (the perturbation).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <utility>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cli/bench_cuda.h"
@@ -176,15 +177,14 @@ nlohmann::json analyse(const std::vector<UnitTimes>& units, const std::string& h
             }
     }
     std::printf("    per SM (%zu SMs)            p10   median      p90      max\n", smEnd.size());
-    std::printf("      last loop end (us) %8.2f %8.2f %8.2f %8.2f\n", pct(smLoopEnd, 0.1), pct(smLoopEnd, 0.5),
-                pct(smLoopEnd, 0.9), pct(smLoopEnd, 1.0));
-    std::printf("      last unit end (us) %8.2f %8.2f %8.2f %8.2f\n", pct(smEnd, 0.1), pct(smEnd, 0.5), pct(smEnd, 0.9),
-                pct(smEnd, 1.0));
-    std::printf("      loop unit-us       %8.2f %8.2f %8.2f %8.2f\n", pct(smLoop, 0.1), pct(smLoop, 0.5), pct(smLoop, 0.9),
-                pct(smLoop, 1.0));
-    out["per_sm"] = {{"last_loop_end_us", {{"p10", pct(smLoopEnd, 0.1)}, {"p50", pct(smLoopEnd, 0.5)}, {"p90", pct(smLoopEnd, 0.9)}, {"max", pct(smLoopEnd, 1.0)}}},
-                     {"last_end_us", {{"p10", pct(smEnd, 0.1)}, {"p50", pct(smEnd, 0.5)}, {"p90", pct(smEnd, 0.9)}, {"max", pct(smEnd, 1.0)}}},
-                     {"loop_unit_us", {{"p10", pct(smLoop, 0.1)}, {"p50", pct(smLoop, 0.5)}, {"p90", pct(smLoop, 0.9)}, {"max", pct(smLoop, 1.0)}}}};
+    nlohmann::json perSm;
+    for (const auto& [name, key, v] : {std::tuple{"last loop end (us)", "last_loop_end_us", &smLoopEnd},
+                                       std::tuple{"last unit end (us)", "last_end_us", &smEnd},
+                                       std::tuple{"loop unit-us", "loop_unit_us", &smLoop}}) {
+        std::printf("      %-18s %8.2f %8.2f %8.2f %8.2f\n", name, pct(*v, 0.1), pct(*v, 0.5), pct(*v, 0.9), pct(*v, 1.0));
+        perSm[key] = {{"p10", pct(*v, 0.1)}, {"p50", pct(*v, 0.5)}, {"p90", pct(*v, 0.9)}, {"max", pct(*v, 1.0)}};
+    }
+    out["per_sm"] = perSm;
     // Every unit, for offline analysis: [sm, mode, k-tiles, last, start, input, staged, first loop end, last
     // loop end, end] (µs from the first start, 0.01 µs).
     nlohmann::json raw = nlohmann::json::array();
