@@ -4,7 +4,8 @@
 // one or two stages per slice (bit 64 keeps one); 8 or 16 token rows (one or two mmas per tile).
 // Test: twinspark-cli selftest --backend cuda --filter exl3 (decode-sized linear and MoE cases; "moe glm T=1"
 // takes two stages); host checks of its lane arithmetic and planner: tests/kernels/test_exl3_{lanes,plan}.cpp.
-// Benchmark: twinspark-cli bench-device --what exl3 (or exl3-moe / exl3-gemv4 for short A/B runs).
+// Benchmark: twinspark-cli bench-device --what exl3 (or exl3-moe / exl3-gemv4 for short A/B runs); where a
+// launch's time goes, unit by unit and phase by phase: --what exl3-trace (the TRACE instantiation below, K = 4).
 #pragma once
 
 #include "cuda/cuda_exl3_unit.cuh"

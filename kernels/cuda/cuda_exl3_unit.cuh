@@ -277,9 +277,11 @@ __device__ __forceinline__ void sumPartials(const Params& P, int prow, int col, 
     }
 }
 
-// svh and bias of the lane's 4 columns, loaded by the epilogue before its partial sums so that their latency
-// overlaps those loads instead of following them (the epilogue is on the launch's critical path: the phase
-// trace, bench-device --what exl3-trace). bias: zeros when the job has none (then unused).
+// svh and bias of the lane's 4 columns. The swiglu epilogue loads its gate's and up's before the partial sums,
+// so that their latency overlaps those loads instead of following them (the epilogue is on the launch's
+// critical path: the phase trace, bench-device --what exl3-trace); the linear/down epilogue takes them at the
+// output transform, as before (loaded ahead of its row loop they made ptxas spill 12 bytes in the K = 4 linear
+// kernel). bias: zeros when the job has none (then unused).
 struct ColScale {
     float svh[4], bias[4];
 };
