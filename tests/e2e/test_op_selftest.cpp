@@ -3,6 +3,8 @@
 // depend on it) must fail, naming it. This is what makes a green GPU self-test mean something.
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <set>
 
@@ -259,6 +261,26 @@ private slots:
         auto badBackend = ts::test::runCli({"bench-device", "--backend", "tpu"});
         QCOMPARE(badBackend.code, 2);
         QVERIFY(badBackend.err.contains("--backend must be auto, cpu or cuda"));
+    }
+
+    // bench-device --what exl3-trace on a backend without the trace kernels: the K = 4 MUL1 GEMV is still timed,
+    // and its trace says that it needs CUDA — in the output and in the JSON's "traces" (one, naming the call) —
+    // rather than inventing phases; exit 0.
+    void benchTraceWithoutCuda() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString json = dir.filePath(QStringLiteral("bench.json"));
+        auto r = ts::test::runCli({"bench-device", "--backend", "cpu", "--what", "exl3-trace", "--reps", "1", "--json", json},
+                                  300000);
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("trace of the GEMV at batch 1: needs the CUDA backend"), qPrintable(r.out));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(f.readAll().toStdString());
+        const auto& traces = j.at("exl3").at("traces");
+        QCOMPARE(int(traces.size()), 1);
+        QCOMPARE(QString::fromStdString(traces[0].at("label").get<std::string>()), QStringLiteral("the GEMV at batch 1"));
+        QVERIFY(!traces[0].contains("alone") && !traces[0].contains("back_to_back"));
     }
 };
 
