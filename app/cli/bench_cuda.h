@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 
@@ -38,6 +39,10 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
 // traced kernel's (reps timed batches).
 nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const std::function<void()>& call,
                               double productionSeconds, int reps);
+// The statistics of one traced launch from its words (kExl3TraceWords per unit, `capacity` units; units
+// without a start and an end are skipped), printed under the heading `how` and returned: per mode ("linear",
+// "gate/up", "down") the phases' p10/p50/p90, "per_sm", "timeline", "units_raw", "span_us", "alive_units_max".
+nlohmann::json analyseExl3Trace(const std::vector<unsigned long long>& words, int64_t capacity, const std::string& how);
 nlohmann::json benchMlaDecode(Backend& backend, int reps);  // bench_cuda_attention.cpp: sparse MLA + indexer
 nlohmann::json benchKdaDecode(Backend& backend, int reps);  // bench_cuda_kda.cpp: KDA recurrent decode
 

@@ -26,13 +26,25 @@ namespace ts::cli {
 
 namespace {
 
-using Words = std::vector<unsigned long long>;
-
-double pct(std::vector<double> v, double p) {
-    if (v.empty()) return 0.0;
+// p10 / median / p90 / max of a sample, sorted once (nearest rank; zeros for an empty sample).
+struct Quantiles {
+    double p10 = 0, p50 = 0, p90 = 0, max = 0;
+    nlohmann::json json(bool withMax) const {
+        nlohmann::json j = {{"p10", p10}, {"p50", p50}, {"p90", p90}};
+        if (withMax) j["max"] = max;
+        return j;
+    }
+};
+Quantiles quantiles(std::vector<double> v) {
+    Quantiles q;
+    if (v.empty()) return q;
     std::sort(v.begin(), v.end());
-    const size_t i = std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5));
-    return v[i];
+    auto at = [&](double p) { return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))]; };
+    q.p10 = at(0.1);
+    q.p50 = at(0.5);
+    q.p90 = at(0.9);
+    q.max = v.back();
+    return q;
 }
 
 struct UnitTimes {
@@ -42,7 +54,7 @@ struct UnitTimes {
     bool last = false;
 };
 
-std::vector<UnitTimes> unitsOf(const Words& w, int64_t capacity) {
+std::vector<UnitTimes> unitsOf(const std::vector<unsigned long long>& w, int64_t capacity) {
     std::vector<UnitTimes> u;
     unsigned long long t0 = ~0ull;
     for (int64_t i = 0; i < capacity; ++i) {
@@ -127,9 +139,9 @@ nlohmann::json analyse(const std::vector<UnitTimes>& units, const std::string& h
                     {"loop ns per k-tile", &perTile, "loop_ns_per_ktile"}};
         nlohmann::json m = {{"units", st.size()}, {"epilogues", lastN}};
         for (const Row& r : rows) {
-            std::printf("    %-8s %-22s %8.2f %8.2f %8.2f\n", modeName(mode), r.name, pct(*r.v, 0.1), pct(*r.v, 0.5),
-                        pct(*r.v, 0.9));
-            m[r.key] = {{"p10", pct(*r.v, 0.1)}, {"p50", pct(*r.v, 0.5)}, {"p90", pct(*r.v, 0.9)}};
+            const Quantiles q = quantiles(*r.v);
+            std::printf("    %-8s %-22s %8.2f %8.2f %8.2f\n", modeName(mode), r.name, q.p10, q.p50, q.p90);
+            m[r.key] = q.json(false);
         }
         out[modeName(mode)] = m;
     }
@@ -181,8 +193,9 @@ nlohmann::json analyse(const std::vector<UnitTimes>& units, const std::string& h
     for (const auto& [name, key, v] : {std::tuple{"last loop end (us)", "last_loop_end_us", &smLoopEnd},
                                        std::tuple{"last unit end (us)", "last_end_us", &smEnd},
                                        std::tuple{"loop unit-us", "loop_unit_us", &smLoop}}) {
-        std::printf("      %-18s %8.2f %8.2f %8.2f %8.2f\n", name, pct(*v, 0.1), pct(*v, 0.5), pct(*v, 0.9), pct(*v, 1.0));
-        perSm[key] = {{"p10", pct(*v, 0.1)}, {"p50", pct(*v, 0.5)}, {"p90", pct(*v, 0.9)}, {"max", pct(*v, 1.0)}};
+        const Quantiles q = quantiles(*v);
+        std::printf("      %-18s %8.2f %8.2f %8.2f %8.2f\n", name, q.p10, q.p50, q.p90, q.max);
+        perSm[key] = q.json(true);
     }
     out["per_sm"] = perSm;
     // Every unit, for offline analysis: [sm, mode, k-tiles, last, start, input, staged, first loop end, last
@@ -202,6 +215,10 @@ nlohmann::json analyse(const std::vector<UnitTimes>& units, const std::string& h
 
 }  // namespace
 
+nlohmann::json analyseExl3Trace(const std::vector<unsigned long long>& words, int64_t capacity, const std::string& how) {
+    return analyse(unitsOf(words, capacity), how);
+}
+
 nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const std::function<void()>& call,
                               double productionSeconds, int reps) {
     nlohmann::json out = {{"label", label}};
@@ -213,7 +230,7 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
     const size_t bytes = size_t(kCapacity) * kExl3TraceWords * 8;
     const Buffer buf = backend.alloc(bytes);
     auto* words = reinterpret_cast<unsigned long long*>(buf.f32());
-    Words host(size_t(kCapacity) * kExl3TraceWords);
+    std::vector<unsigned long long> host(size_t(kCapacity) * kExl3TraceWords);
     std::printf("\ntrace of %s\n", label.c_str());
     constexpr int64_t kHalf = kCapacity / 2;
     for (int situation = 0; situation < 2; ++situation) {
@@ -233,14 +250,14 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
         backend.synchronize();
         backend.download(buf, host.data(), bytes);
         if (situation == 0) {
-            out["alone"] = analyse(unitsOf(host, kHalf), "alone (idle GPU before it)");
+            out["alone"] = analyseExl3Trace(host, kHalf, "alone (idle GPU before it)");
             continue;
         }
-        const Words second(host.begin() + kHalf * kExl3TraceWords, host.end());
-        out["back_to_back"] = analyse(unitsOf(second, kHalf), "the 5th of 5 calls back to back");
+        const std::vector<unsigned long long> second(host.begin() + kHalf * kExl3TraceWords, host.end());
+        out["back_to_back"] = analyseExl3Trace(second, kHalf, "the 5th of 5 calls back to back");
         // Hand-off (absolute device clock): the first call's last unit end → the second's first and median
         // "inputs readable" (its PDL wait returning once the first call has completed).
-        unsigned long long endA = 0;
+        unsigned long long endA = 0, firstInputB = ~0ull;
         std::vector<double> inputB;
         unsigned long long startB = ~0ull, startA = ~0ull;
         for (int64_t i = 0; i < kHalf; ++i) {
@@ -252,11 +269,12 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
             }
             if (b2[kTraceStart] && b2[kTraceEnd]) {
                 inputB.push_back(double(b2[kTraceInputReady]));
+                firstInputB = std::min(firstInputB, b2[kTraceInputReady]);
                 startB = std::min(startB, b2[kTraceStart]);
             }
         }
         if (endA > 0 && !inputB.empty()) {
-            const double first = pct(inputB, 0.0) - double(endA), median = pct(inputB, 0.5) - double(endA);
+            const double first = double(firstInputB) - double(endA), median = quantiles(inputB).p50 - double(endA);
             std::printf("  hand-off: 4th call's last unit end -> 5th call's inputs readable: first %.2f us, median %.2f us;"
                         " starts %.2f us apart\n",
                         first * 1e-3, median * 1e-3, (double(startB) - double(startA)) * 1e-3);
