@@ -154,10 +154,10 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     const int64_t D = c.hidden_size, E = c.n_routed_experts, K = c.num_experts_per_tok;
     const int64_t I = c.moe_intermediate_size;
     const float limit = c.swiglu_limit ? *c.swiglu_limit : 0.0f;
-    // A backend with a fused path for these (packed) experts runs them all at once; the calibration
-    // observer needs each expert's own call, so it keeps the loop.
-    const bool fusable = !m_mlpObserver && !w.experts.empty() && w.experts[0].gate.packed &&
-                         w.expertGate.size() == w.experts.size();
+    // A backend with a fused path for these experts runs them all at once (the CUDA backend: packed EXL3
+    // experts with host or device routing, dense ones with device routing at decode sizes); the
+    // calibration observer needs each expert's own call, so it keeps the loop.
+    const bool fusable = !m_mlpObserver && !w.experts.empty() && w.expertGate.size() == w.experts.size();
     const WeightView *gv = w.expertGate.data(), *uv = w.expertUp.data(), *dv = w.expertDown.data();
     // Zeroed: it is accumulated into (moeExpertsFused and scatterAddRows are y += expert outputs).
     Buffer y = allocZeroF(b, T * D);

@@ -141,35 +141,6 @@ struct MoeShape {
     bool oddIds = false;  // each token names its first expert twice, and one id is out of range (skipped)
 };
 
-// The model's loop (layers.cpp moeForward without the shared expert), on one backend.
-void expertLoop(Backend& b, const Buffer& x, int64_t T, int64_t D, int64_t I, const std::vector<int32_t>& idx,
-                const std::vector<float>& wt, int64_t topk, const std::vector<WeightView>& gate,
-                const std::vector<WeightView>& up, const std::vector<WeightView>& down, int64_t E, float limit,
-                const Buffer& y) {
-    std::vector<int32_t> rows;
-    std::vector<float> scales;
-    for (int64_t e = 0; e < E; ++e) {
-        rows.clear();
-        scales.clear();
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t k = 0; k < topk; ++k)
-                if (idx[size_t(t * topk + k)] == e) {
-                    rows.push_back(int32_t(t));
-                    scales.push_back(wt[size_t(t * topk + k)]);
-                }
-        if (rows.empty()) continue;
-        const int64_t n = int64_t(rows.size());
-        const Buffer xe = b.alloc(size_t(n * D) * 4), g = b.alloc(size_t(n * I) * 4), u = b.alloc(size_t(n * I) * 4),
-                     ye = b.alloc(size_t(n * D) * 4);
-        b.gatherRows(x, D, rows.data(), n, xe);
-        b.linear(xe, n, gate[size_t(e)], g);
-        b.linear(xe, n, up[size_t(e)], u);
-        b.swiglu(g, u, n, I, limit, g);
-        b.linear(g, n, down[size_t(e)], ye);
-        b.scatterAddRows(ye, D, rows.data(), scales.data(), n, y);
-    }
-}
-
 std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
     std::vector<WeightView> gate(size_t(s.E)), up(size_t(s.E)), down(size_t(s.E));
     std::vector<WeightView> sg, su, sd;
@@ -214,7 +185,7 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
         bool f = false;
         if (side) f = b.moeExpertsFused(xb, s.T, s.D, s.I, idx.data(), wt.data(), s.topk, gate.data(), up.data(),
                                         down.data(), s.E, s.limit, yb);
-        if (!f) expertLoop(b, xb, s.T, s.D, s.I, idx, wt, s.topk, gate, up, down, s.E, s.limit, yb);
+        if (!f) moeExpertLoop(b, xb, s.T, s.D, s.I, idx, wt, s.topk, gate, up, down, s.E, s.limit, yb);
         if (side) fused = f;
         res[side] = Context::getF32(b, yb, size_t(s.T * s.D));
     }
@@ -347,7 +318,7 @@ std::vector<OpResult> moeLaunchesCase(Context& ctx) {
         st.y0 = ctx.randn(size_t(st.T * D));
         Backend& b = ctx.ref();
         const Buffer xb = Context::put(b, st.x), yb = Context::put(b, st.y0);
-        expertLoop(b, xb, st.T, D, I, st.idx, st.wt, st.topk, gate, up, down, E, st.limit, yb);
+        moeExpertLoop(b, xb, st.T, D, I, st.idx, st.wt, st.topk, gate, up, down, E, st.limit, yb);
         st.ref = Context::getF32(b, yb, size_t(st.T * D));
     }
     Backend& d = ctx.dut();
@@ -368,7 +339,7 @@ std::vector<OpResult> moeLaunchesCase(Context& ctx) {
             st.fused[v] = d.moeExpertsFused(xb[i], st.T, D, I, st.idx.data(), st.wt.data(), st.topk, gate.data(),
                                             up.data(), down.data(), E, st.limit, yb[i]);
             st.launches[v] = st.fused[v] ? exl3MoeLastLaunches() : 0;
-            if (!st.fused[v]) expertLoop(d, xb[i], st.T, D, I, st.idx, st.wt, st.topk, gate, up, down, E, st.limit, yb[i]);
+            if (!st.fused[v]) moeExpertLoop(d, xb[i], st.T, D, I, st.idx, st.wt, st.topk, gate, up, down, E, st.limit, yb[i]);
         }
         for (size_t i = 0; i < steps.size(); ++i) steps[i].out[pass] = Context::getF32(d, yb[i], size_t(steps[i].T * D));
     }

@@ -17,6 +17,11 @@
 //   rtol 1e-6.
 // - gatherRows is a copy: bit for bit. scatterAddRows adds in the CPU's order (i = 0..n−1 per target) with
 //   the same multiply/add rounding: at most an ulp per add where FMA contraction differs: rtol 1e-6.
+// - moeExpertsFusedDevice with dense experts (kernels/cuda/cuda_moe_dense.cu) against the CPU's per-expert
+//   loop (moeExpertLoop): weights N(0, 1/fan_in), so every dot product is O(1); the device sums each one in
+//   another order than the CPU's linear and fuses the weighted add, so the experts' contribution y − y0 is
+//   compared with linear's bounds (atol = rtol = 1e-4), and y itself as well. A CUDA backend must take the
+//   path for decode-sized steps (T ≤ 16) and decline larger ones (the model then runs its loop).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +31,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "exl3_tune.h"
 #include "selftest/op_selftest.h"
 
 namespace ts::selftest {
@@ -127,6 +133,79 @@ std::vector<OpResult> scatterCase(Context& ctx, const char* label, int64_t T, in
     return {Context::compare(kFamily, "scatterAddRows", sh, r[0], r[1], 1e-6, 1e-6)};
 }
 
+struct DenseMoeSpec {
+    const char* label;
+    int64_t T, D, I, E, topk;
+    DType dtype;
+    float limit;
+    bool oddIds;  // each token names its first expert twice and the last id is out of range (both skipped / summed as the loop does)
+};
+
+// The routed experts of a dense-expert model with the routing in device buffers (moeExpertsFusedDevice).
+std::vector<OpResult> denseMoeCase(Context& ctx, const DenseMoeSpec& s) {
+    std::vector<WeightView> gate, up, down;
+    for (int64_t e = 0; e < s.E; ++e) {
+        gate.push_back(ctx.weight(s.I, s.D, s.dtype, 1.0f / std::sqrt(float(s.D))));
+        up.push_back(ctx.weight(s.I, s.D, s.dtype, 1.0f / std::sqrt(float(s.D))));
+        down.push_back(ctx.weight(s.D, s.I, s.dtype, 1.0f / std::sqrt(float(s.I))));
+    }
+    // topk distinct experts per token, drawn from all E.
+    std::vector<int32_t> idx(size_t(s.T * s.topk));
+    std::vector<int32_t> pool(size_t(s.E));
+    for (int64_t t = 0; t < s.T; ++t) {
+        for (int64_t e = 0; e < s.E; ++e) pool[size_t(e)] = int32_t(e);
+        for (int64_t k = 0; k < s.topk; ++k) {
+            std::uniform_int_distribution<int64_t> pick(k, s.E - 1);
+            std::swap(pool[size_t(k)], pool[size_t(pick(ctx.rng()))]);
+            idx[size_t(t * s.topk + k)] = pool[size_t(k)];
+        }
+        if (s.oddIds) idx[size_t(t * s.topk + 1)] = idx[size_t(t * s.topk)];
+    }
+    if (s.oddIds) idx[size_t(s.T * s.topk - 1)] = int32_t(s.E + 3);
+    const std::vector<float> wt = ctx.uniform(size_t(s.T * s.topk), 0.05f, 1.0f);
+    const std::vector<float> x = ctx.randn(size_t(s.T * s.D)), y0 = ctx.randn(size_t(s.T * s.D));
+    const size_t n = size_t(s.T * s.D);
+
+    std::vector<float> ref, dut;
+    {
+        Backend& b = ctx.ref();
+        const Buffer yb = Context::put(b, y0);
+        moeExpertLoop(b, Context::put(b, x), s.T, s.D, s.I, idx, wt, s.topk, gate, up, down, s.E, s.limit, yb);
+        ref = Context::getF32(b, yb, n);
+    }
+    bool taken = false;
+    {
+        Backend& b = ctx.dut();
+        const Buffer yb = Context::put(b, y0);
+        taken = b.moeExpertsFusedDevice(Context::put(b, x), s.T, s.D, s.I, Context::put(b, idx), Context::put(b, wt),
+                                        s.topk, gate.data(), up.data(), down.data(), s.E, s.limit, yb);
+        if (taken) dut = Context::getF32(b, yb, n);
+    }
+    const std::string sh = std::string(s.label) + " T=" + str(s.T) + " D=" + str(s.D) + " I=" + str(s.I) + " E=" +
+                           str(s.E) + " top" + str(s.topk) + " " + std::string(dtypeName(s.dtype)) +
+                           (s.limit > 0 ? " limit" : "") + (s.oddIds ? " odd ids" : "");
+    const bool cuda = ctx.dut().name() == "cuda";
+    const bool expect = cuda && s.T <= 16 && exl3MoeDeviceRouting();
+    const char* op = "moeExpertsFusedDevice dense";
+    if (!taken) {
+        if (expect) return {Context::verdict(kFamily, op, sh, false, "declined a decode-sized step of dense experts")};
+        return {Context::verdict(kFamily, op, sh, true, cuda ? "declined (as it should: the model's loop runs)"
+                                                              : "no device-routed path on this backend")};
+    }
+    std::vector<float> dRef(n), dDut(n);
+    for (size_t i = 0; i < n; ++i) {
+        dRef[i] = ref[i] - y0[i];
+        dDut[i] = dut[i] - y0[i];
+    }
+    OpResult r = Context::compare(kFamily, op, sh, ref, dut, 1e-4, 1e-4);
+    OpResult rd = Context::compare(kFamily, op, sh + " (y - y0)", dRef, dDut, 1e-4, 1e-4);
+    if (!expect) {
+        r.pass = false;
+        r.note = "taken where it should decline";
+    }
+    return {r, rd};
+}
+
 }  // namespace
 
 void addMoeCases(std::vector<Case>& out) {
@@ -161,6 +240,23 @@ void addMoeCases(std::vector<Case>& out) {
     add("scatterAddRows repeats", [](Context& c) { return scatterCase(c, "repeats", 3, 256, 24); });
     add("scatterAddRows tiny_a", [](Context& c) { return scatterCase(c, "tiny_a", 6, 128, 4); });
     add("scatterAddRows odd", [](Context& c) { return scatterCase(c, "odd", 9, 1077, 13); });
+
+    // moeExpertsFusedDevice, dense experts: the embedded model (BF16, top-4 of 16) and tiny_a (top-2 of 8,
+    // clamped swiglu) at decode sizes, GLM-like widths (16-byte loads), F16 / F32 weights, odd widths (the
+    // one-element path) with a repeated and an out-of-range id, and the largest step taken (16) and the
+    // smallest declined (17).
+    auto dense = [&](std::string name, DenseMoeSpec s) {
+        add(std::move(name), [s](Context& c) { return denseMoeCase(c, s); });
+    };
+    //                                     label        T   D     I     E   topk dtype    limit  odd
+    dense("moe dense embedded T=1", {"embedded", 1, 256, 96, 16, 4, D::BF16, 0.0f, false});
+    dense("moe dense embedded T=4", {"embedded", 4, 256, 96, 16, 4, D::BF16, 0.0f, false});
+    dense("moe dense tiny_a T=3", {"tiny_a", 3, 128, 32, 8, 2, D::BF16, 3.0f, false});
+    dense("moe dense wide T=2", {"wide", 2, 2048, 512, 12, 8, D::BF16, 10.0f, false});
+    dense("moe dense f16 T=16", {"f16", 16, 256, 96, 16, 4, D::F16, 0.0f, true});
+    dense("moe dense f32 T=5", {"f32", 5, 128, 64, 8, 3, D::F32, 0.5f, false});
+    dense("moe dense odd T=7", {"odd", 7, 77, 50, 9, 3, D::BF16, 0.0f, true});
+    dense("moe dense prefill T=17", {"embedded", 17, 256, 96, 16, 4, D::BF16, 0.0f, false});
 }
 
 }  // namespace ts::selftest

@@ -177,6 +177,35 @@ std::pair<Outs, Outs> onBoth(Context& ctx, const std::function<Outs(Backend&)>& 
     return {std::move(r), std::move(d)};
 }
 
+// The model's loop (layers.cpp moeForward without the shared expert), on one backend.
+void moeExpertLoop(Backend& b, const Buffer& x, int64_t T, int64_t D, int64_t I, const std::vector<int32_t>& idx,
+                   const std::vector<float>& wt, int64_t topk, const std::vector<WeightView>& gate,
+                   const std::vector<WeightView>& up, const std::vector<WeightView>& down, int64_t E, float limit,
+                   const Buffer& y) {
+    std::vector<int32_t> rows;
+    std::vector<float> scales;
+    for (int64_t e = 0; e < E; ++e) {
+        rows.clear();
+        scales.clear();
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t k = 0; k < topk; ++k)
+                if (idx[size_t(t * topk + k)] == e) {
+                    rows.push_back(int32_t(t));
+                    scales.push_back(wt[size_t(t * topk + k)]);
+                }
+        if (rows.empty()) continue;
+        const int64_t n = int64_t(rows.size());
+        const Buffer xe = b.alloc(size_t(n * D) * 4), g = b.alloc(size_t(n * I) * 4), u = b.alloc(size_t(n * I) * 4),
+                     ye = b.alloc(size_t(n * D) * 4);
+        b.gatherRows(x, D, rows.data(), n, xe);
+        b.linear(xe, n, gate[size_t(e)], g);
+        b.linear(xe, n, up[size_t(e)], u);
+        b.swiglu(g, u, n, I, limit, g);
+        b.linear(g, n, down[size_t(e)], ye);
+        b.scatterAddRows(ye, D, rows.data(), scales.data(), n, y);
+    }
+}
+
 std::vector<int32_t> bitsOf(const std::vector<float>& v) {
     std::vector<int32_t> b(v.size());
     if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);

@@ -103,6 +103,13 @@ using Outs = std::vector<std::vector<float>>;
 std::pair<Outs, Outs> onBoth(Context& ctx, const std::function<Outs(Backend&)>& f);
 // The bit patterns of fp32 values, for exact comparisons (compareExact).
 std::vector<int32_t> bitsOf(const std::vector<float>& v);
+// The model's per-expert MoE loop (layers.cpp moeForward without the shared expert) on one backend:
+// y += Σ over each token's choices of weight · down_e(swiglu(gate_e · x, up_e · x)); ids outside [0, E)
+// are skipped. The reference for the fused MoE paths (EXL3 and dense).
+void moeExpertLoop(Backend& b, const Buffer& x, int64_t T, int64_t D, int64_t I, const std::vector<int32_t>& idx,
+                   const std::vector<float>& wt, int64_t topk, const std::vector<WeightView>& gate,
+                   const std::vector<WeightView>& up, const std::vector<WeightView>& down, int64_t E, float limit,
+                   const Buffer& y);
 // Case labels: an integer, and a float in %g form.
 inline std::string str(int64_t v) { return std::to_string(v); }
 std::string fstr(float v);

@@ -124,6 +124,7 @@ CudaBackend::~CudaBackend() {
     if (m_stream) cudaStreamSynchronize(m_stream);
     m_graph.reset();  // graph execs and arenas, before the pool closes
     m_exl3.reset();  // its buffers go back to the pool below, its events before the stream goes
+    m_denseMoe.clear();
     m_scratch.clear();
     m_weights.clear();
     m_trellis.clear();
@@ -205,6 +206,7 @@ void CudaBackend::releaseWeights() {
     m_weights.clear();
     m_trellis.clear();
     m_exl3.reset();  // its per-layer expert tables point into m_trellis
+    m_denseMoe.clear();  // likewise, into m_weights
     // The freed uploads and the previous user's step buffers sit in the pool's free lists: give them
     // back, so cudaMemGetInfo (serve's KV budget after the self-test) counts only live memory.
     m_pool->releaseCached();

@@ -112,7 +112,8 @@ public:
                          const float* hostWeight, int64_t topk, const WeightView* gate, const WeightView* up,
                          const WeightView* down, int64_t E, float limit, const Buffer& y) override;
 
-    // cuda_moe.cu / cuda_exl3_moe_routed.cu: the routing left on the device (no host round trip)
+    // cuda_moe.cu / cuda_exl3_moe_routed.cu (dense experts: cuda_moe_dense.cu): the routing left on the device
+    // (no host round trip)
     bool moeRouteDevice(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,
                         int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, const Buffer& idx,
                         const Buffer& weight) override;
@@ -213,6 +214,15 @@ private:
     Exl3Cache& exl3Cache();
     Buffer& exl3Scratch(Buffer& b, size_t bytes);
     std::shared_ptr<Exl3Cache> m_exl3;
+    // cuda_moe_dense.cu: moeExpertsFusedDevice for dense (BF16 / F16 / F32) experts; false when it declines
+    // (not a decode-sized step, mixed dtypes or shapes, device routing switched off). Its per-layer tables
+    // of the experts' device copies, keyed by the first gate's and last down's host data and the shapes.
+    bool denseExpertsRouted(const Buffer& x, int64_t T, int64_t D, int64_t I, const Buffer& idx, const Buffer& weight,
+                            int64_t topk, const WeightView* gate, const WeightView* up, const WeightView* down,
+                            int64_t E, float limit, const Buffer& y);
+    struct DenseMoeLayer;
+    using DenseKey = std::tuple<const void*, const void*, int64_t, int64_t, int64_t>;
+    std::map<DenseKey, std::shared_ptr<DenseMoeLayer>> m_denseMoe;
 
     int m_device = 0;
     cudaStream_t m_stream = nullptr;

@@ -189,6 +189,8 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
                                         const Buffer& weight, int64_t topk, const WeightView* gate,
                                         const WeightView* up, const WeightView* down, int64_t E, float limit,
                                         const Buffer& y) {
+    if (gate && up && down && E > 0 && !gate[0].packed)  // dense experts: cuda_moe_dense.cu
+        return denseExpertsRouted(x, T, D, I, idx, weight, topk, gate, up, down, E, limit, y);
     if (!moeDeviceRouting() || !gate || !up || !down || E <= 0 || topk <= 0 || T < 1 || T > kGroupRows ||
         T * topk > kPlanThreads || D <= 0 || I <= 0 || E > (int64_t(1) << 24) || moeLaunches() != 1)
         return false;

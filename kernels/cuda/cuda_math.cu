@@ -61,45 +61,7 @@ unsigned gridFor(int64_t n, int threads) {
     return unsigned(b < 1 ? 1 : (b > (int64_t(1) << 30) ? (int64_t(1) << 30) : b));
 }
 
-// Eight consecutive weight elements starting at element i (16-byte aligned for BF16/F16; for F32 two
-// 16-byte loads) widened to fp32.
-// STREAM: the load does not allocate in L1 (read once), so the activations the same warps read again and
-// again stay there (the multi-token GEMV reads x [NT, K] once per weight row pair; TS_GEMV_STREAM A/B).
-template <bool STREAM>
-__device__ __forceinline__ uint4 ldWeight16(const void* p) {
-    if constexpr (STREAM) {
-        uint4 v;
-        asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-            : "l"(p));
-        return v;
-    } else {
-        return __ldg(static_cast<const uint4*>(p));
-    }
-}
-
-template <int DT, bool STREAM = false>
-__device__ __forceinline__ void load8(const void* base, int64_t i, float (&o)[8]) {
-    if constexpr (DT == 2) {
-        const float* p = static_cast<const float*>(base) + i;
-        const uint4 a = ldWeight16<STREAM>(p), b = ldWeight16<STREAM>(p + 4);
-        o[0] = __uint_as_float(a.x); o[1] = __uint_as_float(a.y); o[2] = __uint_as_float(a.z); o[3] = __uint_as_float(a.w);
-        o[4] = __uint_as_float(b.x); o[5] = __uint_as_float(b.y); o[6] = __uint_as_float(b.z); o[7] = __uint_as_float(b.w);
-    } else {
-        const uint4 v = ldWeight16<STREAM>(static_cast<const uint16_t*>(base) + i);
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            if constexpr (DT == 0) {  // bf16 → fp32 is the high half of the fp32 bits (little-endian pairs)
-                o[2 * q] = __uint_as_float(w[q] << 16);
-                o[2 * q + 1] = __uint_as_float(w[q] & 0xffff0000u);
-            } else {
-                o[2 * q] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[q] & 0xffffu)));
-                o[2 * q + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[q] >> 16)));
-            }
-        }
-    }
-}
+using cuda::load8;  // cuda_common.cuh: eight weight elements widened to fp32
 
 // ---------------------------------------------------------------------------------------------------
 // Embedding: out[t, :] = table[ids[t], :] (ids validated on the host).

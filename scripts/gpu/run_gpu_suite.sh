@@ -7,10 +7,10 @@
 #   device: bash scripts/gpu/run_gpu_suite.sh "$OUT"  (run with carry [".device-deps"]; the call returns at
 #           most 8 files: tar $OUT into one at the end of the command)
 # Results: $OUT/selftest.{txt,json}, $OUT/bench.{txt,json}, $OUT/build.log, $OUT/slice.{txt,json} (benchmark 3),
-# $OUT/graphs.txt (decode graphs against eager through the engine).
+# $OUT/graphs.txt (decode graphs against eager through the engine, per model).
 # Exit status: the self-test's, or 1 when the graphs check fails.
 # Env: ARCHS (default 90a: the H200; the fat binary 90a;120a;121a is what CI and release builds compile),
-#      FILTER (self-test --filter), GRAPHS_CHECK (1; 0 skips the graphs-against-eager run), BENCH (bench-device --what, default exl3,mla,kda; "none" skips),
+#      FILTER (self-test --filter), GRAPHS_CHECK (1; 0 skips the graphs-against-eager run), GRAPHS_MODELS, BENCH (bench-device --what, default exl3,mla,kda; "none" skips),
 #      MODELS (comma list of model dirs for the model parity part), SLICE (benchmark 3, default 1; 0 skips),
 #      SLICE_LAYERS (4), SLICE_PROMPT (256), SLICE_TOKENS (64), SLICE_DIR (/tmp/twinspark-slice-L<layers>),
 #      SLICE_MAKE_ARGS (more make_slice_model.py options, e.g. "--experts 16" for a quick check).
@@ -55,31 +55,34 @@ if [ "${BENCH_MODEL:-1}" = 1 ]; then
   $CLI generate --backend cuda --model resources/models/glm5-next-tiny --prompt "Count from 1 to 40." \
     --concurrency 4 --max-tokens 64 --ignore-eos --json "$OUT/gen_engine_c4.json" 2>&1 >/dev/null | tail -1
 fi
-# Decode graphs against eager (TS_CUDA_GRAPHS=0) through the engine: the EXL3 embedded model (its MoE takes
-# the graphed device path), four requests with their own prompts and limits, so the batch shrinks 4 -> 3 -> 2
-# -> 1 and each size is measured, captured and replayed; greedy, so every request's tokens must be identical.
-# Fails the suite when they differ or nothing was replayed. Results: $OUT/graphs.txt, $OUT/graphs_g{0,1}.json.
+# Decode graphs against eager (TS_CUDA_GRAPHS=0) through the engine, for each of GRAPHS_MODELS (default: the
+# EXL3 embedded model and the BF16 one; both MoEs take a graphed device path), four requests with their own
+# prompts and limits, so the batch shrinks 4 -> 3 -> 2 -> 1 and each size is measured, captured and replayed;
+# greedy, so every request's tokens must be identical. Fails the suite when they differ or nothing was
+# replayed. Results: $OUT/graphs.txt, $OUT/graphs_<model>_g{0,1}.json.
 if [ "${GRAPHS_CHECK:-1}" = 1 ]; then
-  GM=resources/models/glm5-next-tiny-exl3
   GIDS=$(python3 -c "import random; r=random.Random(7); print(';'.join(','.join(str(r.randrange(0, 1920)) for _ in range(n)) for n in (40, 55, 70, 85)))")
-  for g in 0 1; do
-    TS_CUDA_GRAPHS=$g $CLI generate --backend cuda --model "$GM" --prompt-ids "$GIDS" --concurrency 4 \
-      --max-tokens "600;450;300;150" --ignore-eos --json "$OUT/graphs_g$g.json" >/dev/null 2>"$OUT/graphs_g$g.err"
-    echo "graphs: TS_CUDA_GRAPHS=$g rc $? $(grep -E 'tok/s aggregate \(|cuda graphs|rror' "$OUT/graphs_g$g.err" | tr '\n' ' ')" | tee -a "$OUT/graphs.txt"
-  done
-  python3 - "$OUT" <<'PY' | tee -a "$OUT/graphs.txt"
+  for GM in ${GRAPHS_MODELS:-resources/models/glm5-next-tiny-exl3 resources/models/glm5-next-tiny}; do
+    gn=$(basename "$GM")
+    for g in 0 1; do
+      TS_CUDA_GRAPHS=$g $CLI generate --backend cuda --model "$GM" --prompt-ids "$GIDS" --concurrency 4 \
+        --max-tokens "600;450;300;150" --ignore-eos --json "$OUT/graphs_${gn}_g$g.json" >/dev/null 2>"$OUT/graphs_${gn}_g$g.err"
+      echo "graphs $gn: TS_CUDA_GRAPHS=$g rc $? $(grep -E 'tok/s aggregate \(|cuda graphs|rror' "$OUT/graphs_${gn}_g$g.err" | tr '\n' ' ')" | tee -a "$OUT/graphs.txt"
+    done
+    python3 - "$OUT" "$gn" <<'PY' | tee -a "$OUT/graphs.txt"
 import json, sys
-o = sys.argv[1]
+o, n = sys.argv[1], sys.argv[2]
 try:
-    a, b = (json.load(open(f"{o}/graphs_g{g}.json")) for g in (0, 1))
+    a, b = (json.load(open(f"{o}/graphs_{n}_g{g}.json")) for g in (0, 1))
 except Exception as e:
-    print(f"graphs: FAIL (no result: {e})"); sys.exit(0)
-same = a["tokens"] == b["tokens"] and all(len(t) == n for t, n in zip(a["tokens"], (600, 450, 300, 150)))
+    print(f"graphs {n}: FAIL (no result: {e})"); sys.exit(0)
+same = a["tokens"] == b["tokens"] and all(len(t) == k for t, k in zip(a["tokens"], (600, 450, 300, 150)))
 rep = b.get("graphs", {}).get("replays", 0)
-print(f"graphs: {'ok' if same and rep > 0 else 'FAIL'}: tokens {'identical' if same else 'DIFFER'} with and without "
+print(f"graphs {n}: {'ok' if same and rep > 0 else 'FAIL'}: tokens {'identical' if same else 'DIFFER'} with and without "
       f"graphs; {rep} steps replayed; {a['aggregate_tok_s']:.1f} vs {b['aggregate_tok_s']:.1f} tok/s aggregate")
 PY
-  grep -q "graphs: ok" "$OUT/graphs.txt" || st=1
+    grep -q "graphs $gn: ok" "$OUT/graphs.txt" || st=1
+  done
 fi
 # Benchmark 3: a full-width slice. GLM-5.3-Flash's real widths, SLICE_LAYERS layers of random weights (routed
 # experts EXL3 4 bpw) written by tools/device/make_slice_model.py, decoded through the engine at batch 1, 2, 4

@@ -20,6 +20,7 @@ using namespace ts;
 namespace {
 
 const std::string kExl3 = TS_SOURCE_DIR "/resources/models/glm5-next-tiny-exl3";
+const std::string kDense = TS_SOURCE_DIR "/resources/models/glm5-next-tiny";  // BF16 experts
 
 class RegionLogBackend final : public Backend {
 public:
@@ -260,6 +261,7 @@ private slots:
     void decodeStepsRepeatTheirOps();
     void onlyDecodeStepsOpenARegion();
     void perExpertLoopLeavesTheRegion();
+    void denseExpertsStayInTheRegion();
 };
 
 // Two decode steps of the same batch size: one region each, closed as completed, the same ops and
@@ -390,6 +392,35 @@ void TestGraphRegions::perExpertLoopLeavesTheRegion() {
     for (const std::string& l : r) sawRoute = sawRoute || l.rfind("moeRoute:", 0) == 0;
     QVERIFY2(sawRoute, "the region ends at the first MoE layer's loop, after its host routing");
     for (const std::string& l : r) QVERIFY2(l.rfind("gatherRows", 0) != 0, "the loop must run outside the region");
+}
+
+// A model with dense (BF16) experts, the embedded default: its MoE layers also offer the device-routed path
+// (the CUDA backend has it for dense experts too), so a decode step runs to the region's end with no
+// per-expert loop and no download inside it, and gives the CPU's logits.
+void TestGraphRegions::denseExpertsStayInTheRegion() {
+    RegionLogBackend be(true);
+    auto ref = makeCpuBackend();
+    Glm5NextModel m(kDense, be), mr(kDense, *ref);
+    std::vector<std::unique_ptr<SequenceState>> st, sr;
+    st.push_back(m.newSequence(KvCacheDtype::Fp8));
+    sr.push_back(mr.newSequence(KvCacheDtype::Fp8));
+    step(m, st, {{1, 2, 3, 4, 5}});
+    step(mr, sr, {{1, 2, 3, 4, 5}});
+    be.log.clear();
+    const auto out = step(m, st, {{6}});
+    const auto want = step(mr, sr, {{6}});
+    QCOMPARE(be.regions, 1);
+    const auto r = firstRegion(be.log);
+    QCOMPARE(r.back(), std::string("end:1"));
+    int fused = 0;
+    for (const std::string& l : r) {
+        fused += l.rfind("moeExpertsFusedDevice:", 0) == 0;
+        QVERIFY2(l.rfind("gatherRows", 0) != 0 && l.rfind("download", 0) != 0 && l.rfind("moeRoute:", 0) != 0,
+                 ("no host routing or per-expert loop inside the region: " + l).c_str());
+    }
+    QCOMPARE(fused, 7);  // the embedded model's 7 MoE layers (layer 0 is dense)
+    QCOMPARE(out[0].logits.size(), want[0].logits.size());
+    for (size_t v = 0; v < want[0].logits.size(); ++v) QVERIFY(std::fabs(out[0].logits[v] - want[0].logits[v]) <= 1e-5f);
 }
 
 QTEST_GUILESS_MAIN(TestGraphRegions)
