@@ -261,6 +261,19 @@ __device__ __forceinline__ bool before(float va, int ea, float vb, int eb) {
     return va != vb ? va > vb : ea < eb;
 }
 
+// The routing weights of one token from its selected experts' scores score(0 .. topk−1), in the CPU's
+// operations and order: Σ in k order, then each score / (Σ + 1e-20) when normTopk, × scaling (no contraction).
+template <class Score>
+__device__ __forceinline__ void writeTopkWeights(Score score, int topk, bool normTopk, float scaling, float* out) {
+    float sum = 0.0f;
+    for (int k = 0; k < topk; ++k) sum = __fadd_rn(sum, score(k));
+    for (int k = 0; k < topk; ++k) {
+        float w = score(k);
+        if (normTopk) w = __fdiv_rn(w, __fadd_rn(sum, 1e-20f));
+        out[k] = __fmul_rn(w, scaling);
+    }
+}
+
 // One warp per token. s, choice [T, E]; groupScore / groupMasked [T, nGroup] scratch (nGroup > 1);
 // idx [T, topk] int32, weight [T, topk] fp32.
 __global__ void __launch_bounds__(kSelectWarps * 32)
@@ -335,15 +348,7 @@ __global__ void __launch_bounds__(kSelectWarps * 32)
                 selS[w][k] = bestS;
             }
         }
-        if (lane == 0) {
-            float sum = 0.0f;
-            for (int k = 0; k < topk; ++k) sum = __fadd_rn(sum, selS[w][k]);
-            for (int k = 0; k < topk; ++k) {
-                float wk = selS[w][k];
-                if (normTopk) wk = __fdiv_rn(wk, __fadd_rn(sum, 1e-20f));
-                weight[t * topk + k] = __fmul_rn(wk, scaling);
-            }
-        }
+        if (lane == 0) writeTopkWeights([&](int k) { return selS[w][k]; }, topk, normTopk, scaling, weight + t * topk);
         return;
     }
     float prevV = 0.0f;
@@ -366,15 +371,8 @@ __global__ void __launch_bounds__(kSelectWarps * 32)
         prevE = bestE;
         if (lane == 0) idx[t * topk + k] = bestE;
     }
-    if (lane == 0) {
-        float sum = 0.0f;
-        for (int k = 0; k < topk; ++k) sum = __fadd_rn(sum, st[idx[t * topk + k]]);
-        for (int k = 0; k < topk; ++k) {
-            float w = st[idx[t * topk + k]];
-            if (normTopk) w = __fdiv_rn(w, __fadd_rn(sum, 1e-20f));
-            weight[t * topk + k] = __fmul_rn(w, scaling);
-        }
-    }
+    if (lane == 0)
+        writeTopkWeights([&](int k) { return st[idx[t * topk + k]]; }, topk, normTopk, scaling, weight + t * topk);
 }
 
 // Decode form of the selection without groups (nGroup = 1, E ≤ kRankMaxE): one block per token; every
@@ -405,15 +403,7 @@ __global__ void __launch_bounds__(kRankThreads)
         }
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float sum = 0.0f;
-        for (int k = 0; k < topk; ++k) sum = __fadd_rn(sum, selS[k]);
-        for (int k = 0; k < topk; ++k) {
-            float wk = selS[k];
-            if (normTopk) wk = __fdiv_rn(wk, __fadd_rn(sum, 1e-20f));
-            weight[t * topk + k] = __fmul_rn(wk, scaling);
-        }
-    }
+    if (threadIdx.x == 0) writeTopkWeights([&](int k) { return selS[k]; }, topk, normTopk, scaling, weight + t * topk);
 }
 
 constexpr int kRowThreads = 256;
