@@ -156,16 +156,9 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
         down[size_t(e)] = sd[size_t(e % s.distinct)];
     }
     // Routing: topk distinct experts per token from the pool; weights in (0.05, 1).
-    std::vector<int32_t> idx(size_t(s.T * s.topk));
-    std::vector<int32_t> pool(size_t(s.poolE));
-    for (int64_t t = 0; t < s.T; ++t) {
-        for (int64_t e = 0; e < s.poolE; ++e) pool[size_t(e)] = int32_t(e);
-        for (int64_t k = 0; k < s.topk; ++k) {
-            std::uniform_int_distribution<int64_t> pick(k, s.poolE - 1);
-            std::swap(pool[size_t(k)], pool[size_t(pick(ctx.rng()))]);
-            idx[size_t(t * s.topk + k)] = pool[size_t(k)];
-        }
-    }
+    std::vector<int32_t> idx;
+    std::vector<float> wt;
+    moeRandomRouting(ctx, s.T, s.topk, s.poolE, idx, wt);
     if (s.mixedK) {  // token 0 picks one expert of each K, so the selection is mixed whatever the seed
         idx[0] = 0;
         idx[1] = 1;
@@ -174,7 +167,6 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
         for (int64_t t = 0; t < s.T; ++t) idx[size_t(t * s.topk + 1)] = idx[size_t(t * s.topk)];
         idx[size_t(s.T * s.topk - 1)] = int32_t(s.E + 3);
     }
-    const std::vector<float> wt = ctx.uniform(size_t(s.T * s.topk), 0.05f, 1.0f);
     const std::vector<float> x = ctx.randn(size_t(s.T * s.D)), y0 = ctx.randn(size_t(s.T * s.D));
 
     std::vector<float> res[2];
@@ -253,21 +245,6 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
     return rs;
 }
 
-// Random routing: topk distinct experts per token from [0, pool); weights in (0.05, 1).
-void randomRouting(Context& ctx, int64_t T, int64_t topk, int64_t pool, std::vector<int32_t>& idx, std::vector<float>& wt) {
-    idx.assign(size_t(T * topk), 0);
-    std::vector<int32_t> p(static_cast<size_t>(pool));
-    for (int64_t t = 0; t < T; ++t) {
-        for (int64_t e = 0; e < pool; ++e) p[size_t(e)] = int32_t(e);
-        for (int64_t k = 0; k < topk; ++k) {
-            std::uniform_int_distribution<int64_t> pick(k, pool - 1);
-            std::swap(p[size_t(k)], p[size_t(pick(ctx.rng()))]);
-            idx[size_t(t * topk + k)] = p[size_t(k)];
-        }
-    }
-    wt = ctx.uniform(size_t(T * topk), 0.05f, 1.0f);
-}
-
 // The fused MoE in one launch (the default) against the two-launch version (kernels/exl3_tune.h) on the
 // device: the same five steps, each version's calls enqueued back to back with no synchronisation in
 // between after a warm-up pass (the one-launch kernel's ticket and done counters must be back at zero for
@@ -313,7 +290,7 @@ std::vector<OpResult> moeLaunchesCase(Context& ctx) {
         st.topk = configs[i].topk;
         st.pool = configs[i].pool;
         st.limit = configs[i].limit;
-        randomRouting(ctx, st.T, st.topk, st.pool, st.idx, st.wt);
+        moeRandomRouting(ctx, st.T, st.topk, st.pool, st.idx, st.wt);
         st.x = ctx.randn(size_t(st.T * D));
         st.y0 = ctx.randn(size_t(st.T * D));
         Backend& b = ctx.ref();

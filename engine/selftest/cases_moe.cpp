@@ -150,19 +150,13 @@ std::vector<OpResult> denseMoeCase(Context& ctx, const DenseMoeSpec& s) {
         down.push_back(ctx.weight(s.D, s.I, s.dtype, 1.0f / std::sqrt(float(s.I))));
     }
     // topk distinct experts per token, drawn from all E.
-    std::vector<int32_t> idx(size_t(s.T * s.topk));
-    std::vector<int32_t> pool(size_t(s.E));
-    for (int64_t t = 0; t < s.T; ++t) {
-        for (int64_t e = 0; e < s.E; ++e) pool[size_t(e)] = int32_t(e);
-        for (int64_t k = 0; k < s.topk; ++k) {
-            std::uniform_int_distribution<int64_t> pick(k, s.E - 1);
-            std::swap(pool[size_t(k)], pool[size_t(pick(ctx.rng()))]);
-            idx[size_t(t * s.topk + k)] = pool[size_t(k)];
-        }
-        if (s.oddIds) idx[size_t(t * s.topk + 1)] = idx[size_t(t * s.topk)];
+    std::vector<int32_t> idx;
+    std::vector<float> wt;
+    moeRandomRouting(ctx, s.T, s.topk, s.E, idx, wt);
+    if (s.oddIds) {
+        for (int64_t t = 0; t < s.T; ++t) idx[size_t(t * s.topk + 1)] = idx[size_t(t * s.topk)];
+        idx[size_t(s.T * s.topk - 1)] = int32_t(s.E + 3);
     }
-    if (s.oddIds) idx[size_t(s.T * s.topk - 1)] = int32_t(s.E + 3);
-    const std::vector<float> wt = ctx.uniform(size_t(s.T * s.topk), 0.05f, 1.0f);
     const std::vector<float> x = ctx.randn(size_t(s.T * s.D)), y0 = ctx.randn(size_t(s.T * s.D));
     const size_t n = size_t(s.T * s.D);
 

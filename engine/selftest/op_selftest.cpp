@@ -206,6 +206,21 @@ void moeExpertLoop(Backend& b, const Buffer& x, int64_t T, int64_t D, int64_t I,
     }
 }
 
+// Random routing: topk distinct experts per token from [0, pool); weights in (0.05, 1).
+void moeRandomRouting(Context& ctx, int64_t T, int64_t topk, int64_t pool, std::vector<int32_t>& idx, std::vector<float>& wt) {
+    idx.assign(size_t(T * topk), 0);
+    std::vector<int32_t> p(static_cast<size_t>(pool));
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t e = 0; e < pool; ++e) p[size_t(e)] = int32_t(e);
+        for (int64_t k = 0; k < topk; ++k) {
+            std::uniform_int_distribution<int64_t> pick(k, pool - 1);
+            std::swap(p[size_t(k)], p[size_t(pick(ctx.rng()))]);
+            idx[size_t(t * topk + k)] = p[size_t(k)];
+        }
+    }
+    wt = ctx.uniform(size_t(T * topk), 0.05f, 1.0f);
+}
+
 std::vector<int32_t> bitsOf(const std::vector<float>& v) {
     std::vector<int32_t> b(v.size());
     if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * 4);

@@ -110,6 +110,10 @@ void moeExpertLoop(Backend& b, const Buffer& x, int64_t T, int64_t D, int64_t I,
                    const std::vector<float>& wt, int64_t topk, const std::vector<WeightView>& gate,
                    const std::vector<WeightView>& up, const std::vector<WeightView>& down, int64_t E, float limit,
                    const Buffer& y);
+// Random routing for the MoE cases: topk distinct experts per token from [0, pool), weights in (0.05, 1)
+// (idx drawn first, then wt).
+void moeRandomRouting(Context& ctx, int64_t T, int64_t topk, int64_t pool, std::vector<int32_t>& idx,
+                      std::vector<float>& wt);
 // Case labels: an integer, and a float in %g form.
 inline std::string str(int64_t v) { return std::to_string(v); }
 std::string fstr(float v);
