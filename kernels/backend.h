@@ -319,8 +319,9 @@ public:
     // per MoE layer. moeRouteDevice: moeRoute's result written to backend buffers idx [T, topk] int32 and
     // weight [T, topk] fp32 (bit-identical to moeRoute's host outputs). moeExpertsFusedDevice: the routed
     // experts of moeExpertsFused reading idx/weight from backend buffers (ids outside [0, E) are skipped,
-    // as there), for packed or dense experts (the CUDA backend takes dense ones at decode sizes). Each returns false when this backend has no such path for these weights or this step
-    // size (the CPU: never); the caller then downloads idx/weight (or calls moeRoute) and goes on as before.
+    // as there), for packed or dense experts (the CUDA backend takes dense ones at decode sizes). Each returns
+    // false when this backend has no such path for these weights or this step size (the CPU: never); the
+    // caller then downloads idx/weight (or calls moeRoute) and goes on as before.
     virtual bool moeRouteDevice(const Buffer& /*x*/, int64_t /*T*/, const WeightView& /*gate*/,
                                 const Buffer& /*bias*/, int64_t /*E*/, int64_t /*topk*/, int64_t /*nGroup*/,
                                 int64_t /*topkGroup*/, bool /*normTopk*/, float /*scaling*/, const Buffer& /*idx*/,

@@ -10,7 +10,9 @@
 # $OUT/graphs.txt (decode graphs against eager through the engine, per model).
 # Exit status: the self-test's, or 1 when the graphs check fails.
 # Env: ARCHS (default 90a: the H200; the fat binary 90a;120a;121a is what CI and release builds compile),
-#      FILTER (self-test --filter), GRAPHS_CHECK (1; 0 skips the graphs-against-eager run), GRAPHS_MODELS, BENCH (bench-device --what, default exl3,mla,kda; "none" skips),
+#      FILTER (self-test --filter), GRAPHS_CHECK (1; 0 skips the graphs-against-eager run), GRAPHS_MODELS
+#      (space list of model dirs for it; default both embedded models), BENCH (bench-device --what, default
+#      exl3,mla,kda; "none" skips),
 #      MODELS (comma list of model dirs for the model parity part), SLICE (benchmark 3, default 1; 0 skips),
 #      SLICE_LAYERS (4), SLICE_PROMPT (256), SLICE_TOKENS (64), SLICE_DIR (/tmp/twinspark-slice-L<layers>),
 #      SLICE_MAKE_ARGS (more make_slice_model.py options, e.g. "--experts 16" for a quick check).
