@@ -274,6 +274,18 @@ void* CudaBackend::scratch(ScratchSlot slot, size_t bytes) {
     return b.bytes();
 }
 
+Buffer& CudaBackend::zeroedScratch(Buffer& b, size_t bytes) {
+    if (b.empty() || b.size() < bytes) {
+        size_t grown = b.empty() ? 4096 : b.size();
+        while (grown < bytes) grown *= 2;
+        // Enqueued kernels (and recorded graphs: then it is kept until they are dropped) may still
+        // use the old one.
+        if (!b.empty() && !graphRetire(b)) synchronize();
+        b = alloc(grown);  // zero-filled: arrival counters start at 0
+    }
+    return b;
+}
+
 const int32_t* CudaBackend::uploadInts(ScratchSlot slot, const int32_t* host, int64_t n) {
     auto* d = static_cast<int32_t*>(scratch(slot, size_t(n) * 4));
     if (n > 0) TS_CUDA_CHECK(cudaMemcpyAsync(d, host, size_t(n) * 4, cudaMemcpyHostToDevice, m_stream));

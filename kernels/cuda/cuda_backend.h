@@ -199,6 +199,10 @@ public:
     // Copies n host values into a scratch slot and returns the device pointer.
     const int32_t* uploadInts(ScratchSlot slot, const int32_t* host, int64_t n);
     const float* uploadFloats(ScratchSlot slot, const float* host, int64_t n);
+    // A grow-only buffer of at least `bytes` owned by the caller (`b`): new memory is zero-filled, so
+    // arrival counters that kernels leave at zero start there; the old buffer is kept for recorded graphs
+    // or waited for before it goes.
+    Buffer& zeroedScratch(Buffer& b, size_t bytes);
     // The page table's block ids on the device (a scratch slot; valid until the next page-table upload).
     const int32_t* devicePages(const PageTable& pages) { return uploadInts(kScratchPages, pages.blocks, pages.numBlocks); }
 
@@ -209,10 +213,8 @@ private:
     // cuda_exl3.cu: y[T, p.outFeatures()] = x[T, p.inFeatures()] · Wᵀ for a packed EXL3 linear (called by
     // linear() in cuda_math.cu for w.packed).
     void exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y);
-    // cuda_exl3.cu: the EXL3 state (created on first use) and a grow-only scratch buffer of it (waits for
-    // the stream before replacing a buffer; new memory is zero-filled).
+    // cuda_exl3.cu: the EXL3 state (created on first use).
     Exl3Cache& exl3Cache();
-    Buffer& exl3Scratch(Buffer& b, size_t bytes);
     std::shared_ptr<Exl3Cache> m_exl3;
     // cuda_moe_dense.cu: moeExpertsFusedDevice for dense (BF16 / F16 / F32) experts; false when it declines
     // (not a decode-sized step, mixed dtypes or shapes, device routing switched off). Its per-layer tables

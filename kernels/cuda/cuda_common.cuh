@@ -121,6 +121,18 @@ __device__ __forceinline__ double blockSumD(double v, double* shared) {
     return warpSumD(v);
 }
 
+// One thread's arrival at a block counter (gpu scope, acquire-release), after a __syncthreads: the release
+// half publishes the block's stores ordered before the barrier (cumulativity), the acquire half lets the
+// last arrival see every earlier arrival's, and its block sees them after the next barrier (the readers
+// then load with ld.cg: L1 is not coherent). Used where the last block to finish a piece of work finishes
+// it (the EXL3 units' split-K, the fused mHC pre). Replaces __threadfence (fence.sc.gpu, a sequentially
+// consistent fence that held every EXL3 unit ~2 µs at its end) + atomicAdd.
+__device__ __forceinline__ int atomAddAcqRel(int* p, int v) {
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+
 }  // namespace ts::cuda
 
 #define TS_CUDA_CHECK(expr) ::ts::cuda::check((expr), #expr, __FILE__, __LINE__)

@@ -499,18 +499,6 @@ Exl3Cache& CudaBackend::exl3Cache() {
     return *m_exl3;
 }
 
-Buffer& CudaBackend::exl3Scratch(Buffer& b, size_t bytes) {
-    if (b.empty() || b.size() < bytes) {
-        size_t grown = b.empty() ? 4096 : b.size();
-        while (grown < bytes) grown *= 2;
-        // Enqueued kernels (and recorded graphs: then it is kept until they are dropped) may still
-        // use the old one.
-        if (!b.empty() && !graphRetire(b)) synchronize();
-        b = alloc(grown);  // zero-filled: arrival counters start at 0
-    }
-    return b;
-}
-
 void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y) {
     using namespace exl3cuda;
     if (T <= 0) return;
@@ -549,8 +537,8 @@ void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, 
     P.R = plan.R;
     if (plan.partials) {
         Exl3Cache& cache = exl3Cache();
-        P.part = exl3Scratch(cache.part, size_t(T) * plan.S * d.n * 4).f32();
-        P.counters = exl3Scratch(cache.counters, size_t(P.J) * P.NB * 4).i32();
+        P.part = zeroedScratch(cache.part, size_t(T) * plan.S * d.n * 4).f32();
+        P.counters = zeroedScratch(cache.counters, size_t(P.J) * P.NB * 4).i32();
         P.groups = P.J;
     }
     launch(P, plan, d.bits, d.codebook, stream());

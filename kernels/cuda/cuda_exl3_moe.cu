@@ -192,19 +192,19 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const size_t offCombOff = offRows + align256(size_t(nChoices) * 4);
     const size_t offCombEnt = offCombOff + align256((size_t(T) + 1) * 4);
     const size_t argBytes = offCombEnt + size_t(nChoices) * sizeof(CombineEntry);
-    uint8_t* args = exl3Scratch(cache.args, argBytes).bytes();
-    float* act = exl3Scratch(cache.act, size_t(nChoices) * size_t(I) * 4).f32();
-    float* eout = exl3Scratch(cache.expertOut, size_t(nChoices) * size_t(D) * 4).f32();
+    uint8_t* args = zeroedScratch(cache.args, argBytes).bytes();
+    float* act = zeroedScratch(cache.act, size_t(nChoices) * size_t(I) * 4).f32();
+    float* eout = zeroedScratch(cache.expertOut, size_t(nChoices) * size_t(D) * 4).f32();
     // Partials and arrival counters: the two launches reuse one region; in one launch gate/up units of
     // some pairs still run while down units of others start, so each phase has its own (partGU is a
     // multiple of 4 floats: the down region stays 16-byte aligned), plus the ticket counters.
     const size_t partGU = planGU.partials ? size_t(2 * nChoices) * planGU.S * size_t(sigGU.n) : 0;
     const size_t partD = planD.partials ? size_t(nChoices) * planD.S * size_t(sigD.n) : 0;
     const size_t partOffD = oneLaunch ? partGU : 0;
-    float* part = exl3Scratch(cache.part, std::max<size_t>(1, oneLaunch ? partGU + partD : std::max(partGU, partD)) * 4).f32();
+    float* part = zeroedScratch(cache.part, std::max<size_t>(1, oneLaunch ? partGU + partD : std::max(partGU, partD)) * 4).f32();
     const size_t cntGU = size_t(nPairs) * NBG, cntD = size_t(nPairs) * NBD + NBD;
     const size_t cntN = oneLaunch ? cntGU + cntD + size_t(moeSyncInts(nPairs, NBD)) : std::max(cntGU, cntD);
-    int* counters = exl3Scratch(cache.counters, cntN * 4).i32();
+    int* counters = zeroedScratch(cache.counters, cntN * 4).i32();
     int* countersD = oneLaunch ? counters + cntGU : counters;
 
     // The step's tables in one pinned host image, copied once (asynchronously: the host goes on to the

@@ -266,14 +266,14 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
     const size_t offCombOff = offRows + align256(size_t(P0) * 4);
     const size_t offComb = offCombOff + align256((size_t(T) + 1) * 4);
     const size_t offLive = offComb + align256(size_t(P0) * sizeof(CombineEntry));
-    uint8_t* args = exl3Scratch(cache.args, offLive + 4).bytes();
-    float* act = exl3Scratch(cache.act, size_t(P0) * size_t(I) * 4).f32();
-    float* eout = exl3Scratch(cache.expertOut, size_t(P0) * size_t(D) * 4).f32();
+    uint8_t* args = zeroedScratch(cache.args, offLive + 4).bytes();
+    float* act = zeroedScratch(cache.act, size_t(P0) * size_t(I) * 4).f32();
+    float* eout = zeroedScratch(cache.expertOut, size_t(P0) * size_t(D) * 4).f32();
     const size_t partGU = planGU.partials ? size_t(2 * P0) * planGU.S * size_t(nG) : 0;
     const size_t partD = planD.partials ? size_t(P0) * planD.S * size_t(nD) : 0;
-    float* part = exl3Scratch(cache.part, std::max<size_t>(1, partGU + partD) * 4).f32();
+    float* part = zeroedScratch(cache.part, std::max<size_t>(1, partGU + partD) * 4).f32();
     const size_t cntGU = size_t(maxPairs) * NBG, cntD = size_t(maxPairs) * NBD + NBD;
-    int* counters = exl3Scratch(cache.counters, (cntGU + cntD + size_t(moeSyncInts(maxPairs, NBD))) * 4).i32();
+    int* counters = zeroedScratch(cache.counters, (cntGU + cntD + size_t(moeSyncInts(maxPairs, NBD))) * 4).i32();
 
     PlanArgs pa;
     pa.idx = idx.i32();

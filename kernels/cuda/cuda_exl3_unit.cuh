@@ -56,16 +56,7 @@ __device__ __forceinline__ int ldAcquire(const int* p) {
 __device__ __forceinline__ void redRelease(int* p, int v) {
     asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
-// One thread's arrival at a block counter (gpu scope, acquire-release), after a __syncthreads: the release
-// half publishes the block's stores ordered before the barrier (cumulativity), the acquire half lets the
-// last arrival see every earlier arrival's, and its block sees them after the next barrier. Replaces
-// __threadfence (fence.sc.gpu, a sequentially consistent fence that held every unit ~2 µs at its end) +
-// atomicAdd.
-__device__ __forceinline__ int atomAddAcqRel(int* p, int v) {
-    int old;
-    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
-    return old;
-}
+using ::ts::cuda::atomAddAcqRel;  // (cuda_common.cuh) the units' arrivals at their column block's counter
 // Programmatic dependent launch (sm_90+; launches made with the attribute, see launchPdl): a kernel may
 // start while the previous kernel in the stream is finishing. pdlWait blocks until that kernel has completed
 // and its memory is visible — before it, a kernel reads only its parameters and weights (never written by
