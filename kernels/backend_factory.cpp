@@ -27,12 +27,18 @@ bool tuneOneStageSlices();
 int tuneSliceTiles();
 void setTrace(unsigned long long* words, int64_t units);
 }  // namespace exl3cuda
+namespace mhccuda {  // cuda_mhc_kda.cu
+int setFusedPre(int on);
+bool fusedPre();
+}  // namespace mhccuda
 namespace kdacuda {  // cuda_kda_chunk.cu
 int64_t setChunkMinTokens(int64_t t);
 int64_t chunkMinTokensNow();
 }  // namespace kdacuda
 int64_t kdaSetChunkMinTokens(int64_t t) { return kdacuda::setChunkMinTokens(t); }
 int64_t kdaChunkMinTokens() { return kdacuda::chunkMinTokensNow(); }
+int mhcSetFusedPre(int on) { return mhccuda::setFusedPre(on); }
+bool mhcFusedPre() { return mhccuda::fusedPre(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
@@ -60,6 +66,8 @@ bool exl3MoeDeviceRouting() { return false; }
 const char* exl3DecodeUnit() { return "none"; }
 int64_t kdaSetChunkMinTokens(int64_t) { return -1; }
 int64_t kdaChunkMinTokens() { return 0; }
+int mhcSetFusedPre(int) { return -1; }
+bool mhcFusedPre() { return false; }
 #endif
 
 void checkBackendName(const std::string& name) {

@@ -1,6 +1,6 @@
-// Run-time A/B switches of the CUDA backend's EXL3 kernels (and the KDA prefill's chunked form), for
-// benchmarks and tests (bench-device --what exl3 / kda, the exl3 self-test). Process-wide; no-ops that return
-// 0 (kdaSetChunkMinTokens: −1) in builds without CUDA.
+// Run-time A/B switches of the CUDA backend's EXL3 kernels (and the KDA prefill's chunked form, the mHC pre
+// op's one launch), for benchmarks and tests (bench-device --what exl3 / kda / mhc, the self-test).
+// Process-wide; no-ops that return 0 (kdaSetChunkMinTokens, mhcSetFusedPre: −1) in builds without CUDA.
 #pragma once
 
 #include <cstdint>
@@ -61,5 +61,13 @@ void exl3SetTrace(unsigned long long* deviceWords, int64_t units);
 int64_t kdaSetChunkMinTokens(int64_t t);
 // The threshold in force now (0: never chunked; 0 without CUDA).
 int64_t kdaChunkMinTokens();
+
+// mhcPre on the GPU (kernels/cuda/cuda_mhc_kda.cu) runs in one launch — every block computes its chunk's
+// partial sums and the last block of each token mixes it — or, for A/B comparisons, in the two launches
+// before it (partials, then the mixing): TS_MHC_FUSED=0 (read once) picks two. mhcSetFusedPre(1 or 0)
+// overrides it from now on, −1 restores the environment's; returns the previous override (−1: none). Both
+// compute bit-identical results. mhcFusedPre: the variant in force now (false without CUDA).
+int mhcSetFusedPre(int on);
+bool mhcFusedPre();
 
 }  // namespace ts

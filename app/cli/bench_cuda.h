@@ -45,6 +45,7 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
 nlohmann::json analyseExl3Trace(const std::vector<unsigned long long>& words, int64_t capacity, const std::string& how);
 nlohmann::json benchMlaDecode(Backend& backend, int reps);  // bench_cuda_attention.cpp: sparse MLA + indexer
 nlohmann::json benchKdaDecode(Backend& backend, int reps);  // bench_cuda_kda.cpp: KDA recurrent decode
+nlohmann::json benchMhcPre(Backend& backend, int reps);     // bench_cuda_mhc.cpp: mHC pre, one launch vs two
 
 }  // namespace ts::cli
 

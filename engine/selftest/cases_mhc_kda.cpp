@@ -11,7 +11,8 @@
 // sized with a host emulation of the CUDA summation order (tree / row-group sums, FMA contraction)
 // against the CPU's sequential order on these input distributions:
 // - mhcPre: the 2n+n² mixing logits are dots over n·D = 16384 elements; their order noise (≤ ~4e-6
-//   at logits of magnitude ~8) moves x = Σ pre·s by ≤ 9e-6 and post/comb by ≤ 4e-6.
+//   at logits of magnitude ~8) moves x = Σ pre·s by ≤ 9e-6 and post/comb by ≤ 4e-6. On the CUDA backend
+//   its one-launch and two-launch forms must also agree bit for bit ("1 vs 2 launches" rows).
 // - kdaRecurrent: dots over Dk per token; the emulated error stays ≤ 1e-6 relative over 300 tokens
 //   with slow decay (the delta rule with |k| = 1, β < 1 and decay ≤ 1 does not amplify errors).
 //   Calls with T ≥ 16 and Dk ∈ {32, 64, 128} (the "chunk" cases, and the two older "long" ones) take
@@ -36,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "exl3_tune.h"
 #include "selftest/op_selftest.h"
 
 namespace ts::selftest {
@@ -61,7 +63,7 @@ std::vector<OpResult> mhcPreCase(Context& ctx, const MhcPreShape& s) {
     // from saturation (and with scale up to 2 and base ~ N(0, 0.5²), some rows are far from uniform).
     const WeightView fn = ctx.weight(mix, width, s.dtype, 1.0f / std::sqrt(float(width)));
     const std::vector<float> base = ctx.randn(size_t(mix), 0.5f), scale = ctx.uniform(3, 0.5f, 2.0f);
-    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+    auto run = [&](Backend& b) {
         HyperConnParams p;
         p.fn = fn;
         p.base = Context::put(b, base);
@@ -76,12 +78,32 @@ std::vector<OpResult> mhcPreCase(Context& ctx, const MhcPreShape& s) {
         b.mhcPre(in, s.T, s.D, p, x, post, comb);
         return Outs{Context::getF32(b, x, size_t(s.T * s.D)), Context::getF32(b, post, size_t(s.T * n)),
                     Context::getF32(b, comb, size_t(s.T * n * n))};
-    });
+    };
+    auto [ref, dut] = onBoth(ctx, run);
     const std::string sh = std::string(s.label) + " T=" + str(s.T) + " D=" + str(s.D) + " n=" + str(n) +
                            " iters=" + str(s.iters) + " fn=" + std::string(dtypeName(s.dtype));
-    return {Context::compare(kFamily, "mhcPre.x", sh, ref[0], dut[0], 5e-5, 2e-4),
-            Context::compare(kFamily, "mhcPre.post", sh, ref[1], dut[1], 1e-5, 1e-4),
-            Context::compare(kFamily, "mhcPre.comb", sh, ref[2], dut[2], 1e-5, 1e-4)};
+    std::vector<OpResult> rs = {Context::compare(kFamily, "mhcPre.x", sh, ref[0], dut[0], 5e-5, 2e-4),
+                                Context::compare(kFamily, "mhcPre.post", sh, ref[1], dut[1], 1e-5, 1e-4),
+                                Context::compare(kFamily, "mhcPre.comb", sh, ref[2], dut[2], 1e-5, 1e-4)};
+    // The CUDA backend's other variant (one launch ↔ two, kernels/exl3_tune.h) must give the same bits: the
+    // same operations in the same order, only the kernel boundary differs.
+    if (ctx.dut().name() == "cuda") {
+        const bool fused = mhcFusedPre();
+        const int prev = mhcSetFusedPre(fused ? 0 : 1);
+        Outs other;
+        try {
+            other = run(ctx.dut());
+        } catch (...) {
+            mhcSetFusedPre(prev);
+            throw;
+        }
+        mhcSetFusedPre(prev);
+        const char* what[3] = {"mhcPre.x 1 vs 2 launches", "mhcPre.post 1 vs 2 launches", "mhcPre.comb 1 vs 2 launches"};
+        for (int i = 0; i < 3; ++i)
+            rs.push_back(Context::compareExact(kFamily, what[i], sh + (fused ? " (default: 1)" : " (default: 2)"),
+                                               bitsOf(dut[size_t(i)]), bitsOf(other[size_t(i)])));
+    }
+    return rs;
 }
 
 std::vector<OpResult> mhcPostCase(Context& ctx, const char* label, int64_t T, int64_t D, int n) {
@@ -225,8 +247,9 @@ void addMhcKdaCases(std::vector<Case>& out) {
         out.push_back(Case{kFamily, std::move(name), std::move(run)});
     };
 
-    // mhcPre: T < 32 splits D over blocks (decode), T ≥ 32 one block per token; D tails of the 512-element
-    // chunks and of the 1024-column slices; n = 1..4, 6, 40; every fn dtype.
+    // mhcPre: T < 32 splits D over blocks (decode), T ≥ 32 one block per token (the two-launch form; the
+    // one-launch form mixes each token in its last chunk block); D tails of the 512-element chunks, of the
+    // 1024-column slices and of the float4 columns; n = 1..6, 40; every fn dtype.
     const MhcPreShape pre[] = {
         {"real", 1, 4096, 4, 20, DType::BF16},     {"real", 3, 4096, 4, 20, DType::BF16},
         {"real", 32, 4096, 4, 20, DType::BF16},    {"tiny_a", 7, 128, 4, 20, DType::BF16},
@@ -236,6 +259,8 @@ void addMhcKdaCases(std::vector<Case>& out) {
         // Past the fast forms: n = 6 (2n + n² = 48 mixing rows, the generic column loop), n = 40 (Sinkhorn
         // with block barriers: more than one warp of rows).
         {"n=6", 2, 64, 6, 4, DType::F32},          {"n=40", 1, 16, 40, 3, DType::F32},
+        // n = 5: the largest n whose Sinkhorn runs in one warp's registers (n² ≤ 32).
+        {"n=5", 3, 64, 5, 6, DType::F32},
     };
     for (const MhcPreShape& s : pre)
         add("mhcPre " + std::string(s.label) + " T=" + str(s.T) + " D=" + str(s.D), [s](Context& c) { return mhcPreCase(c, s); });

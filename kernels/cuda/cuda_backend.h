@@ -237,6 +237,7 @@ private:
     };
     std::unordered_map<const PackedLinear*, TrellisEntry> m_trellis;
     std::vector<Buffer> m_scratch;
+    Buffer m_mhcCounters;  // cuda_mhc_kda.cu: the fused mhcPre's per-token arrival counters (zero between calls)
     std::shared_ptr<DevicePool> m_pool;
 
     // cuda_graph.cu

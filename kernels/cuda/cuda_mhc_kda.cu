@@ -5,20 +5,23 @@
 // the CPU sums sequentially (dot products: differences are fp32 summation-order noise).
 //
 // Ops and kernels (T = tokens of the call; every op is correct for any T ≥ 0 and any width):
-// - mhcPre: streams [T, n, D] → x [T, D], post [T, n], comb [T, n, n]. Two launches:
-//   (1) mhcPartialKernel, grid (T, ⌈n·D/512⌉) × 128 threads: each block takes 512 elements of one
-//       token's flattened streams and writes their sum of squares and their dot products with the
-//       2n+n² rows of fn (unnormalised) to a scratch [T, chunks, 1+mix];
-//   (2) mhcMixKernel, grid (T, dBlocks) × 256 threads: sums the chunks in a fixed order, applies the
-//       RMS factor, computes pre/post, the row softmax and the Sinkhorn iterations exactly as the CPU
-//       does (same order, same +eps terms; one thread per row / column), then writes its slice of
-//       x = Σ_i pre[i]·streams[i]. With few tokens (decode) D is split over several blocks, each of
-//       which redoes the (tiny) Sinkhorn; block 0 writes post and comb.
-//   Both are latency-bound in decode (one token: ~9 and ~21 µs per call on the H200). The mixing kernel
-//   copies the token's partials to shared memory in one pass, writes four columns per thread and pass
-//   (n ≤ 4), and runs Sinkhorn (threads < n, one warp) on warp barriers: same operations in the same order,
-//   20.1 µs. (Issuing all 24 fn rows' loads of a partial-kernel thread before its warp sums made that kernel
-//   slower, 9.1 → 15.9 µs: measured and reverted; its grid has only n·D/512 = 32 blocks per token.)
+// - mhcPre: streams [T, n, D] → x [T, D], post [T, n], comb [T, n, n]. Two stages:
+//   (1) the partial sums, grid (T, chunks): each block takes a chunk of one token's flattened streams and
+//       writes its sum of squares and its dot products with the 2n+n² rows of fn (unnormalised) to a
+//       scratch [T, chunks, 1+mix] — for n = 4 with whole 2048-element chunks (GLM-5.3-Flash, the small
+//       models) 256 threads of 8 elements, one 16-byte fn load per row and thread, all 24 rows in flight
+//       (mhcPartialBlockWide); otherwise 128 threads of 4 scalar elements, 512 per chunk (mhcPartialBlock);
+//   (2) the mixing (mhcMixToken): sums the chunks in a fixed order, applies the RMS factor, computes
+//       pre/post, the row softmax and the Sinkhorn iterations exactly as the CPU does (same order, same
+//       +eps terms, IEEE division; for n² ≤ 32 in one warp's registers, a row's or column's values by
+//       shuffles), then x = Σ_i pre[i]·streams[i] (float4 columns for n ≤ 4).
+//   By default ONE launch (mhcPreFusedKernel): every block of (1) counts its arrival at a per-token counter
+//   (acquire-release) and the token's last block runs (2) for the whole row. TS_MHC_FUSED=0 (or
+//   mhcSetFusedPre(0), kernels/exl3_tune.h) takes two launches: (1), then mhcMixKernel with D split over
+//   blocks of ~1024 columns for few tokens. Both give the same bits (the self-test checks it).
+//   Latency-bound at decode sizes: ~19 µs per call on the H200 (bench-device --what mhc), of which the 19
+//   Sinkhorn iterations after the first take ~11.5 µs (~600 ns each: a dependent chain of shuffles, adds and
+//   one IEEE division per phase).
 // - mhcPost (in place): one thread per (t, d) reads the n old stream values into registers first.
 // - mhcHead: one thread per (t, d).
 // - causalConvSilu: conv + SiLU with one thread per (t, c) reading the old conv state for the first
@@ -40,10 +43,14 @@
 //
 // Test:      twinspark-cli selftest --backend cuda --filter mhc_kda   (cases: engine/selftest/cases_mhc_kda.cpp)
 // Benchmark: twinspark-cli bench-device --what kda (app/cli/bench_cuda_kda.cpp: decode µs per call and
-//            achieved state bandwidth, prefill µs per token: recurrent vs chunked)
+//            achieved state bandwidth, prefill µs per token: recurrent vs chunked); --what mhc
+//            (app/cli/bench_cuda_mhc.cpp: mhcPre µs per call, one launch vs two, and the Sinkhorn's share)
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "cuda/cuda_backend.h"
+#include "core/env_switch.h"
 #include "cuda/cuda_common.cuh"
 
 namespace ts {
@@ -53,6 +60,19 @@ namespace ts {
 // without a chunked variant, too little shared memory).
 bool kdaChunkedPrefill(CudaBackend& be, const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g,
                        const Buffer& betaLogits, const Buffer& state, const Buffer& out);
+
+// mhcPre in one launch (the default) or two: TS_MHC_FUSED (read once), or a run-time override
+// (mhcSetFusedPre, kernels/exl3_tune.h) for the A/B benchmark and the self-test's bit-for-bit check.
+namespace mhccuda {
+std::atomic<int> g_fusedOverride{-1};  // < 0: none
+int setFusedPre(int on) { return g_fusedOverride.exchange(on == 0 || on == 1 ? on : -1); }
+bool fusedPre() {
+    const int o = g_fusedOverride.load(std::memory_order_relaxed);
+    if (o >= 0) return o == 1;
+    static const bool fromEnv = envSwitch("TS_MHC_FUSED", true);
+    return fromEnv;
+}
+}  // namespace mhccuda
 
 namespace {
 
@@ -86,11 +106,11 @@ constexpr int kMhcChunk = kMhcThreads * kMhcPerThread;  // 512 elements of n·D 
 constexpr int kMixThreads = 256;
 
 // part[t, chunk, 0] = Σ s², part[t, chunk, 1 + j] = Σ s · fn[j] over the chunk's elements of token t's
-// flattened streams s [n·D]. Dynamic shared memory: 4 warps × (1 + mix) floats.
+// flattened streams s [n·D] (t = blockIdx.x, chunk = blockIdx.y; 128 threads). sh: 4 warps × (1 + mix) floats.
 template <int DT>
-__global__ void mhcPartialKernel(const float* __restrict__ streams, int64_t width, const void* __restrict__ fn,
-                                 int mix, int nChunks, float* __restrict__ part) {
-    extern __shared__ float sh[];
+__device__ __forceinline__ void mhcPartialBlock(const float* __restrict__ streams, int64_t width,
+                                                const void* __restrict__ fn, int mix, int nChunks,
+                                                float* __restrict__ part, float* sh) {
     const int64_t t = blockIdx.x;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float* s = streams + t * width;
@@ -126,24 +146,216 @@ __global__ void mhcPartialKernel(const float* __restrict__ streams, int64_t widt
     }
 }
 
-// Per token: reduce the partials, the mixing coefficients and Sinkhorn (as CpuBackend::mhcPre), then
-// x[t, d] = Σ_i pre[i] · s[i, d] for d in this block's slice [blockIdx.y · dPerBlock, + dPerBlock).
-// Dynamic shared memory: m [1 + mix] | pre [n] | c [n·n] | the token's partials [nChunks, 1 + mix].
-__global__ void mhcMixKernel(const float* __restrict__ streams, int64_t D, int n, const float* __restrict__ part,
-                             int nChunks, const float* __restrict__ base, const float* __restrict__ scale, int iters,
-                             float hcEps, float normEps, int64_t dPerBlock, float* __restrict__ x,
-                             float* __restrict__ post, float* __restrict__ comb) {
+template <int DT>
+__global__ void __launch_bounds__(kMhcThreads) mhcPartialKernel(const float* __restrict__ streams, int64_t width,
+                                                                const void* __restrict__ fn, int mix, int nChunks,
+                                                                float* __restrict__ part) {
     extern __shared__ float sh[];
+    mhcPartialBlock<DT>(streams, width, fn, mix, nChunks, part, sh);
+}
+
+// The same partial sums for n = 4 (24 mixing rows) over chunks of kMhcWideChunk elements, 256 threads of 8
+// consecutive elements each: one 16-byte load per fn row and thread (BF16 / F16; two for F32), all 24 rows'
+// loads in flight at once, the 25 sums reduced over the warp together (independent shuffle chains), then over
+// the 8 warps in order. The scalar form above issues one 2-byte load per element and row and reduces each
+// row's sum over the warp before the next row's. Needs width a multiple of kMhcWideChunk and 16-byte aligned
+// streams and fn (mhcWideOk). sh: 8 warps × 25 floats.
+constexpr int kMhcWideThreads = 256;
+constexpr int kMhcWideChunk = kMhcWideThreads * 8;  // 2048 elements of n·D per block
+template <int DT>
+__device__ __forceinline__ void mhcPartialBlockWide(const float* __restrict__ streams, int64_t width,
+                                                    const void* __restrict__ fn, int nChunks, float* __restrict__ part,
+                                                    float* sh) {
+    constexpr int kMix = 24, kStride = 1 + kMix;
+    const int64_t t = blockIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t e0 = int64_t(blockIdx.y) * kMhcWideChunk + int64_t(threadIdx.x) * 8;
+    const float4* s4 = reinterpret_cast<const float4*>(streams + t * width + e0);
+    const float4 a = s4[0], b = s4[1];
+    const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    float acc[kStride];
+    acc[0] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[0] += v[e] * v[e];
+    if constexpr (DT == 2) {
+#pragma unroll
+        for (int j = 0; j < kMix; ++j) {
+            float w[8];
+            cuda::load8<DT>(fn, int64_t(j) * width + e0, w);
+            float d = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) d += v[e] * w[e];
+            acc[1 + j] = d;
+        }
+    } else {
+        // Every row's 16 bytes requested before any is used (the point of this form): 96 registers.
+        uint4 raw[kMix];
+#pragma unroll
+        for (int j = 0; j < kMix; ++j)
+            raw[j] = cuda::ldWeight16<false>(static_cast<const uint16_t*>(fn) + int64_t(j) * width + e0);
+#pragma unroll
+        for (int j = 0; j < kMix; ++j) {
+            const uint32_t q[4] = {raw[j].x, raw[j].y, raw[j].z, raw[j].w};
+            float d = 0.0f;
+#pragma unroll
+            for (int h = 0; h < 4; ++h) {
+                float lo, hi;
+                if constexpr (DT == 0) {  // bf16 → fp32: the high half of the fp32 bits
+                    lo = __uint_as_float(q[h] << 16);
+                    hi = __uint_as_float(q[h] & 0xffff0000u);
+                } else {
+                    lo = __half2float(__ushort_as_half(static_cast<unsigned short>(q[h] & 0xffffu)));
+                    hi = __half2float(__ushort_as_half(static_cast<unsigned short>(q[h] >> 16)));
+                }
+                d += v[2 * h] * lo;
+                d += v[2 * h + 1] * hi;
+            }
+            acc[1 + j] = d;
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < kStride; ++k) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], o);
+    if (lane == 0)
+#pragma unroll
+        for (int k = 0; k < kStride; ++k) sh[warp * kStride + k] = acc[k];
+    __syncthreads();
+    if (threadIdx.x < kStride) {
+        float sum = 0.0f;
+        for (int q = 0; q < kMhcWideThreads / 32; ++q) sum += sh[q * kStride + threadIdx.x];
+        part[(t * nChunks + blockIdx.y) * kStride + threadIdx.x] = sum;
+    }
+}
+
+template <int DT>
+__global__ void __launch_bounds__(kMhcWideThreads) mhcPartialWideKernel(const float* __restrict__ streams,
+                                                                        int64_t width, const void* __restrict__ fn,
+                                                                        int nChunks, float* __restrict__ part) {
+    extern __shared__ float sh[];
+    mhcPartialBlockWide<DT>(streams, width, fn, nChunks, part, sh);
+}
+
+// Sinkhorn on c [n, n] (shared memory, complete behind a block barrier): column normalise, then (iters − 1)
+// × (row, column); each sum in the CPU's order, + eps in the denominator, IEEE division — the CPU's
+// operations in its order. Ends with a block barrier. For n² ≤ 32 the matrix lives in warp 0's registers
+// (lane i·n + j holds c[i][j]; a row's or a column's n values come by shuffles, summed in index order):
+// no shared-memory round trip per step. Else threads < n take a row or a column each, on warp barriers
+// (n ≤ 32: 40 block barriers at 20 iterations cost more than the arithmetic) or block barriers.
+__device__ __forceinline__ void mhcSinkhorn(float* c, int n, int iters, float hcEps) {
+    const int tid = threadIdx.x;
+    if (n * n <= 32) {
+        if (tid < 32) {
+            const int i = tid / n, j = tid % n;  // lanes ≥ n² compute garbage that is never stored
+            float v = tid < n * n ? c[tid] : 0.0f;
+            for (int it = 0; it < iters; ++it) {
+                if (it > 0) {
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 5; ++q)
+                        if (q < n) sum += __shfl_sync(0xffffffffu, v, (i * n + q) & 31);
+                    v = v / (sum + hcEps);
+                }
+                float sum = 0.0f;
+#pragma unroll
+                for (int q = 0; q < 5; ++q)
+                    if (q < n) sum += __shfl_sync(0xffffffffu, v, (q * n + j) & 31);
+                v = v / (sum + hcEps);
+            }
+            if (tid < n * n) c[tid] = v;
+        }
+        __syncthreads();
+        return;
+    }
+    const bool oneWarp = n <= 32;
+    if (!oneWarp || tid < 32) {
+        for (int it = 0; it < iters; ++it) {
+            if (it > 0) {
+                if (tid < n) {
+                    float* ci = c + tid * n;
+                    float sum = 0.0f;
+                    for (int j = 0; j < n; ++j) sum += ci[j];
+                    for (int j = 0; j < n; ++j) ci[j] /= (sum + hcEps);
+                }
+                if (oneWarp) __syncwarp();
+                else __syncthreads();
+            }
+            if (tid < n) {
+                const int j = tid;
+                float sum = 0.0f;
+                for (int i = 0; i < n; ++i) sum += c[i * n + j];
+                for (int i = 0; i < n; ++i) c[i * n + j] /= (sum + hcEps);
+            }
+            if (oneWarp) __syncwarp();
+            else __syncthreads();
+        }
+    }
+    if (oneWarp) __syncthreads();
+}
+
+// xr[d] = Σ_i pre[i] · s[i, d] (i in order, from 0) for d in [d0, d1), by the block's threads. With n ≤ 4,
+// D, d0, d1 multiples of 4 and 16-byte aligned rows: float4 columns, 4 passes' loads in flight at once.
+__device__ __forceinline__ void mhcMixRange(const float* __restrict__ s, int64_t D, int n, const float* pre, int64_t d0,
+                                            int64_t d1, float* __restrict__ xr) {
+    const int bd = blockDim.x;
+    const bool vec = n <= 4 && ((D | d0 | d1) & 3) == 0 &&
+                     ((reinterpret_cast<uintptr_t>(s) | reinterpret_cast<uintptr_t>(xr)) & 15u) == 0;
+    if (vec) {
+        float pr[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) pr[i] = i < n ? pre[i] : 0.0f;
+        const float4* s4 = reinterpret_cast<const float4*>(s);
+        float4* x4 = reinterpret_cast<float4*>(xr);
+        const int64_t D4 = D / 4, q1 = d1 / 4;
+        for (int64_t q = d0 / 4 + threadIdx.x; q < q1; q += 4 * int64_t(bd)) {
+            float4 v[4][4];  // [pass][stream]
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    if (i < n && q + u * bd < q1) v[u][i] = s4[int64_t(i) * D4 + q + u * bd];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                if (q + u * bd >= q1) break;
+                float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    if (i >= n) break;
+                    acc.x += pr[i] * v[u][i].x;
+                    acc.y += pr[i] * v[u][i].y;
+                    acc.z += pr[i] * v[u][i].z;
+                    acc.w += pr[i] * v[u][i].w;
+                }
+                x4[q + u * bd] = acc;
+            }
+        }
+        return;
+    }
+    for (int64_t d = d0 + threadIdx.x; d < d1; d += bd) {
+        float acc = 0.0f;
+        for (int i = 0; i < n; ++i) acc += pre[i] * s[int64_t(i) * D + d];
+        xr[d] = acc;
+    }
+}
+
+// The mixing of token t (as CpuBackend::mhcPre) from its partials pt [nChunks, 1 + mix] (loaded with ld.cg:
+// the fused kernel's come from other blocks of the same launch): the sums in chunk order, the RMS factor,
+// pre / post, the row softmax and Sinkhorn, then x[t, d] for d in [d0, d1); writeCoef: also post and comb.
+// sh: m [1 + mix] | pre [n] | c [n·n] | the partials [nChunks, 1 + mix]. All threads of the block call it.
+__device__ __forceinline__ void mhcMixToken(const float* __restrict__ streams, int64_t D, int n,
+                                            const float* pt, int nChunks, const float* __restrict__ base,
+                                            const float* __restrict__ scale, int iters, float hcEps, float normEps,
+                                            int64_t d0, int64_t d1, bool writeCoef, float* __restrict__ x,
+                                            float* __restrict__ post, float* __restrict__ comb, float* sh) {
     const int mix = 2 * n + n * n, stride = 1 + mix;
     float* m = sh;             // [0] = Σ s², [1 + j] = s · fn[j]
     float* pre = sh + stride;  // [n]
     float* c = pre + n;        // [n, n]
     const int64_t t = blockIdx.x, width = int64_t(n) * D;
-    const float* pt = part + t * nChunks * stride;
     // All of the token's partials into shared memory at once (the sums below would otherwise wait one load
-    // latency per few chunks), then each sum in chunk order, as before.
+    // latency per few chunks), then each sum in chunk order.
     float* pAll = c + n * n;  // [nChunks, stride]
-    for (int i = threadIdx.x; i < nChunks * stride; i += blockDim.x) pAll[i] = pt[i];
+    for (int i = threadIdx.x; i < nChunks * stride; i += blockDim.x) pAll[i] = __ldcg(pt + i);
     __syncthreads();
     for (int k = threadIdx.x; k < stride; k += blockDim.x) {
         float a = 0.0f;
@@ -155,7 +367,6 @@ __global__ void mhcMixKernel(const float* __restrict__ streams, int64_t D, int n
     const float inv = 1.0f / sqrtf(m[0] / float(width) + normEps);
     const float* mm = m + 1;
     const float s0 = scale[0], s1 = scale[1], s2 = scale[2];
-    const bool writeCoef = blockIdx.y == 0;
     if (threadIdx.x < n) {
         const int i = threadIdx.x;
         pre[i] = sigmoidf_(mm[i] * inv * s0 + base[i]) + hcEps;
@@ -174,63 +385,54 @@ __global__ void mhcMixKernel(const float* __restrict__ streams, int64_t D, int n
         for (int j = 0; j < n; ++j) ci[j] = ci[j] / sum + hcEps;
     }
     __syncthreads();
-    // Column normalise, then (iters − 1) × (row, column); each sum in the CPU's order, + eps in the denominator.
-    // Only threads < n work: with n ≤ 32 they are warp 0, so its phases are separated by warp barriers (40 block
-    // barriers at 20 iterations cost more than the arithmetic), and one block barrier follows.
-    const bool oneWarp = n <= 32;
-    if (!oneWarp || threadIdx.x < 32) {
-        for (int it = 0; it < iters; ++it) {
-            if (it > 0) {
-                if (threadIdx.x < n) {
-                    float* ci = c + threadIdx.x * n;
-                    float sum = 0.0f;
-                    for (int j = 0; j < n; ++j) sum += ci[j];
-                    for (int j = 0; j < n; ++j) ci[j] /= (sum + hcEps);
-                }
-                if (oneWarp) __syncwarp();
-                else __syncthreads();
-            }
-            if (threadIdx.x < n) {
-                const int j = threadIdx.x;
-                float sum = 0.0f;
-                for (int i = 0; i < n; ++i) sum += c[i * n + j];
-                for (int i = 0; i < n; ++i) c[i * n + j] /= (sum + hcEps);
-            }
-            if (oneWarp) __syncwarp();
-            else __syncthreads();
-        }
-    }
-    if (oneWarp) __syncthreads();
+    mhcSinkhorn(c, n, iters, hcEps);
     if (writeCoef)
         for (int k = threadIdx.x; k < n * n; k += blockDim.x) comb[t * n * n + k] = c[k];
-    const float* s = streams + t * width;
+    mhcMixRange(streams + t * width, D, n, pre, d0, d1, x + t * D);
+}
+
+// Per token: x[t, d] = Σ_i pre[i] · s[i, d] for d in this block's slice [blockIdx.y · dPerBlock, + dPerBlock)
+// (mhcMixToken; block 0 writes post and comb). Dynamic shared memory: mhcMixToken's.
+__global__ void mhcMixKernel(const float* __restrict__ streams, int64_t D, int n, const float* __restrict__ part,
+                             int nChunks, const float* __restrict__ base, const float* __restrict__ scale, int iters,
+                             float hcEps, float normEps, int64_t dPerBlock, float* __restrict__ x,
+                             float* __restrict__ post, float* __restrict__ comb) {
+    extern __shared__ float sh[];
+    const int stride = 1 + 2 * n + n * n;
     const int64_t d0 = int64_t(blockIdx.y) * dPerBlock;
     const int64_t d1 = d0 + dPerBlock < D ? d0 + dPerBlock : D;
-    if (n <= 4) {  // four columns per thread and pass, every load of the pass in flight at once
-        for (int64_t d = d0 + threadIdx.x; d < d1; d += 4 * int64_t(blockDim.x)) {
-            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                if (i >= n) break;
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const int64_t dq = d + int64_t(q) * blockDim.x;
-                    if (dq < d1) acc[q] += pre[i] * s[int64_t(i) * D + dq];
-                }
-            }
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const int64_t dq = d + int64_t(q) * blockDim.x;
-                if (dq < d1) x[t * D + dq] = acc[q];
-            }
-        }
-        return;
+    mhcMixToken(streams, D, n, part + int64_t(blockIdx.x) * nChunks * stride, nChunks, base, scale, iters, hcEps,
+                normEps, d0, d1, blockIdx.y == 0, x, post, comb, sh);
+}
+
+// mhcPre in one launch: grid (T, nChunks), 128 threads (WIDE: 256, n = 4). Each block computes its chunk's
+// partials (mhcPartialBlock / mhcPartialBlockWide) and counts its arrival at cnt[t] (acquire-release, after a
+// barrier); the last block of token t — whichever it is — mixes the whole token (mhcMixToken over all of D)
+// and resets cnt[t] for the next call. The same operations in the same order as the two launches of the
+// same partial form: bit-identical results, one kernel boundary fewer.
+template <int DT, bool WIDE>
+__global__ void __launch_bounds__(WIDE ? kMhcWideThreads : kMhcThreads)
+    mhcPreFusedKernel(const float* __restrict__ streams, int64_t D, int n, const void* __restrict__ fn, int nChunks,
+                      float* __restrict__ part, int* __restrict__ cnt, const float* __restrict__ base,
+                      const float* __restrict__ scale, int iters, float hcEps, float normEps, float* __restrict__ x,
+                      float* __restrict__ post, float* __restrict__ comb) {
+    extern __shared__ float sh[];
+    __shared__ int lastS;
+    const int mix = 2 * n + n * n;
+    if constexpr (WIDE)
+        mhcPartialBlockWide<DT>(streams, int64_t(n) * D, fn, nChunks, part, sh);
+    else
+        mhcPartialBlock<DT>(streams, int64_t(n) * D, fn, mix, nChunks, part, sh);
+    __syncthreads();  // every thread's partial stores, then thread 0's arrival publishes them
+    if (threadIdx.x == 0) {
+        const int old = cuda::atomAddAcqRel(cnt + blockIdx.x, 1);
+        lastS = old == nChunks - 1;
+        if (lastS) cnt[blockIdx.x] = 0;
     }
-    for (int64_t d = d0 + threadIdx.x; d < d1; d += blockDim.x) {
-        float acc = 0.0f;
-        for (int i = 0; i < n; ++i) acc += pre[i] * s[int64_t(i) * D + d];
-        x[t * D + d] = acc;
-    }
+    __syncthreads();
+    if (!lastS) return;
+    mhcMixToken(streams, D, n, part + int64_t(blockIdx.x) * nChunks * (1 + mix), nChunks, base, scale, iters, hcEps,
+                normEps, 0, D, true, x, post, comb, sh);
 }
 
 // streams[t, i, d] = post[t, i] · y[t, d] + Σ_j comb[t, j, i] · old[t, j, d]; n ≤ MAXN, the old values
@@ -502,15 +704,56 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     TS_CHECK(p.fn.rows == mix && p.fn.cols == width, "mhcPre: fn must be [2n+n², n·D]");
     if (T <= 0 || D <= 0) return;
     const void* fn = deviceWeight(p.fn);
-    const int nChunks = int((width + kMhcChunk - 1) / kMhcChunk);
+    // The partial sums' form: the wide one for n = 4 with whole 2048-element chunks and 16-byte aligned rows
+    // (GLM-5.3-Flash and the small models: D a multiple of 512), else the scalar one. Both variants below
+    // (one launch, two) take the same form, so they agree bit for bit.
+    const bool wide = n == 4 && width % kMhcWideChunk == 0 &&
+                      ((reinterpret_cast<uintptr_t>(streams.bytes()) | reinterpret_cast<uintptr_t>(fn)) & 15u) == 0;
+    const int chunk = wide ? kMhcWideChunk : kMhcChunk, threads1 = wide ? kMhcWideThreads : kMhcThreads;
+    const int nChunks = int((width + chunk - 1) / chunk);
     auto* part = static_cast<float*>(scratch(kScratchA, size_t(T) * size_t(nChunks) * size_t(1 + mix) * 4));
     TS_CHECK(nChunks <= 65535, "mhcPre: n·D too large");
     const dim3 grid1{unsigned(T), unsigned(nChunks)};
-    const size_t smem1 = size_t(kMhcThreads / 32) * size_t(1 + mix) * 4;
-    switch (dtypeCode(p.fn.dtype)) {
-    case 0: mhcPartialKernel<0><<<grid1, kMhcThreads, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
-    case 1: mhcPartialKernel<1><<<grid1, kMhcThreads, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
-    default: mhcPartialKernel<2><<<grid1, kMhcThreads, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
+    const size_t smem1 = size_t(threads1 / 32) * size_t(1 + mix) * 4;
+    // The mixing stage's shared memory (mhcMixToken): m, pre, c, the token's partials.
+    const size_t smemMix = size_t(1 + mix + n + n * n) * 4 + size_t(nChunks) * size_t(1 + mix) * 4;
+    TS_CHECK(smemMix <= size_t(props().sharedMemPerBlockOptin), "mhcPre: n·D too large for the mixing kernel");
+    const int dt = dtypeCode(p.fn.dtype);
+    if (mhccuda::fusedPre() && n <= kMhcThreads) {
+        // One launch (mhcPreFusedKernel): per-token arrival counters, zero between calls.
+        int* cnt = zeroedScratch(m_mhcCounters, size_t(T) * 4).i32();
+        const size_t smem = std::max(smem1, smemMix);
+        auto launchFused = [&](auto kernel) {
+            if (smem > 48 * 1024)
+                TS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+            kernel<<<grid1, threads1, smem, stream()>>>(streams.f32(), D, n, fn, nChunks, part, cnt, p.base.f32(),
+                                                       p.scale.f32(), p.sinkhornIters, p.hcEps, p.normEps, x.f32(),
+                                                       post.f32(), comb.f32());
+        };
+        if (wide) {
+            if (dt == 0) launchFused(mhcPreFusedKernel<0, true>);
+            else if (dt == 1) launchFused(mhcPreFusedKernel<1, true>);
+            else launchFused(mhcPreFusedKernel<2, true>);
+        } else {
+            if (dt == 0) launchFused(mhcPreFusedKernel<0, false>);
+            else if (dt == 1) launchFused(mhcPreFusedKernel<1, false>);
+            else launchFused(mhcPreFusedKernel<2, false>);
+        }
+        TS_CUDA_LAUNCH_CHECK();
+        return;
+    }
+    if (wide) {
+        switch (dt) {
+        case 0: mhcPartialWideKernel<0><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, nChunks, part); break;
+        case 1: mhcPartialWideKernel<1><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, nChunks, part); break;
+        default: mhcPartialWideKernel<2><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, nChunks, part); break;
+        }
+    } else {
+        switch (dt) {
+        case 0: mhcPartialKernel<0><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
+        case 1: mhcPartialKernel<1><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
+        default: mhcPartialKernel<2><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
+        }
     }
     TS_CUDA_LAUNCH_CHECK();
     // Few tokens (decode): spread each token's D over several blocks, ~1024 columns each; many tokens:
@@ -518,13 +761,11 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     const int64_t dBlocks = T < 32 ? (D + 1023) / 1024 : 1;
     const int64_t dPerBlock = (D + dBlocks - 1) / dBlocks;
     const dim3 grid2{unsigned(T), unsigned(dBlocks)};
-    const size_t smem2 = size_t(1 + mix + n + n * n) * 4 + size_t(nChunks) * size_t(1 + mix) * 4;
-    TS_CHECK(smem2 <= size_t(props().sharedMemPerBlockOptin), "mhcPre: n·D too large for the mixing kernel");
-    if (smem2 > 48 * 1024)
-        TS_CUDA_CHECK(cudaFuncSetAttribute(mhcMixKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem2)));
-    mhcMixKernel<<<grid2, kMixThreads, smem2, stream()>>>(streams.f32(), D, n, part, nChunks, p.base.f32(),
-                                                         p.scale.f32(), p.sinkhornIters, p.hcEps, p.normEps, dPerBlock,
-                                                         x.f32(), post.f32(), comb.f32());
+    if (smemMix > 48 * 1024)
+        TS_CUDA_CHECK(cudaFuncSetAttribute(mhcMixKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smemMix)));
+    mhcMixKernel<<<grid2, kMixThreads, smemMix, stream()>>>(streams.f32(), D, n, part, nChunks, p.base.f32(),
+                                                            p.scale.f32(), p.sinkhornIters, p.hcEps, p.normEps,
+                                                            dPerBlock, x.f32(), post.f32(), comb.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
