@@ -3,7 +3,8 @@
 // environment variable (TS_KDA_CHUNK) is read once, so the comparison goes through kdaSetChunkMinTokens
 // (kernels/exl3_tune.h) — which must take effect at once, report the previous override and restore. And
 // TS_EXL3_KSL (set here before anything reads it): decode plans take that slice length, capped at what one
-// unit takes, and the bench's decode-unit line says so.
+// unit takes, and the bench's decode-unit line says so. The mHC pre op's one-launch / two-launch switch:
+// TS_MHC_FUSED=0 (set here) picks two launches, mhcSetFusedPre overrides it at once and restores.
 #include <QtTest>
 
 #include <cstdint>
@@ -18,7 +19,10 @@ using namespace ts;
 class TestCudaSwitches : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() { ::setenv("TS_EXL3_KSL", "40", 1); }
+    void initTestCase() {
+        ::setenv("TS_EXL3_KSL", "40", 1);
+        ::setenv("TS_MHC_FUSED", "0", 1);
+    }
 
     void forcedSliceLength() {
         using namespace exl3cuda;
@@ -48,6 +52,18 @@ private slots:
         QCOMPARE(kdaSetChunkMinTokens(-1), int64_t(64));  // back to the environment's
         QCOMPARE(kdaChunkMinTokens(), base);
         QCOMPARE(kdaSetChunkMinTokens(-5), int64_t(-1));  // any negative: none
+    }
+
+    void mhcFusedPreOverride() {
+        QVERIFY(!mhcFusedPre());                  // the environment's: TS_MHC_FUSED=0, two launches
+        QCOMPARE(mhcSetFusedPre(1), -1);          // no override before
+        QVERIFY(mhcFusedPre());                   // one launch
+        QCOMPARE(mhcSetFusedPre(0), 1);
+        QVERIFY(!mhcFusedPre());
+        QCOMPARE(mhcSetFusedPre(-1), 0);          // back to the environment's
+        QVERIFY(!mhcFusedPre());
+        QCOMPARE(mhcSetFusedPre(7), -1);          // anything but 0 / 1: none
+        QVERIFY(!mhcFusedPre());
     }
 };
 
