@@ -8,8 +8,8 @@
 // - mhcPre: streams [T, n, D] → x [T, D], post [T, n], comb [T, n, n]. Two stages:
 //   (1) the partial sums, grid (T, chunks): each block takes a chunk of one token's flattened streams and
 //       writes its sum of squares and its dot products with the 2n+n² rows of fn (unnormalised) to a
-//       scratch [T, chunks, 1+mix] — for n = 4 with whole 2048-element chunks (GLM-5.3-Flash, the small
-//       models) 256 threads of 8 elements, one 16-byte fn load per row and thread, all 24 rows in flight
+//       scratch [T, chunks, 1+mix] — for a BF16 fn, n = 4 and whole 2048-element chunks (GLM-5.3-Flash)
+//       256 threads of 8 elements, one 16-byte fn load per row and thread, all 24 rows in flight
 //       (mhcPartialBlockWide); otherwise 128 threads of 4 scalar elements, 512 per chunk (mhcPartialBlock);
 //   (2) the mixing (mhcMixToken): sums the chunks in a fixed order, applies the RMS factor, computes
 //       pre/post, the row softmax and the Sinkhorn iterations exactly as the CPU does (same order, same
@@ -154,15 +154,14 @@ __global__ void __launch_bounds__(kMhcThreads) mhcPartialKernel(const float* __r
     mhcPartialBlock<DT>(streams, width, fn, mix, nChunks, part, sh);
 }
 
-// The same partial sums for n = 4 (24 mixing rows) over chunks of kMhcWideChunk elements, 256 threads of 8
-// consecutive elements each: one 16-byte load per fn row and thread (BF16 / F16; two for F32), all 24 rows'
-// loads in flight at once, the 25 sums reduced over the warp together (independent shuffle chains), then over
-// the 8 warps in order. The scalar form above issues one 2-byte load per element and row and reduces each
-// row's sum over the warp before the next row's. Needs width a multiple of kMhcWideChunk and 16-byte aligned
-// streams and fn (mhcWideOk). sh: 8 warps × 25 floats.
+// The same partial sums for n = 4 (24 mixing rows) and a BF16 fn (GLM-5.3-Flash's) over chunks of
+// kMhcWideChunk elements, 256 threads of 8 consecutive elements each: one 16-byte load per fn row and thread,
+// all 24 rows' loads in flight at once, the 25 sums reduced over the warp together (independent shuffle
+// chains), then over the 8 warps in order. The scalar form above issues one 2-byte load per element and row
+// and reduces each row's sum over the warp before the next row's. Needs width a multiple of kMhcWideChunk and
+// 16-byte aligned streams and fn (CudaBackend::mhcPre checks). sh: 8 warps × 25 floats.
 constexpr int kMhcWideThreads = 256;
 constexpr int kMhcWideChunk = kMhcWideThreads * 8;  // 2048 elements of n·D per block
-template <int DT>
 __device__ __forceinline__ void mhcPartialBlockWide(const float* __restrict__ streams, int64_t width,
                                                     const void* __restrict__ fn, int nChunks, float* __restrict__ part,
                                                     float* sh) {
@@ -177,41 +176,21 @@ __device__ __forceinline__ void mhcPartialBlockWide(const float* __restrict__ st
     acc[0] = 0.0f;
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[0] += v[e] * v[e];
-    if constexpr (DT == 2) {
+    // Every row's 16 bytes requested before any is used (the point of this form).
+    uint4 raw[kMix];
 #pragma unroll
-        for (int j = 0; j < kMix; ++j) {
-            float w[8];
-            cuda::load8<DT>(fn, int64_t(j) * width + e0, w);
-            float d = 0.0f;
+    for (int j = 0; j < kMix; ++j)
+        raw[j] = cuda::ldWeight16<false>(static_cast<const uint16_t*>(fn) + int64_t(j) * width + e0);
 #pragma unroll
-            for (int e = 0; e < 8; ++e) d += v[e] * w[e];
-            acc[1 + j] = d;
+    for (int j = 0; j < kMix; ++j) {
+        const uint32_t q[4] = {raw[j].x, raw[j].y, raw[j].z, raw[j].w};
+        float d = 0.0f;
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {  // bf16 → fp32: the high half of the fp32 bits
+            d += v[2 * h] * __uint_as_float(q[h] << 16);
+            d += v[2 * h + 1] * __uint_as_float(q[h] & 0xffff0000u);
         }
-    } else {
-        // Every row's 16 bytes requested before any is used (the point of this form): 96 registers.
-        uint4 raw[kMix];
-#pragma unroll
-        for (int j = 0; j < kMix; ++j)
-            raw[j] = cuda::ldWeight16<false>(static_cast<const uint16_t*>(fn) + int64_t(j) * width + e0);
-#pragma unroll
-        for (int j = 0; j < kMix; ++j) {
-            const uint32_t q[4] = {raw[j].x, raw[j].y, raw[j].z, raw[j].w};
-            float d = 0.0f;
-#pragma unroll
-            for (int h = 0; h < 4; ++h) {
-                float lo, hi;
-                if constexpr (DT == 0) {  // bf16 → fp32: the high half of the fp32 bits
-                    lo = __uint_as_float(q[h] << 16);
-                    hi = __uint_as_float(q[h] & 0xffff0000u);
-                } else {
-                    lo = __half2float(__ushort_as_half(static_cast<unsigned short>(q[h] & 0xffffu)));
-                    hi = __half2float(__ushort_as_half(static_cast<unsigned short>(q[h] >> 16)));
-                }
-                d += v[2 * h] * lo;
-                d += v[2 * h + 1] * hi;
-            }
-            acc[1 + j] = d;
-        }
+        acc[1 + j] = d;
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
@@ -228,12 +207,11 @@ __device__ __forceinline__ void mhcPartialBlockWide(const float* __restrict__ st
     }
 }
 
-template <int DT>
 __global__ void __launch_bounds__(kMhcWideThreads) mhcPartialWideKernel(const float* __restrict__ streams,
                                                                         int64_t width, const void* __restrict__ fn,
                                                                         int nChunks, float* __restrict__ part) {
     extern __shared__ float sh[];
-    mhcPartialBlockWide<DT>(streams, width, fn, nChunks, part, sh);
+    mhcPartialBlockWide(streams, width, fn, nChunks, part, sh);
 }
 
 // Sinkhorn on c [n, n] (shared memory, complete behind a block barrier): column normalise, then (iters − 1)
@@ -416,11 +394,12 @@ __global__ void __launch_bounds__(WIDE ? kMhcWideThreads : kMhcThreads)
                       float* __restrict__ part, int* __restrict__ cnt, const float* __restrict__ base,
                       const float* __restrict__ scale, int iters, float hcEps, float normEps, float* __restrict__ x,
                       float* __restrict__ post, float* __restrict__ comb) {
+    static_assert(!WIDE || DT == 0, "the wide partial sums read a BF16 fn");
     extern __shared__ float sh[];
     __shared__ int lastS;
     const int mix = 2 * n + n * n;
     if constexpr (WIDE)
-        mhcPartialBlockWide<DT>(streams, int64_t(n) * D, fn, nChunks, part, sh);
+        mhcPartialBlockWide(streams, int64_t(n) * D, fn, nChunks, part, sh);
     else
         mhcPartialBlock<DT>(streams, int64_t(n) * D, fn, mix, nChunks, part, sh);
     __syncthreads();  // every thread's partial stores, then thread 0's arrival publishes them
@@ -704,10 +683,11 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     TS_CHECK(p.fn.rows == mix && p.fn.cols == width, "mhcPre: fn must be [2n+n², n·D]");
     if (T <= 0 || D <= 0) return;
     const void* fn = deviceWeight(p.fn);
-    // The partial sums' form: the wide one for n = 4 with whole 2048-element chunks and 16-byte aligned rows
-    // (GLM-5.3-Flash and the small models: D a multiple of 512), else the scalar one. Both variants below
-    // (one launch, two) take the same form, so they agree bit for bit.
-    const bool wide = n == 4 && width % kMhcWideChunk == 0 &&
+    // The partial sums' form: the wide one for a BF16 fn, n = 4, whole 2048-element chunks and 16-byte aligned
+    // rows (GLM-5.3-Flash: D a multiple of 512), else the scalar one. Both variants below (one launch, two)
+    // take the same form, so they agree bit for bit.
+    const int dt = dtypeCode(p.fn.dtype);
+    const bool wide = dt == 0 && n == 4 && width % kMhcWideChunk == 0 &&
                       ((reinterpret_cast<uintptr_t>(streams.bytes()) | reinterpret_cast<uintptr_t>(fn)) & 15u) == 0;
     const int chunk = wide ? kMhcWideChunk : kMhcChunk, threads1 = wide ? kMhcWideThreads : kMhcThreads;
     const int nChunks = int((width + chunk - 1) / chunk);
@@ -718,7 +698,6 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     // The mixing stage's shared memory (mhcMixToken): m, pre, c, the token's partials.
     const size_t smemMix = size_t(1 + mix + n + n * n) * 4 + size_t(nChunks) * size_t(1 + mix) * 4;
     TS_CHECK(smemMix <= size_t(props().sharedMemPerBlockOptin), "mhcPre: n·D too large for the mixing kernel");
-    const int dt = dtypeCode(p.fn.dtype);
     if (mhccuda::fusedPre() && n <= kMhcThreads) {
         // One launch (mhcPreFusedKernel): per-token arrival counters, zero between calls.
         int* cnt = zeroedScratch(m_mhcCounters, size_t(T) * 4).i32();
@@ -731,9 +710,7 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
                                                        post.f32(), comb.f32());
         };
         if (wide) {
-            if (dt == 0) launchFused(mhcPreFusedKernel<0, true>);
-            else if (dt == 1) launchFused(mhcPreFusedKernel<1, true>);
-            else launchFused(mhcPreFusedKernel<2, true>);
+            launchFused(mhcPreFusedKernel<0, true>);
         } else {
             if (dt == 0) launchFused(mhcPreFusedKernel<0, false>);
             else if (dt == 1) launchFused(mhcPreFusedKernel<1, false>);
@@ -743,11 +720,7 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
         return;
     }
     if (wide) {
-        switch (dt) {
-        case 0: mhcPartialWideKernel<0><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, nChunks, part); break;
-        case 1: mhcPartialWideKernel<1><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, nChunks, part); break;
-        default: mhcPartialWideKernel<2><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, nChunks, part); break;
-        }
+        mhcPartialWideKernel<<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, nChunks, part);
     } else {
         switch (dt) {
         case 0: mhcPartialKernel<0><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
