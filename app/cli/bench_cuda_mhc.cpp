@@ -1,6 +1,7 @@
 // `bench-device --what mhc`: the mHC pre op (Backend::mhcPre) at GLM-5.3-Flash's width — 4 residual streams
 // of 4096, 2n + n² = 24 mixing rows of a BF16 fn [24, 16384], 20 Sinkhorn iterations — at decode sizes
-// (T = 1, 4) and one prefill size (T = 256). Every layer runs it twice (before attention and before the
+// (T = 1, 4) and one prefill size (T = 256), and T = 1 once more with a single Sinkhorn iteration (the
+// difference to the 20-iteration row is what the other 19 cost). Every layer runs it twice (before attention and before the
 // MLP), so a decode step of the 45-layer model pays it 90 times. At decode sizes the op is latency-bound
 // (0.8 MB of fn, a few hundred floats of partial sums, a 4 × 4 Sinkhorn), so the figure of merit is µs per
 // call, here in a stream of back-to-back calls as a decode step runs them. Both variants of the CUDA
