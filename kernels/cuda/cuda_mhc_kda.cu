@@ -19,9 +19,9 @@
 //   (acquire-release) and the token's last block runs (2) for the whole row. TS_MHC_FUSED=0 (or
 //   mhcSetFusedPre(0), kernels/exl3_tune.h) takes two launches: (1), then mhcMixKernel with D split over
 //   blocks of ~1024 columns for few tokens. Both give the same bits (the self-test checks it).
-//   Latency-bound at decode sizes: ~19 µs per call on the H200 (bench-device --what mhc), of which the 19
-//   Sinkhorn iterations after the first take ~11.5 µs (~600 ns each: a dependent chain of shuffles, adds and
-//   one IEEE division per phase).
+//   Latency-bound at decode sizes (bench-device --what mhc): ~19 µs per call on the H200 while the Sinkhorn
+//   took n at run time (its 19 iterations after the first ~11.5 µs, ~600 ns each); 14 µs now that it is
+//   templated on n (mhcSinkhornWarp<N>: a phase's shuffles issued together, ~350 ns per iteration).
 // - mhcPost (in place): one thread per (t, d) reads the n old stream values into registers first.
 // - mhcHead: one thread per (t, d).
 // - causalConvSilu: conv + SiLU with one thread per (t, c) reading the old conv state for the first
@@ -214,31 +214,57 @@ __global__ void __launch_bounds__(kMhcWideThreads) mhcPartialWideKernel(const fl
     mhcPartialBlockWide(streams, width, fn, nChunks, part, sh);
 }
 
+// Sinkhorn for n² ≤ 32 in one warp's registers, n a compile-time constant: lane i·N + j holds c[i][j] (lanes
+// ≥ N² compute values that are never stored). Each phase reads a row's or a column's N values by shuffles
+// issued together (no run-time bound or branch between them), sums them in index order from 0 and divides
+// (IEEE, + eps in the denominator) — the CPU's operations in its order. The phases are a dependent chain, so
+// their latency is the op's: with n a run-time value each shuffle sat behind its own bound test (~600 ns per
+// iteration on the H200, now ~350 ns). One thread holding the whole matrix (no shuffles, a phase's n²
+// divisions overlapping) was measured too: 25.8 µs per call against 14.0 — its IEEE divisions, not the
+// shuffles, set the pace, and a warp spreads them over n² lanes.
+template <int N>
+__device__ __forceinline__ float mhcSinkhornWarp(float v, int iters, float hcEps, int lane) {
+    const int i = lane / N, j = lane % N;
+    auto colNorm = [&](float x) {
+        float r[N];
+#pragma unroll
+        for (int q = 0; q < N; ++q) r[q] = __shfl_sync(0xffffffffu, x, (q * N + j) & 31);
+        float sum = 0.0f;
+#pragma unroll
+        for (int q = 0; q < N; ++q) sum += r[q];
+        return x / (sum + hcEps);
+    };
+    auto rowNorm = [&](float x) {
+        float r[N];
+#pragma unroll
+        for (int q = 0; q < N; ++q) r[q] = __shfl_sync(0xffffffffu, x, (i * N + q) & 31);
+        float sum = 0.0f;
+#pragma unroll
+        for (int q = 0; q < N; ++q) sum += r[q];
+        return x / (sum + hcEps);
+    };
+    v = colNorm(v);
+    for (int it = 1; it < iters; ++it) v = colNorm(rowNorm(v));
+    return v;
+}
+
 // Sinkhorn on c [n, n] (shared memory, complete behind a block barrier): column normalise, then (iters − 1)
 // × (row, column); each sum in the CPU's order, + eps in the denominator, IEEE division — the CPU's
-// operations in its order. Ends with a block barrier. For n² ≤ 32 the matrix lives in warp 0's registers
-// (lane i·n + j holds c[i][j]; a row's or a column's n values come by shuffles, summed in index order):
-// no shared-memory round trip per step. Else threads < n take a row or a column each, on warp barriers
-// (n ≤ 32: 40 block barriers at 20 iterations cost more than the arithmetic) or block barriers.
+// operations in its order. Ends with a block barrier. For n² ≤ 32 (n ≤ 5) the matrix lives in warp 0's
+// registers (mhcSinkhornWarp<n>): no shared-memory round trip per step. Else threads < n take a row or a
+// column each, on warp barriers (n ≤ 32: 40 block barriers at 20 iterations cost more than the arithmetic)
+// or block barriers.
 __device__ __forceinline__ void mhcSinkhorn(float* c, int n, int iters, float hcEps) {
     const int tid = threadIdx.x;
     if (n * n <= 32) {
         if (tid < 32) {
-            const int i = tid / n, j = tid % n;  // lanes ≥ n² compute garbage that is never stored
             float v = tid < n * n ? c[tid] : 0.0f;
-            for (int it = 0; it < iters; ++it) {
-                if (it > 0) {
-                    float sum = 0.0f;
-#pragma unroll
-                    for (int q = 0; q < 5; ++q)
-                        if (q < n) sum += __shfl_sync(0xffffffffu, v, (i * n + q) & 31);
-                    v = v / (sum + hcEps);
-                }
-                float sum = 0.0f;
-#pragma unroll
-                for (int q = 0; q < 5; ++q)
-                    if (q < n) sum += __shfl_sync(0xffffffffu, v, (q * n + j) & 31);
-                v = v / (sum + hcEps);
+            switch (n) {
+            case 1: v = mhcSinkhornWarp<1>(v, iters, hcEps, tid); break;
+            case 2: v = mhcSinkhornWarp<2>(v, iters, hcEps, tid); break;
+            case 3: v = mhcSinkhornWarp<3>(v, iters, hcEps, tid); break;
+            case 4: v = mhcSinkhornWarp<4>(v, iters, hcEps, tid); break;
+            default: v = mhcSinkhornWarp<5>(v, iters, hcEps, tid); break;
             }
             if (tid < n * n) c[tid] = v;
         }
