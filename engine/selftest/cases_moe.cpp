@@ -223,6 +223,8 @@ void addMoeCases(std::vector<Case>& out) {
     route("moeRoute grouped ties", {"grouped", 4, 64, 512, 6, 8, 3, true, 1.5f, D::BF16, true});
     route("moeRoute one-expert groups", {"grouped", 3, 8, 128, 2, 8, 4, true, 1.0f, D::F32, false});
     route("moeRoute odd", {"odd", 10, 37, 77, 5, 1, 1, true, 2.5f, D::F16, false});
+    // More 32-expert chunks than the rank select's warps and more candidates than its threads (19 × 32).
+    route("moeRoute wide ties", {"wide", 3, 600, 256, 32, 1, 1, true, 1.0f, D::BF16, true});
 
     // gatherRows / scatterAddRows: decode (8 experts' tokens), prefill with repeats, tiny, odd widths
     add("gatherRows glm", [](Context& c) { return gatherCase(c, "glm", 4, 4096, 3); });

@@ -26,8 +26,8 @@
 //      round k takes the best expert that comes after round k−1's in that order, which is the CPU's
 //      partial_sort prefix. Weights = s[idx] / (Σ s[idx] + 1e-20) (if norm) × scaling, summed in k order.
 //      With E ≤ 512 and topk ≤ 32 each lane keeps its choice / score values in registers for all rounds.
-//      Without groups and T ≤ 64: routerRankSelectKernel, one block per token counting each expert's rank in
-//      that order (the same top-k, the same order).
+//      Without groups and T ≤ 64: routerRankSelectKernel, one block per token counting ranks in that order
+//      within chunks of 32 experts, then among the chunks' candidates (the same top-k, the same order).
 // gatherRows: rows[i] = x[sel[i]]; one block per (row, 1024 columns).
 // scatterAddRows: y[sel[i]] += scale[i] · rows[i]; targets may repeat. Deterministic without atomics: the
 //   host groups i by target (stable, so increasing i), and one block per (target, 1024 columns) adds that
@@ -78,6 +78,7 @@ constexpr int kRouteTokens = 8;    // tokens per block (each staged weight is us
 constexpr int kRouteChunk = 256;   // weight columns staged per step (a multiple of 8: lanes stay i mod 8)
 constexpr int kRoutePad = kRouteChunk + 8;  // row pitch in shared memory: 4 experts of a warp hit distinct banks
 constexpr int kRouteThreads = kRouteExperts * 8;
+constexpr int kRoutePadBytes = 32;  // routerLogitsWholeKernel's weight rows: 8 banks apart
 
 // Eight weights W[e, c .. c+8) widened to fp32 (16-byte loads when vec; zeros past E or D).
 template <int DT>
@@ -201,7 +202,9 @@ __global__ void __launch_bounds__(kRouteThreads)
 // the same per-lane order and lane combine, so the same bits): the block's whole weight slice [8, D] (in its
 // own dtype) and x [TOK, D] are copied into shared memory with every 16-byte copy in flight at once, then
 // each lane runs its chain. The chunked kernel waits one memory latency per 256 columns (16 for D = 4096:
-// ~41 µs per call on the H200, a third of a decode step's MoE time); this one waits once.
+// ~41 µs per call on the H200, a third of a decode step's MoE time); this one waits once. The weight rows
+// sit kRoutePadBytes apart beyond their length: the 4 experts of a warp read the same columns, and with a
+// pitch of D · 2 bytes (a multiple of 128) their rows fell on the same banks (4-way conflicts per read).
 template <int DT, bool FUSED, int TOK>
 __global__ void __launch_bounds__(kRouteThreads)
     routerLogitsWholeKernel(const float* __restrict__ x, const void* __restrict__ W, const float* __restrict__ bias,
@@ -213,12 +216,14 @@ __global__ void __launch_bounds__(kRouteThreads)
     const int64_t e = e0 + el;
     const int64_t nE = E - e0 < kRouteExperts ? E - e0 : kRouteExperts, nT = T - t0 < TOK ? T - t0 : TOK;
     float* xs = reinterpret_cast<float*>(routeSmem);                       // [TOK, D]
-    uint8_t* ws = routeSmem + size_t(TOK) * size_t(D) * 4;                 // [8, D] weights, dtype DT
-    const int64_t wChunks = nE * D * kWBytes / 16, xChunks = nT * D / 4;  // 16-byte copies
+    uint8_t* ws = routeSmem + size_t(TOK) * size_t(D) * 4;                 // [8, pitch] weights, dtype DT
+    const int rowChunks = int(D * kWBytes / 16), pitch = int(D * kWBytes) + kRoutePadBytes;
+    const int xChunks = int(nT * D / 4);  // 16-byte copies
     const uint8_t* wSrc = static_cast<const uint8_t*>(W) + e0 * D * kWBytes;
-    for (int64_t i = tid; i < wChunks; i += kRouteThreads) __pipeline_memcpy_async(ws + 16 * i, wSrc + 16 * i, 16);
-    for (int64_t i = tid; i < xChunks; i += kRouteThreads)
-        __pipeline_memcpy_async(xs + 4 * i, x + t0 * D + 4 * i, 16);
+    for (int r = 0; r < int(nE); ++r)
+        for (int q = tid; q < rowChunks; q += kRouteThreads)
+            __pipeline_memcpy_async(ws + r * pitch + 16 * q, wSrc + (int64_t(r) * rowChunks + q) * 16, 16);
+    for (int i = tid; i < xChunks; i += kRouteThreads) __pipeline_memcpy_async(xs + 4 * i, x + t0 * D + 4 * i, 16);
     __pipeline_commit();
     __pipeline_wait_prior(0);
     __syncthreads();
@@ -226,14 +231,15 @@ __global__ void __launch_bounds__(kRouteThreads)
 #pragma unroll
     for (int tt = 0; tt < TOK; ++tt) acc[tt] = 0.0f;
     if (el < nE) {
-        const uint8_t* wr = ws + size_t(el) * size_t(D) * kWBytes;
-        for (int64_t i = j; i < D; i += 8) {  // columns ≡ j (mod 8), increasing: the CPU's lane j
+        const uint8_t* wr = ws + el * pitch;
+        const int Di = int(D);
+        for (int i = j; i < Di; i += 8) {  // columns ≡ j (mod 8), increasing: the CPU's lane j
             float w;
             if constexpr (DT == 2) w = reinterpret_cast<const float*>(wr)[i];
             else if constexpr (DT == 0) w = __uint_as_float(uint32_t(reinterpret_cast<const uint16_t*>(wr)[i]) << 16);
             else w = __half2float(__ushort_as_half(reinterpret_cast<const uint16_t*>(wr)[i]));
 #pragma unroll
-            for (int tt = 0; tt < TOK; ++tt) acc[tt] = mulAdd<FUSED>(acc[tt], tt < nT ? xs[tt * D + i] : 0.0f, w);
+            for (int tt = 0; tt < TOK; ++tt) acc[tt] = mulAdd<FUSED>(acc[tt], tt < nT ? xs[tt * Di + i] : 0.0f, w);
         }
     }
 #pragma unroll
@@ -375,28 +381,63 @@ __global__ void __launch_bounds__(kSelectWarps * 32)
         writeTopkWeights([&](int k) { return st[idx[t * topk + k]]; }, topk, normTopk, scaling, weight + t * topk);
 }
 
-// Decode form of the selection without groups (nGroup = 1, E ≤ kRankMaxE): one block per token; every
-// expert's rank in the routing order (choice descending, then lower id) is counted against all others, and
-// the experts with rank < topk are the top-k in round order. The order is total over distinct ids, so this is
-// the rounds' result (one warp's topk dependent rounds took ~15 µs per decode call on the H200).
-constexpr int kRankThreads = 256;
+// Decode form of the selection without groups (nGroup = 1, E ≤ kRankMaxE): one block per token, in two
+// phases over the routing order (choice descending, then lower id; total over distinct ids):
+//   1. each warp takes chunks of 32 experts, one per lane; a lane counts the chunk's experts before its own
+//      (32 shuffles issued together); lanes of rank < topk are the chunk's candidates, written to slot
+//      chunk · topk + rank (slots left empty hold id −1);
+//   2. each candidate counts the candidates before it. An expert of global rank r < topk is a candidate
+//      (its rank within its chunk is ≤ r) and every expert before it is one too, so its count is r; every
+//      other candidate has all topk true winners before it. So count < topk picks exactly the top-k, at
+//      their places in round order: the rounds' result.
+// The earlier form counted every expert against all E others in one pass (E² comparisons on one SM, a
+// dependent chain of 576 shared-memory reads per thread at E = 288: ~11 µs per decode call on the H200);
+// this one is 32 shuffles, then ≤ 72 reads (E = 288, top-8). Only a NaN choice (a broken router) can leave
+// a rank unfilled: then id −1 and weight 0 (as before).
+constexpr int kRankThreads = 512;
 constexpr int kRankMaxE = 2048;
 __global__ void __launch_bounds__(kRankThreads)
     routerRankSelectKernel(const float* __restrict__ s, const float* __restrict__ choice, int E, int topk,
                            bool normTopk, float scaling, int32_t* __restrict__ idx, float* __restrict__ weight) {
-    __shared__ float cv[kRankMaxE];
+    __shared__ float candV[kRankMaxE / 32 * kSelMaxTopk];
+    __shared__ int candE[kRankMaxE / 32 * kSelMaxTopk];
     __shared__ float selS[kSelMaxTopk];
     const int64_t t = blockIdx.x;
-    for (int e = threadIdx.x; e < E; e += kRankThreads) cv[e] = choice[t * E + e];
-    if (threadIdx.x < topk) {  // only a NaN choice (a broken router) leaves a rank unfilled: then id −1
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nChunks = (E + 31) / 32, nSlots = nChunks * topk;
+    for (int i = threadIdx.x; i < nSlots; i += kRankThreads) candE[i] = -1;
+    if (threadIdx.x < topk) {
         idx[t * topk + threadIdx.x] = -1;
         selS[threadIdx.x] = 0.0f;
     }
     __syncthreads();
-    for (int e = threadIdx.x; e < E; e += kRankThreads) {
-        const float v = cv[e];
+    for (int ch = warp; ch < nChunks; ch += kRankThreads / 32) {
+        const int e = ch * 32 + lane;
+        const bool valid = e < E;
+        const float v = valid ? choice[t * E + e] : 0.0f;
         int rank = 0;
-        for (int j = 0; j < E; ++j) rank += before(cv[j], j, v, e) ? 1 : 0;
+#pragma unroll
+        for (int q = 0; q < 32; ++q) {
+            const float ov = __shfl_sync(0xffffffffu, v, q);
+            const int oe = ch * 32 + q;
+            rank += (oe < E && before(ov, oe, v, e)) ? 1 : 0;
+        }
+        if (valid && rank < topk) {
+            candV[ch * topk + rank] = v;
+            candE[ch * topk + rank] = e;
+        }
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < nSlots; c += kRankThreads) {
+        const int e = candE[c];
+        if (e < 0) continue;
+        const float v = candV[c];
+        int rank = 0;
+#pragma unroll 8
+        for (int j = 0; j < nSlots; ++j) {
+            const int oe = candE[j];
+            rank += (oe >= 0 && before(candV[j], oe, v, e)) ? 1 : 0;
+        }
         if (rank < topk) {
             idx[t * topk + rank] = e;
             selS[rank] = s[t * E + e];
@@ -474,9 +515,10 @@ void CudaBackend::routeOnDevice(const Buffer& x, int64_t T, const WeightView& ga
     const int64_t gy = (T + tok - 1) / tok;
     TS_CHECK(gy <= 65535, "moeRoute: too many tokens for one launch");
     const dim3 grid(unsigned((E + kRouteExperts - 1) / kRouteExperts), unsigned(gy));
-    // Decode: the whole-slice kernel when its shared memory fits (D = 4096, BF16: 64 KiB + 16 KiB per token).
+    // Decode: the whole-slice kernel when its shared memory fits (D = 4096, BF16: 64 KiB + 16 KiB per token;
+    // int offsets inside: D ≤ the opt-in shared memory).
     const size_t wBytes = gate.dtype == DType::F32 ? 4 : 2;
-    const size_t wholeSmem = size_t(tok) * size_t(D) * 4 + size_t(kRouteExperts) * size_t(D) * wBytes;
+    const size_t wholeSmem = size_t(tok) * size_t(D) * 4 + size_t(kRouteExperts) * (size_t(D) * wBytes + kRoutePadBytes);
     const bool whole = tok <= 4 && vecW && vecX && (reinterpret_cast<uintptr_t>(W) & 15u) == 0 &&
                        wholeSmem <= size_t(props().sharedMemPerBlockOptin);
     auto launch = [&](auto dtTag) {
