@@ -31,6 +31,10 @@ namespace mhccuda {  // cuda_mhc_kda.cu
 int setFusedPre(int on);
 bool fusedPre();
 }  // namespace mhccuda
+namespace mathcuda {  // cuda_math.cu
+int setOneTokenMode(int mode);
+int oneTokenMode();
+}  // namespace mathcuda
 namespace kdacuda {  // cuda_kda_chunk.cu
 int64_t setChunkMinTokens(int64_t t);
 int64_t chunkMinTokensNow();
@@ -39,6 +43,8 @@ int64_t kdaSetChunkMinTokens(int64_t t) { return kdacuda::setChunkMinTokens(t); 
 int64_t kdaChunkMinTokens() { return kdacuda::chunkMinTokensNow(); }
 int mhcSetFusedPre(int on) { return mhccuda::setFusedPre(on); }
 bool mhcFusedPre() { return mhccuda::fusedPre(); }
+int gemvSetOneTokenMode(int mode) { return mathcuda::setOneTokenMode(mode); }
+int gemvOneTokenMode() { return mathcuda::oneTokenMode(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
@@ -68,6 +74,8 @@ int64_t kdaSetChunkMinTokens(int64_t) { return -1; }
 int64_t kdaChunkMinTokens() { return 0; }
 int mhcSetFusedPre(int) { return -1; }
 bool mhcFusedPre() { return false; }
+int gemvSetOneTokenMode(int) { return -1; }
+int gemvOneTokenMode() { return -1; }
 #endif
 
 void checkBackendName(const std::string& name) {

@@ -1,6 +1,7 @@
 // Run-time A/B switches of the CUDA backend's EXL3 kernels (and the KDA prefill's chunked form, the mHC pre
 // op's one launch), for benchmarks and tests (bench-device --what exl3 / kda / mhc, the self-test).
-// Process-wide; no-ops that return 0 (kdaSetChunkMinTokens, mhcSetFusedPre: −1) in builds without CUDA.
+// Process-wide; no-ops that return 0 (kdaSetChunkMinTokens, mhcSetFusedPre, gemvSetOneTokenMode: −1) in builds
+// without CUDA.
 #pragma once
 
 #include <cstdint>
@@ -69,5 +70,13 @@ int64_t kdaChunkMinTokens();
 // compute bit-identical results. mhcFusedPre: the variant in force now (false without CUDA).
 int mhcSetFusedPre(int on);
 bool mhcFusedPre();
+
+// The one-token dense GEMV on the GPU (kernels/cuda/cuda_math.cu, linear at T = 1), for A/B runs (bench-device
+// --what gemv): mode 1 (default) K split over a block's 8 warps, 4 rows per block; 2 the same with 2 rows per
+// block (the same bits); 0 one warp per whole row (the kernel before; another summation order). TS_GEMV1 (read
+// once) picks it; gemvSetOneTokenMode(0..2) overrides it from now on, −1 restores the environment's; returns
+// the previous override (−1: none). gemvOneTokenMode: the mode in force now (−1 without CUDA).
+int gemvSetOneTokenMode(int mode);
+int gemvOneTokenMode();
 
 }  // namespace ts

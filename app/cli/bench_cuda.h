@@ -46,6 +46,8 @@ nlohmann::json analyseExl3Trace(const std::vector<unsigned long long>& words, in
 nlohmann::json benchMlaDecode(Backend& backend, int reps);  // bench_cuda_attention.cpp: sparse MLA + indexer
 nlohmann::json benchKdaDecode(Backend& backend, int reps);  // bench_cuda_kda.cpp: KDA recurrent decode
 nlohmann::json benchMhcPre(Backend& backend, int reps);     // bench_cuda_mhc.cpp: mHC pre, one launch vs two
+// bench_cuda_gemv.cpp: the dense one-token BF16 GEMV at the decode step's shapes, every one-token mode.
+nlohmann::json benchGemv(Backend& backend, int reps, double copyBw);
 
 }  // namespace ts::cli
 

@@ -1,5 +1,5 @@
 // `bench-device`: the backend benchmarks of issue 6 (EXL3 GEMV and fused MoE, sparse MLA decode, KDA
-// decode, the mHC pre op), each reported against the measured device-to-device copy bandwidth. Prints tables, writes
+// decode, the mHC pre op, the dense one-token GEMV), each reported against the measured device-to-device copy bandwidth. Prints tables, writes
 // one JSON file (--json), docs/PERFORMANCE.md records the results with this command.
 #include <cstdio>
 #include <fstream>
@@ -20,10 +20,11 @@ double measureCopyBandwidth(Backend& backend, int reps) {
 
 int cmdBenchDevice(const Args& args) {
     if (args.help()) {
-        std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda,mhc] [--reps 20] [--json FILE]\n"
+        std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda,mhc,gemv] [--reps 20] [--json FILE]\n"
                     "--what also takes exl3-moe (only the fused MoE layer), exl3-gemv4 (only the GEMV at K = 4) and\n"
                     "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4);\n"
-                    "mhc times the mHC pre op (one launch vs two) at decode and prefill sizes.\n"
+                    "mhc times the mHC pre op (one launch vs two) at decode and prefill sizes; gemv the dense one-token\n"
+                    "BF16 GEMV at a decode step's shapes, in each of the CUDA backend's one-token modes.\n"
                     "Times the device kernels at GLM-5.3-Flash's real widths; bandwidth is reported as a fraction\n"
                     "of the measured device-to-device copy bandwidth (read + write). --what \"\" measures only that\n"
                     "copy bandwidth (scripts/gpu/run_gpu_suite.sh uses it for benchmark 3).\n");
@@ -35,9 +36,9 @@ int cmdBenchDevice(const Args& args) {
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
     for (std::string item; std::getline(ss, item, ',');) {
         if (item != "exl3" && item != "exl3-moe" && item != "exl3-gemv4" && item != "exl3-trace" && item != "mla" &&
-            item != "kda" && item != "mhc")
+            item != "kda" && item != "mhc" && item != "gemv")
             fail(ErrorKind::InvalidArgument,
-                 "--what: '" + item + "' is not one of exl3, exl3-moe, exl3-gemv4, exl3-trace, mla, kda, mhc");
+                 "--what: '" + item + "' is not one of exl3, exl3-moe, exl3-gemv4, exl3-trace, mla, kda, mhc, gemv");
         what.push_back(item);
     }
     // Opened before the benchmarks: a bad path is reported at once, not after minutes of timing.
@@ -70,6 +71,7 @@ int cmdBenchDevice(const Args& args) {
         if (w == "mla") out["mla"] = benchMlaDecode(*backend, reps);
         if (w == "kda") out["kda"] = benchKdaDecode(*backend, reps);
         if (w == "mhc") out["mhc"] = benchMhcPre(*backend, reps);
+        if (w == "gemv") out["gemv"] = benchGemv(*backend, reps, copyBw);
     }
     if (jsonOut.is_open()) jsonOut << out.dump(1) << "\n";
     return 0;

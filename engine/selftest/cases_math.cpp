@@ -13,7 +13,9 @@
 // - linear: weights N(0, 1/K), x N(0, 1), so |y| ~ 1. The outputs differ only by fp32 summation order:
 //   a sequential fp32 sum of K products has an error of ≈ u·√(K/2)·σ(y)/√3 ≈ 1.6e-6 at K = 4096 and
 //   2.8e-6 at K = 12288 (u = 6e-8); the maximum over ~50k outputs is ≈ 5σ. atol = rtol = 1e-4 leaves
-//   ≥ 7× margin and still fails a kernel that rounds x to bf16 (≈ 2e-3 error at |y| ~ 1).
+//   ≥ 7× margin and still fails a kernel that rounds x to bf16 (≈ 2e-3 error at |y| ~ 1). On the CUDA
+//   backend the one-token GEMV's other modes (gemvSetOneTokenMode) run too: the split-K ones must give each
+//   other's bits, the whole-row one (another summation order) the tolerance above.
 // - rmsnorm: the mean square is a sum of positive terms (relative order noise ≤ ~1e-6); rtol 1e-5.
 // - layernorm: mean in double on both sides; the variance is a sequential fp32 sum on the CPU (relative
 //   noise ≈ u·√D/3 = 1.3e-6 at D = 4096, shared by a whole row), so an output term |(x − m)·inv·w| ≤ 6
@@ -29,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "exl3_tune.h"
 #include "selftest/op_selftest.h"
 
 namespace ts::selftest {
@@ -83,6 +86,34 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int
         const std::string sh = std::string(label) + " T=" + str(T) + " " + str(K) + "->" + str(N) + " " + dt(dtype) +
                                (xOffset ? " x+" + str(xOffset) : "");
         r.push_back(Context::compare(kFamily, "linear", sh, ref[0], dut[0], 1e-4, 1e-4));
+        // The CUDA backend's other one-token GEMV modes (kernels/exl3_tune.h): 1 and 2 (K split over a block's
+        // warps, 4 or 2 rows per block) must give each other's bits; 0 (a warp per row) sums in another order
+        // and meets the CPU's tolerance.
+        if (T == 1 && ctx.dut().name() == "cuda") {
+            const int def = gemvOneTokenMode();
+            for (int mode = 0; mode <= 2; ++mode) {
+                if (mode == def) continue;
+                const int prev = gemvSetOneTokenMode(mode);
+                std::vector<float> other;
+                try {
+                    Backend& b = ctx.dut();
+                    const Buffer xb = Context::put(b, x);
+                    const Buffer xv = xOffset ? xb.view(size_t(xOffset) * 4, size_t(K) * 4) : xb;
+                    const Buffer y = Context::poisoned(b, size_t(N) * 4);
+                    b.linear(xv, 1, w, y);
+                    other = Context::getF32(b, y, size_t(N));
+                } catch (...) {
+                    gemvSetOneTokenMode(prev);
+                    throw;
+                }
+                gemvSetOneTokenMode(prev);
+                if (mode != 0 && def != 0)
+                    r.push_back(Context::compareExact(kFamily, "linear T=1 mode " + str(mode) + " vs " + str(def), sh,
+                                                      bitsOf(dut[0]), bitsOf(other)));
+                else
+                    r.push_back(Context::compare(kFamily, "linear T=1 mode " + str(mode), sh, ref[0], other, 1e-4, 1e-4));
+            }
+        }
     }
     return r;
 }

@@ -4,12 +4,13 @@
 //
 // Variants
 // - linear (dense; y[T, N] = x[T, K] · Wᵀ, W [N, K] row-major, x kept in fp32, fp32 accumulation):
-//   * T = 1: a memory-bound GEMV (gemvVecKernel<dtype, 1, 1, STREAM>): one warp streams a weight row once
-//     with 16-byte loads that do not allocate in L1 (STREAM, TS_GEMV_STREAM=0 turns that off).
-//   * 2 ≤ T ≤ 8: gemvSplitKernel<dtype, NT, 4, STREAM>: a block of 8 warps owns 4 rows and splits K across
-//     its warps (each x piece feeds 4 rows), the warps' sums added in shared memory in warp order; whole
-//     rows per warp (gemvVecKernel, R = 1, 2, 4 with NT) left too few warps for an H200 (TS_GEMV_SPLIT=0
-//     restores it for A/B). Fallback gemvScalarKernel when K % 8 ≠ 0 or x is not 16-byte aligned (a view).
+//   * T ≤ 8: a memory-bound GEMV, gemvSplitKernel<dtype, NT, 4, STREAM>: a block of 8 warps owns 4 rows and
+//     splits K across its warps (each x piece feeds 4 rows), the warps' sums added in shared memory in warp
+//     order; weights in 16-byte loads that do not allocate in L1 (STREAM, TS_GEMV_STREAM=0 turns that off).
+//     Whole rows per warp (gemvVecKernel, R = 1, 2, 4 with NT) left too few warps for an H200 at T ≥ 2
+//     (TS_GEMV_SPLIT=0 restores it for A/B) and too many dependent loads per warp at T = 1 (TS_GEMV1=0
+//     restores it there: bench-device --what gemv, 13 % slower over a KDA layer's projections on the H200).
+//     Fallback gemvScalarKernel when K % 8 ≠ 0 or x is not 16-byte aligned (a view).
 //   * T > 8, BF16/F16 weights: a tiled SIMT GEMM (gemmKernel<dtype>): 64 tokens × 128 rows per block of
 //     256 threads, k-tiles of 16 staged in shared memory as fp32 (weights widened on load, register
 //     prefetch of the next tile), 4×8 outputs per thread, fp32 FMA. No tensor cores: x stays exact fp32.
@@ -32,6 +33,7 @@
 // scripts/gpu/profile_moe_kernel.sh (KERNEL=gemvSplitKernel, ncu --set detailed) or in the slice
 // benchmark of docs/PERFORMANCE.md; a 4096×4096 BF16 GEMV at T = 1 should run near copy bandwidth
 // (32 MiB in ≈ 8 µs on an H200).
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -218,13 +220,58 @@ bool gemvSplitK() {
     return on;
 }
 
+}  // namespace
+
+// TS_GEMV1 (read once; gemvSetOneTokenMode overrides it at run time, kernels/exl3_tune.h): the one-token GEMV
+// (any weight dtype). 1 (default): gemvSplitKernel<DT, 1, 4> — K split over a block's 8 warps, 4 rows per
+// block; 2: the same with 2 rows per block (the same bits: a row's sums do not depend on its neighbours);
+// 0: gemvVecKernel<DT, 1, 1>, one warp per whole row (the kernel before; another summation order). A/B
+// switch: bench-device --what gemv times every mode (docs/PERFORMANCE.md).
+namespace mathcuda {
+namespace {
+std::atomic<int> g_gemv1Override{-1};
+constexpr int kOneTokenModes = 3;
+}  // namespace
+int setOneTokenMode(int mode) { return g_gemv1Override.exchange(mode >= 0 && mode < kOneTokenModes ? mode : -1); }
+int oneTokenMode() {
+    const int o = g_gemv1Override.load(std::memory_order_relaxed);
+    if (o >= 0) return o;
+    static const int fromEnv = [] {
+        const int64_t v = envCount("TS_GEMV1", 1);
+        if (v >= kOneTokenModes) {
+            std::fprintf(stderr, "TS_GEMV1=%lld: expected 0, 1 or 2; using 1\n", static_cast<long long>(v));
+            return 1;
+        }
+        return int(v);
+    }();
+    return fromEnv;
+}
+}  // namespace mathcuda
+
+namespace {
+
+template <int DT, int NT, int RS>
+void gemvSplitLaunch(const float* x, const void* W, float* y, int64_t N, int64_t K, cudaStream_t s) {
+    const unsigned grid = unsigned((N + RS - 1) / RS);
+    if (gemvStreamLoads()) gemvSplitKernel<DT, NT, RS, true><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+    else gemvSplitKernel<DT, NT, RS, false><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+}
+
 template <int DT, int NT>
 void launchGemvVec(const float* x, const void* W, float* y, int64_t N, int64_t K, cudaStream_t s) {
+    if constexpr (NT == 1) {
+        // One token (every decode projection at batch 1): K split over the block's warps, so that each warp
+        // has a few weight loads to wait for instead of a whole row's (one warp per row left a 4096 × 2048
+        // projection at 2 TB/s and a 4096 × 8192 one in two waves at 4 blocks per SM).
+        const int mode = mathcuda::oneTokenMode();
+        if (mode != 0) {
+            if (mode == 1) gemvSplitLaunch<DT, 1, 4>(x, W, y, N, K, s);
+            else gemvSplitLaunch<DT, 1, 2>(x, W, y, N, K, s);
+            return;
+        }
+    }
     if (NT >= 2 && gemvSplitK()) {
-        constexpr int RS = 4;  // rows per block: each x piece feeds 4 rows
-        const unsigned grid = unsigned((N + RS - 1) / RS);
-        if (gemvStreamLoads()) gemvSplitKernel<DT, NT, RS, true><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
-        else gemvSplitKernel<DT, NT, RS, false><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+        gemvSplitLaunch<DT, NT, 4>(x, W, y, N, K, s);  // 4 rows per block: each x piece feeds 4 rows
         return;
     }
     constexpr int R = NT <= 2 ? 1 : (NT <= 4 ? 2 : 4);

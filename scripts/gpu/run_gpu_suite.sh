@@ -12,7 +12,7 @@
 # Env: ARCHS (default 90a: the H200; the fat binary 90a;120a;121a is what CI and release builds compile),
 #      FILTER (self-test --filter), GRAPHS_CHECK (1; 0 skips the graphs-against-eager run), GRAPHS_MODELS
 #      (space list of model dirs for it; default both embedded models), BENCH (bench-device --what, default
-#      exl3,mla,kda,mhc; "none" skips),
+#      exl3,mla,kda,mhc,gemv; "none" skips),
 #      MODELS (comma list of model dirs for the model parity part), SLICE (benchmark 3, default 1; 0 skips),
 #      SLICE_LAYERS (4), SLICE_PROMPT (256), SLICE_TOKENS (64), SLICE_DIR (/tmp/twinspark-slice-L<layers>),
 #      SLICE_MAKE_ARGS (more make_slice_model.py options, e.g. "--experts 16" for a quick check).
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/../.."
 DEPS=$PWD/.device-deps
 ARCHS=${ARCHS:-90a}
 MODELS=${MODELS:-tests/golden/data/tiny_a,tests/golden/data/tiny_b,resources/models/glm5-next-tiny,resources/models/glm5-next-tiny-exl3}
-BENCH=${BENCH:-exl3,mla,kda,mhc}
+BENCH=${BENCH:-exl3,mla,kda,mhc,gemv}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 [ -f "$DEPS/deps.tar.xz" ] && [ ! -d "$DEPS/usr" ] && tar xJf "$DEPS/deps.tar.xz" -C "$DEPS"
 [ -d "$DEPS/usr/include/nlohmann" ] || { echo "missing $DEPS: run scripts/gpu/prepare_deps.sh here and carry .device-deps"; exit 2; }

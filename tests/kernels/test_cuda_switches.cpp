@@ -4,7 +4,8 @@
 // (kernels/exl3_tune.h) — which must take effect at once, report the previous override and restore. And
 // TS_EXL3_KSL (set here before anything reads it): decode plans take that slice length, capped at what one
 // unit takes, and the bench's decode-unit line says so. The mHC pre op's one-launch / two-launch switch:
-// TS_MHC_FUSED=0 (set here) picks two launches, mhcSetFusedPre overrides it at once and restores.
+// TS_MHC_FUSED=0 (set here) picks two launches, mhcSetFusedPre overrides it at once and restores. The dense
+// one-token GEMV's mode: TS_GEMV1=2 (set here) is read, gemvSetOneTokenMode overrides it and restores.
 #include <QtTest>
 
 #include <cstdint>
@@ -22,6 +23,7 @@ private slots:
     void initTestCase() {
         ::setenv("TS_EXL3_KSL", "40", 1);
         ::setenv("TS_MHC_FUSED", "0", 1);
+        ::setenv("TS_GEMV1", "2", 1);
     }
 
     void forcedSliceLength() {
@@ -64,6 +66,18 @@ private slots:
         QVERIFY(!mhcFusedPre());
         QCOMPARE(mhcSetFusedPre(7), -1);          // anything but 0 / 1: none
         QVERIFY(!mhcFusedPre());
+    }
+
+    void gemvOneTokenModeOverride() {
+        QCOMPARE(gemvOneTokenMode(), 2);          // the environment's: TS_GEMV1=2
+        QCOMPARE(gemvSetOneTokenMode(0), -1);     // no override before
+        QCOMPARE(gemvOneTokenMode(), 0);
+        QCOMPARE(gemvSetOneTokenMode(1), 0);
+        QCOMPARE(gemvOneTokenMode(), 1);
+        QCOMPARE(gemvSetOneTokenMode(-1), 1);     // back to the environment's
+        QCOMPARE(gemvOneTokenMode(), 2);
+        QCOMPARE(gemvSetOneTokenMode(3), -1);     // out of range: none
+        QCOMPARE(gemvOneTokenMode(), 2);
     }
 };
 

@@ -1,0 +1,142 @@
+// `bench-device --what gemv`: the dense one-token GEMV (Backend::linear at T = 1, BF16 weights) at the shapes a
+// GLM-5.3-Flash decode step spends half its kernel time in (the full-width slice's Nsight table: 48 GEMVs,
+// 784 of 1,585 µs per batch-1 step): the KDA q / k / v projections (4096 → 8192) and o (8192 → 4096), the
+// shared expert's gate / up (4096 → 2048) and down (2048 → 4096), MLA q_a (4096 → 1536), and the chain of a
+// KDA layer's seven projections as a decode step runs them. Each shape cycles through enough weight copies
+// (≥ 100 MB) that L2 (50 MB on the H200) does not hold them, calls back to back in one stream, so a kernel's
+// start overlaps its predecessor's end where programmatic dependent launch allows it.
+// Every one-token mode of the CUDA backend is timed (gemvSetOneTokenMode, kernels/exl3_tune.h: 0 one warp per
+// whole row, the kernel before; 1 K split over a block's 8 warps with 4 rows per block — the default —; 2 the
+// same with 2 rows per block); the override is restored afterwards. Other backends ignore the modes (the columns are then the same computation).
+// Figures: µs per call and weight bytes read per second against the device-to-device copy bandwidth.
+// Only the Backend interface is used: it builds without CUDA and runs on any backend.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/bench_cuda.h"
+#include "exl3_tune.h"
+
+namespace ts::cli {
+
+namespace {
+
+// Sets the one-token GEMV mode for its lifetime, then restores the previous override.
+class GemvModeScope {
+public:
+    explicit GemvModeScope(int mode) : m_old(gemvSetOneTokenMode(mode)) {}
+    ~GemvModeScope() { gemvSetOneTokenMode(m_old); }
+    GemvModeScope(const GemvModeScope&) = delete;
+    GemvModeScope& operator=(const GemvModeScope&) = delete;
+
+private:
+    int m_old;
+};
+
+// BF16 weights with std ~1/sqrt(K) from a cheap generator (the values do not matter to the speed, but they
+// are finite and of a realistic magnitude): sign, exponent near 2^-6, random mantissa.
+std::vector<uint16_t> randomBf16(size_t n, uint64_t seed) {
+    std::vector<uint16_t> w(n);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; ++i) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        const uint32_t r = uint32_t(s >> 11);
+        const uint32_t exp = 121u + (r & 3u);  // 2^-6 .. 2^-3
+        w[i] = uint16_t(((r >> 2) & 0x8000u) | (exp << 7) | ((r >> 8) & 0x7Fu));
+    }
+    return w;
+}
+
+struct Shape {
+    const char* name;
+    int64_t N, K;
+};
+
+}  // namespace
+
+nlohmann::json benchGemv(Backend& backend, int reps, double copyBw) {
+    const Shape shapes[] = {{"kda q/k/v 4096->8192", 8192, 4096},   {"kda o 8192->4096", 4096, 8192},
+                            {"shared gate/up 4096->2048", 2048, 4096}, {"shared down 2048->4096", 4096, 2048},
+                            {"mla q_a 4096->1536", 1536, 4096}};
+    const int modes[] = {0, 1, 2};
+    const double minSetBytes = 100e6;
+    // Host copies stay alive for the run: the backend keys its uploads by the host address.
+    std::vector<std::vector<uint16_t>> host;
+    auto makeCopies = [&](const Shape& s, int copies) {
+        std::vector<WeightView> ws;
+        for (int c = 0; c < copies; ++c) {
+            host.push_back(randomBf16(size_t(s.N * s.K), host.size() + 1));
+            WeightView w;
+            w.data = host.back().data();
+            w.dtype = DType::BF16;
+            w.rows = s.N;
+            w.cols = s.K;
+            ws.push_back(w);
+        }
+        return ws;
+    };
+    std::vector<float> xHost(8192);
+    for (size_t i = 0; i < xHost.size(); ++i) xHost[i] = float(int(i % 17) - 8) / 8.0f;
+    const Buffer x = backend.upload(xHost.data(), xHost.size() * 4);
+    const Buffer y = backend.alloc(size_t(16384) * 4);
+
+    nlohmann::json rows = nlohmann::json::array();
+    std::printf("dense GEMV, T = 1, BF16 weights (Backend::linear): us per call back to back, weight GB/s and %% of "
+                "copy bandwidth; modes (kernels/exl3_tune.h): 0 a warp per row, 1 K split over 8 warps, 4 rows per block "
+                "(default), 2 the same, 2 rows per block\n");
+    std::printf("  %-28s | %8s", "shape", "MB");
+    for (int m : modes) std::printf(" | mode %d: us GB/s  %%  ", m);
+    std::printf("\n");
+    auto report = [&](const std::string& name, double bytesPerCall, const std::vector<double>& us) {
+        std::printf("  %-28s | %8.1f", name.c_str(), bytesPerCall / 1e6);
+        nlohmann::json modeRows = nlohmann::json::object();
+        for (size_t i = 0; i < us.size(); ++i) {
+            const double gbs = bytesPerCall / (us[i] * 1e-6) / 1e9;
+            std::printf(" | %6.2f %4.0f %4.1f", us[i], gbs, 100.0 * gbs * 1e9 / copyBw);
+            modeRows[std::to_string(modes[i])] = {{"us", us[i]}, {"GBps", gbs}, {"of_copy", gbs * 1e9 / copyBw}};
+        }
+        std::printf("\n");
+        rows.push_back({{"shape", name}, {"MB_per_call", bytesPerCall / 1e6}, {"modes", modeRows}});
+    };
+    for (const Shape& s : shapes) {
+        const double bytes = double(s.N * s.K) * 2.0;
+        const int copies = std::max(2, int(minSetBytes / bytes + 0.999));
+        const std::vector<WeightView> ws = makeCopies(s, copies);
+        std::vector<double> us;
+        for (int m : modes) {
+            GemvModeScope scope(m);
+            size_t i = 0;
+            us.push_back(1e6 * medianSeconds(backend, reps, copies * 4, [&] {
+                             backend.linear(x, 1, ws[i], y);
+                             i = (i + 1) % ws.size();
+                         }));
+        }
+        report(s.name, bytes, us);
+    }
+    // A KDA layer's projections in a decode step's order: q, k, v, o, then the shared expert's gate, up, down
+    // (two chains' worth of copies, 640 MB, alternate).
+    const Shape chain[] = {{"q", 8192, 4096}, {"k", 8192, 4096}, {"v", 8192, 4096}, {"o", 4096, 8192},
+                           {"gate", 2048, 4096}, {"up", 2048, 4096}, {"down", 4096, 2048}};
+    std::vector<std::vector<WeightView>> chains(2);
+    double chainBytes = 0.0;
+    for (const Shape& s : chain) {
+        chainBytes += double(s.N * s.K) * 2.0;
+        for (auto& c : chains) c.push_back(makeCopies(s, 1)[0]);
+    }
+    std::vector<double> us;
+    for (int m : modes) {
+        GemvModeScope scope(m);
+        size_t i = 0;
+        us.push_back(1e6 * medianSeconds(backend, reps, 4, [&] {
+                         for (const WeightView& w : chains[i]) backend.linear(x, 1, w, y);
+                         i ^= 1;
+                     }));
+    }
+    report("KDA layer chain (7 GEMVs)", chainBytes, us);
+    return rows;
+}
+
+}  // namespace ts::cli
