@@ -10,6 +10,7 @@
 // same with 2 rows per block); the override is restored afterwards. Other backends ignore the modes (the columns are then the same computation).
 // Figures: µs per call and weight bytes read per second against the device-to-device copy bandwidth.
 // Only the Backend interface is used: it builds without CUDA and runs on any backend.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -22,17 +23,7 @@ namespace ts::cli {
 
 namespace {
 
-// Sets the one-token GEMV mode for its lifetime, then restores the previous override.
-class GemvModeScope {
-public:
-    explicit GemvModeScope(int mode) : m_old(gemvSetOneTokenMode(mode)) {}
-    ~GemvModeScope() { gemvSetOneTokenMode(m_old); }
-    GemvModeScope(const GemvModeScope&) = delete;
-    GemvModeScope& operator=(const GemvModeScope&) = delete;
-
-private:
-    int m_old;
-};
+using GemvModeScope = OverrideScope<gemvSetOneTokenMode>;  // the variant for its lifetime, then the previous override
 
 // BF16 weights with std ~1/sqrt(K) from a cheap generator (the values do not matter to the speed, but they
 // are finite and of a realistic magnitude): sign, exponent near 2^-6, random mantissa.

@@ -24,17 +24,7 @@ namespace ts::cli {
 
 namespace {
 
-// Sets the mhcPre variant for its lifetime (1: one launch, 0: two), then restores the previous override.
-class MhcVariantScope {
-public:
-    explicit MhcVariantScope(int fused) : m_old(mhcSetFusedPre(fused)) {}
-    ~MhcVariantScope() { mhcSetFusedPre(m_old); }
-    MhcVariantScope(const MhcVariantScope&) = delete;
-    MhcVariantScope& operator=(const MhcVariantScope&) = delete;
-
-private:
-    int m_old;
-};
+using MhcVariantScope = OverrideScope<mhcSetFusedPre>;  // the variant for its lifetime, then the previous override
 
 // Median µs per call of mhcPre on T fresh random tokens: [0] one launch, [1] two.
 std::pair<double, double> timeMhcPre(Backend& backend, const HyperConnParams& p, int64_t T, int64_t D, int reps,

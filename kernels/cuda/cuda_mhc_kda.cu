@@ -225,24 +225,18 @@ __global__ void __launch_bounds__(kMhcWideThreads) mhcPartialWideKernel(const fl
 template <int N>
 __device__ __forceinline__ float mhcSinkhornWarp(float v, int iters, float hcEps, int lane) {
     const int i = lane / N, j = lane % N;
-    auto colNorm = [&](float x) {
+    // One phase: x / (Σ_q x[lane first + q·step] + eps) — a column (first j, step N) or a row (first i·N, step 1).
+    auto normalise = [&](float x, int first, int step) {
         float r[N];
 #pragma unroll
-        for (int q = 0; q < N; ++q) r[q] = __shfl_sync(0xffffffffu, x, (q * N + j) & 31);
+        for (int q = 0; q < N; ++q) r[q] = __shfl_sync(0xffffffffu, x, (first + q * step) & 31);
         float sum = 0.0f;
 #pragma unroll
         for (int q = 0; q < N; ++q) sum += r[q];
         return x / (sum + hcEps);
     };
-    auto rowNorm = [&](float x) {
-        float r[N];
-#pragma unroll
-        for (int q = 0; q < N; ++q) r[q] = __shfl_sync(0xffffffffu, x, (i * N + q) & 31);
-        float sum = 0.0f;
-#pragma unroll
-        for (int q = 0; q < N; ++q) sum += r[q];
-        return x / (sum + hcEps);
-    };
+    auto colNorm = [&](float x) { return normalise(x, j, N); };
+    auto rowNorm = [&](float x) { return normalise(x, i * N, 1); };
     v = colNorm(v);
     for (int it = 1; it < iters; ++it) v = colNorm(rowNorm(v));
     return v;
