@@ -1,5 +1,6 @@
 // Run-time A/B switches of the CUDA backend's EXL3 kernels (and the KDA prefill's chunked form, the mHC pre
-// op's one launch), for benchmarks and tests (bench-device --what exl3 / kda / mhc, the self-test).
+// op's one launch, the one-token dense GEMV's kernel), for benchmarks and tests (bench-device --what exl3 /
+// kda / mhc / gemv, the self-test).
 // Process-wide; no-ops that return 0 (kdaSetChunkMinTokens, mhcSetFusedPre, gemvSetOneTokenMode: −1) in builds
 // without CUDA.
 #pragma once

@@ -76,13 +76,14 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int
     std::vector<OpResult> r;
     for (int64_t T : Ts) {
         const std::vector<float> x = ctx.randn(size_t(T * K + xOffset));
-        auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        auto run = [&](Backend& b) {
             const Buffer xb = Context::put(b, x);
             const Buffer xv = xOffset ? xb.view(size_t(xOffset) * 4, size_t(T * K) * 4) : xb;
             const Buffer y = Context::poisoned(b, size_t(T * N) * 4);
             b.linear(xv, T, w, y);
             return Outs{Context::getF32(b, y, size_t(T * N))};
-        });
+        };
+        auto [ref, dut] = onBoth(ctx, run);
         const std::string sh = std::string(label) + " T=" + str(T) + " " + str(K) + "->" + str(N) + " " + dt(dtype) +
                                (xOffset ? " x+" + str(xOffset) : "");
         r.push_back(Context::compare(kFamily, "linear", sh, ref[0], dut[0], 1e-4, 1e-4));
@@ -96,12 +97,7 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int
                 const int prev = gemvSetOneTokenMode(mode);
                 std::vector<float> other;
                 try {
-                    Backend& b = ctx.dut();
-                    const Buffer xb = Context::put(b, x);
-                    const Buffer xv = xOffset ? xb.view(size_t(xOffset) * 4, size_t(K) * 4) : xb;
-                    const Buffer y = Context::poisoned(b, size_t(N) * 4);
-                    b.linear(xv, 1, w, y);
-                    other = Context::getF32(b, y, size_t(N));
+                    other = run(ctx.dut())[0];
                 } catch (...) {
                     gemvSetOneTokenMode(prev);
                     throw;
