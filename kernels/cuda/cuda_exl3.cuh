@@ -249,6 +249,16 @@ constexpr float kMul1Inv = 0.00676727294921875f;  // fp16 0x1EEE
 constexpr float kMul1Bias = -10.3828125f;         // fp16 0xC931
 
 #if defined(__CUDACC__)  // device intrinsics; the lane arithmetic above also compiles as host C++ (tests)
+// 3INST/MCG's (x & 0x8FFF8FFF) ^ 0x3B603B60 as one LOP3 ((a & b) ^ c: LUT 0x6A), written out: left to itself
+// the compiler emits an AND and an XOR — a SASS LOP3 takes one immediate, the other constant needs a register
+// — 8 instructions more per 16×16 tile and lane (SASS of the K = 4 MCG streaming kernel; with this form its
+// 4096→12288 GEMV went 23.2 → 20.2 µs, thirteenth session).
+__device__ __forceinline__ uint32_t maskXor3inst(uint32_t x) {
+    uint32_t r;
+    asm("lop3.b32 %0, %1, 0x8FFF8FFF, 0x3B603B60, 0x6A;\n" : "=r"(r) : "r"(x));
+    return r;
+}
+
 // Codebook value of a state as an fp16 pair with the value in both halves (the bits of a half2): the
 // duplicate lets one mma multiply it by the hi and lo parts of the activation (cuda_exl3.cu).
 // 3INST/MCG: x = s·M (+A); x = (x & 0x8FFF8FFF) ^ 0x3B603B60; value = fp16(lo) + fp16(hi), one rounding.
@@ -265,7 +275,7 @@ __device__ __forceinline__ uint32_t codebookDup(uint32_t s) {
         return *reinterpret_cast<const uint32_t*>(&r);
     } else {
         uint32_t x = CB == 0 ? s * 89226354u + 64248484u : s * 0xCBAC1FEDu;
-        x = (x & 0x8FFF8FFFu) ^ 0x3B603B60u;
+        x = maskXor3inst(x);
         const __half2 h = *reinterpret_cast<const __half2*>(&x);
         const __half2 r = __hadd2(__low2half2(h), __high2half2(h));  // (lo + hi) in both halves
         return *reinterpret_cast<const uint32_t*>(&r);
@@ -278,7 +288,8 @@ __device__ __forceinline__ uint32_t codebookDup(uint32_t s) {
 // MUL1: the pair holds h = 1024 + bytesum exactly (fp16 bits 0x6400 + bytesum), NOT the value; value =
 // kinv·h + kbias is affine, so the unit computes kinv·Σ a·h + kbias·Σ a from the mma sums and the row's Σ a
 // (the exact affine value instead of its fp16 rounding: within half an fp16 ulp of the CPU's LUT value).
-// 3INST/MCG: (lo + hi) of each hash, one fp16 rounding each — the CPU's values exactly.
+// 3INST/MCG: (lo + hi) of each hash, one fp16 rounding each — the CPU's values exactly (the streaming unit
+// takes this form at K > 4 only; below it, codebookHalves).
 template <int CB>
 __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4]) {
 #pragma unroll
@@ -291,13 +302,23 @@ __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4
         } else {
             uint32_t x0 = CB == 0 ? s0 * 89226354u + 64248484u : s0 * 0xCBAC1FEDu;
             uint32_t x1 = CB == 0 ? s1 * 89226354u + 64248484u : s1 * 0xCBAC1FEDu;
-            x0 = (x0 & 0x8FFF8FFFu) ^ 0x3B603B60u;
-            x1 = (x1 & 0x8FFF8FFFu) ^ 0x3B603B60u;
+            x0 = maskXor3inst(x0);
+            x1 = maskXor3inst(x1);
             const uint32_t lo = __byte_perm(x0, x1, 0x5410), hi = __byte_perm(x0, x1, 0x7632);
             const __half2 r = __hadd2(*reinterpret_cast<const __half2*>(&lo), *reinterpret_cast<const __half2*>(&hi));
             b[q] = *reinterpret_cast<const uint32_t*>(&r);
         }
     }
+}
+
+// 3INST/MCG without the fp16 addition: the hash's two fp16 halves (lo, hi) as they come out of the mask and
+// xor — value = lo + hi. The streaming unit hands the pair to the mma as is, as two adjacent k positions
+// against the same activation twice (tileProduct, cuda_exl3_stream.cuh; K ≤ 4), so the tensor core adds them: no PRMT, no HADD2 per weight,
+// and the sum is exact in fp32 (spec §3.3) where codebookPairs rounds it to fp16 once.
+template <int CB>
+__device__ __forceinline__ uint32_t codebookHalves(uint32_t s) {
+    static_assert(CB != 2, "MUL1 has no halves");
+    return maskXor3inst(CB == 0 ? s * 89226354u + 64248484u : s * 0xCBAC1FEDu);
 }
 #endif  // __CUDACC__
 

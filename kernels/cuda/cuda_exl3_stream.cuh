@@ -85,6 +85,51 @@ __device__ __forceinline__ void transformRowStream(int row, int ktOff, int kts, 
     }
 }
 
+// 3INST/MCG at K ≤ 4 take their weights as fp16 halves (codebookHalves, tileProduct); at K > 4, where the
+// 3-word bit windows already fill the 64 registers, the extra operands made ptxas spill 50–76 more bytes, so
+// those keep the rounded pairs of codebookPairs.
+template <int K, int CB>
+constexpr bool useHalves() { return CB != 2 && K <= 4; }
+
+// One token group's activations of a k-tile as the mma's B operand: the lane's two words (token g; k 2c, 2c+1 |
+// 2c+8, 2c+9), or for the halves (H) each activation twice — (a_2c, a_2c) and (a_2c+8, a_2c+8) for the first
+// mma, (a_2c+1, a_2c+1) and (a_2c+9, a_2c+9) for the second — made here once per k-tile for both n-tiles.
+template <bool H>
+struct TileB {
+    uint32_t b[H ? 4 : 2];
+};
+template <bool H>
+__device__ __forceinline__ TileB<H> tileB(uint2 v) {
+    if constexpr (!H) {
+        return {{v.x, v.y}};
+    } else {
+        return {{__byte_perm(v.x, v.x, 0x1010), __byte_perm(v.y, v.y, 0x1010), __byte_perm(v.x, v.x, 0x3232),
+                 __byte_perm(v.y, v.y, 0x3232)}};
+    }
+}
+
+// acc += one 16×16 tile (the lane's 8 states) times 8 tokens. The lane's values are the mma's A operand Ŵᵀ
+// (rows n = g, g + 8; k = 2c, 2c+1, 2c+8, 2c+9 — the same positions as its B fragments, spec §3.1).
+// One mma of the fp16 pairs codebookPairs makes (a0 = (g, 2c..) = bq[0], a1 = (g+8, 2c..) = bq[2],
+// a2 = (g, 2c+8..) = bq[1], a3 = (g+8, 2c+8..) = bq[3]); or, for the halves, two mmas whose k pairs are the
+// (lo, hi) halves of one weight each — the first takes the weights at k 2c and 2c+8 (states 0, 4, 2, 6), the
+// second those at 2c+1 and 2c+9 (1, 5, 3, 7) — against the duplicated activations of tileB.
+template <int K, int CB>
+__device__ __forceinline__ void tileProduct(const uint32_t (&st8)[8], const TileB<useHalves<K, CB>()>& x,
+                                            float (&acc)[4]) {
+    if constexpr (!useHalves<K, CB>()) {
+        uint32_t bq[4];
+        codebookPairs<CB>(st8, bq);
+        mma(acc, bq[0], bq[2], bq[1], bq[3], x.b[0], x.b[1]);
+    } else {
+        uint32_t h[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) h[j] = codebookHalves<CB>(st8[j]);
+        mma(acc, h[0], h[4], h[2], h[6], x.b[0], x.b[1]);
+        mma(acc, h[1], h[5], h[3], h[7], x.b[2], x.b[3]);
+    }
+}
+
 // The register ring's first kRing k-tiles (TS_EXL3_TUNE bit 16); np moves on to the tile of k-tile kRing.
 template <int K>
 __device__ __forceinline__ void streamPrefetch(const uint32_t*& np, int64_t kStride, int nkt, int lane,
@@ -128,12 +173,13 @@ __device__ __forceinline__ void streamLoop(uint32_t (&ring)[kRing][2][laneWords<
                 loadTileWords<K>(np + TW, lane, ring[i][1]);
             }
             np += kStride;
-            const uint2 a02 = xa[(kt * R + g) * 4 + c];  // tokens g (B fragment column g), k 2c.. | 2c+8..
-            uint2 a13 = make_uint2(0, 0);
-            if constexpr (TWO) a13 = xa[(kt * R + g + 8) * 4 + c];
+            constexpr bool H = useHalves<K, CB>();
+            const TileB<H> a02 = tileB<H>(xa[(kt * R + g) * 4 + c]);  // token g (B column g), k 2c.. | 2c+8..
+            TileB<H> a13{};
+            if constexpr (TWO) a13 = tileB<H>(xa[(kt * R + g + 8) * 4 + c]);
 #pragma unroll
             for (int nt = 0; nt < 2; ++nt) {
-                uint32_t st8[8], bq[4];
+                uint32_t st8[8];
                 if constexpr (K == 4) {  // one shuffle: word t − 1 (the lane's own word is t)
                     laneStates4(__shfl_sync(0xffffffffu, w[nt][0], (lane + 31) & 31), w[nt][0], st8);
                 } else {
@@ -149,11 +195,8 @@ __device__ __forceinline__ void streamLoop(uint32_t (&ring)[kRing][2][laneWords<
                         },
                         lane, st8);
                 }
-                codebookPairs<CB>(st8, bq);
-                // A = Ŵᵀ rows (g | g+8) × k (2c.. | 2c+8..): a0 = (g, 2c..) = bq[0], a1 = (g+8, 2c..) = bq[2],
-                // a2 = (g, 2c+8..) = bq[1], a3 = (g+8, 2c+8..) = bq[3].
-                mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
-                if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+                tileProduct<K, CB>(st8, a02, acc[nt]);
+                if constexpr (TWO) tileProduct<K, CB>(st8, a13, accB[nt]);
             }
         }
     }
@@ -294,19 +337,16 @@ __device__ __forceinline__ void ringStates(uint32_t t, int lane, uint32_t (&st8)
 }
 
 // One k-tile's two mmas (four for TWO) from the lane's states; xa: the lane's activations of that k-tile.
-template <int CB, bool TWO>
+template <int K, int CB, bool TWO>
 __device__ __forceinline__ void tileMma(const uint32_t (&st8)[2][8], uint32_t xa, float (&acc)[2][4], float (&accB)[2][4]) {
-    const uint2 a02 = ldsU64(xa);  // token g (B fragment column g), k 2c.. | 2c+8..
-    uint2 a13 = make_uint2(0, 0);
-    if constexpr (TWO) a13 = ldsU64(xa + 256);  // token g + 8: 8 rows of 4 uint2 on
+    constexpr bool H = useHalves<K, CB>();
+    const TileB<H> a02 = tileB<H>(ldsU64(xa));  // token g (B fragment column g), k 2c.. | 2c+8..
+    TileB<H> a13{};
+    if constexpr (TWO) a13 = tileB<H>(ldsU64(xa + 256));  // token g + 8: 8 rows of 4 uint2 on
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
-        uint32_t bq[4];
-        codebookPairs<CB>(st8[nt], bq);
-        // A = Ŵᵀ rows (g | g+8) × k (2c.. | 2c+8..): a0 = (g, 2c..) = bq[0], a1 = (g+8, 2c..) = bq[2],
-        // a2 = (g, 2c+8..) = bq[1], a3 = (g+8, 2c+8..) = bq[3].
-        mma(acc[nt], bq[0], bq[2], bq[1], bq[3], a02.x, a02.y);
-        if constexpr (TWO) mma(accB[nt], bq[0], bq[2], bq[1], bq[3], a13.x, a13.y);
+        tileProduct<K, CB>(st8[nt], a02, acc[nt]);
+        if constexpr (TWO) tileProduct<K, CB>(st8[nt], a13, accB[nt]);
     }
 }
 
@@ -324,13 +364,13 @@ __device__ __forceinline__ void streamPass(const RingLane& rl, uint32_t slotOff,
         __syncwarp();           // ... and every lane's
         uint32_t st8[2][8];
         ringStates<K>(slot, lane, st8);
-        tileMma<CB, TWO>(st8, xPass + (2 * j) * R * 32, acc, accB);
+        tileMma<K, CB, TWO>(st8, xPass + (2 * j) * R * 32, acc, accB);
         ringStates<K>(slot + SB, lane, st8);
         __syncwarp();  // the slot is read: refill it
         if constexpr (REFILL) copyPair<K>(rl, slotOff + j * PB, lp, kStride);
         cpAsyncCommit();
         if constexpr (REFILL) lp += 2 * kStride;
-        tileMma<CB, TWO>(st8, xPass + (2 * j + 1) * R * 32, acc, accB);
+        tileMma<K, CB, TWO>(st8, xPass + (2 * j + 1) * R * 32, acc, accB);
     }
 }
 
