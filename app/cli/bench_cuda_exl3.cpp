@@ -2,7 +2,8 @@
 // bandwidth = packed trellis bytes read / time, over the device-to-device copy bandwidth (read + write)
 // measured in the same run.
 // (a) one routed-expert MoE layer through Backend::moeExpertsFused: 288 experts with gate/up 4096→2048 and
-//     down 2048→4096 at 4 bpw (MUL1, the codebook of current conversions), top-8 routing, batch 1 and 4.
+//     down 2048→4096 at 4 bpw, top-8 routing, batch 1 and 4, in MUL1 (the codebook of current conversions)
+//     and on CUDA also in MCG (the codebook of the recipe's checkpoint, REQUIREMENTS.md).
 //     Bytes = the packed bytes of the distinct experts a call reads (8 × 12.6 MB ≈ 100 MB at batch 1).
 //     Timed twice on CUDA: the fused MoE in one launch per layer (the default) and in the earlier two
 //     (exl3MoeSetLaunches, kernels/exl3_tune.h); the table has a line each with its launch count, the JSON
@@ -104,9 +105,11 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
     Weights store;
 
     // (a) the routed-expert MoE layer ---------------------------------------------------------------------
-    if (parts.moe) {
+    // MUL1 (current conversions' default) and MCG (the codebook of the recipe's checkpoint, REQUIREMENTS.md);
+    // a host backend times MUL1 only.
+    for (const Exl3Codebook cb : {Exl3Codebook::Mul1, Exl3Codebook::Mcg}) {
+        if (!parts.moe || (!device && cb != Exl3Codebook::Mul1)) break;
         const int bits = 4;
-        const Exl3Codebook cb = Exl3Codebook::Mul1;
         const size_t guBytes = size_t(kHidden * kInter * bits / 8), dBytes = guBytes;
         // 8 host bit patterns per projection, shared round-robin by the 288 experts (each expert is its
         // own object, hence its own device copy).
@@ -195,7 +198,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                 std::printf("%6lld %8d %10.1f %12.1f %10.1f %10.1f %7.1f%%\n", static_cast<long long>(T), var[v].launches,
                             distinct, bytes / 1e6, var[v].s * 1e6, bw / 1e9, 100.0 * bw / copyBw);
             }
-            if (parts.trace) {
+            if (parts.trace && cb == Exl3Codebook::Mul1) {
                 exl3MoeSetLaunches(1);
                 int call = 0;
                 traceRows.push_back(traceExl3Calls(

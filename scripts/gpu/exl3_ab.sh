@@ -39,7 +39,7 @@ for v in variants:
         print(f"{v}: no result ({e})")
 def key(r):
     if r.get("bench") == "exl3_moe":
-        return f"MoE layer b{r['batch']}"
+        return f"MoE layer {r.get('codebook', 'mul1')} b{r['batch']}"
     return f"GEMV {r['in']}->{r['out']} K={r['bits']} {r['codebook']} b{r['batch']}" + (" (L2-resident)" if r.get("l2_resident") else "")
 rows = []
 for t, rs in runs.items():
