@@ -3,7 +3,8 @@
 and a few layers of random weights, for issue 6's benchmark 3 (docs/PERFORMANCE.md, "Full-width slice").
 
     make_slice_model.py OUT_DIR [--layers 4] [--pattern LLLD] [--dense-layers 0] [--experts 288]
-                                [--config tests/data/glm-5.3-flash.config.json] [--jobs N] [--seed 1]
+                                [--codebook mul1|mcg] [--config tests/data/glm-5.3-flash.config.json]
+                                [--jobs N] [--seed 1]
 
 Widths (hidden 4096, 64 heads of 256, KDA 64x128, MLA latent 512, q_lora 1536, indexer 32x128 top-2048
 kpool 16, MoE 2048-wide experts top-8, dense MLP 12288, vocab 154,880, mHC 4 streams) come from --config,
@@ -20,14 +21,16 @@ transformers 5.17's Glm5NextConfig() default). The options change only counts, n
                    reproduces the real first layers instead.
   --experts E      routed experts per layer (default: the config's 288; top-k stays 8). Only for quick
                    checks on small machines: the benchmark uses 288.
+  --codebook C     the routed experts' EXL3 codebook: mul1 (default: current conversions) or mcg (the
+                   recipe's checkpoint, REQUIREMENTS.md); the flag tensor and quantization_config follow.
 No MTP layer (num_nextn_predict_layers 0) and no vision tower: benchmark 3 times plain decode.
 
 Weights:
-  routed experts   EXL3, K = 4 bits, MUL1 codebook (exllamav3's default), stored per expert as exllamav3
-                   writes them: experts.{e}.{gate,up,down}_proj.{trellis I16 [k/16, n/16, 64], suh F16 [k],
-                   svh F16 [n], mul1 I32 []}. The trellis is random bytes: every bitstream is a valid EXL3
-                   weight (shared/specs/exl3.md §3); MUL1 values have RMS 1, so W = diag(suh) H W^ H diag(svh)
-                   has entries of std |suh||svh|: suh = random sign x 2^-6 x [1, 1.25), svh = random sign
+  routed experts   EXL3, K = 4 bits, MUL1 codebook (exllamav3's default; --codebook mcg: MCG), stored per
+                   expert as exllamav3 writes them: experts.{e}.{gate,up,down}_proj.{trellis I16 [k/16, n/16,
+                   64], suh F16 [k], svh F16 [n], mul1 (or mcg) I32 []}. The trellis is random bytes: every
+                   bitstream is a valid EXL3 weight (shared/specs/exl3.md §3); MUL1 values have RMS 1, so
+                   W = diag(suh) H W^ H diag(svh) has entries of std |suh||svh|: suh = random sign x 2^-6 x [1, 1.25), svh = random sign
                    x [1, 1.25): std ~ 0.0198, i.e. 1.27/sqrt(fan_in) for gate/up (fan_in 4096) and
                    0.9/sqrt(fan_in) for down (fan_in 2048).
   everything else  BF16 (what the recipe's checkpoint keeps unquantized: attention, KDA, indexer, router,
@@ -61,6 +64,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_CONFIG = os.path.join(ROOT, "tests", "data", "glm-5.3-flash.config.json")
 PREFIX = "model.language_model."
 MUL1_FLAG = -2082680531  # int32 view of exllamav3's locked MUL1 multiplier 0x83DCD12D (exl3.md §2.1)
+MCG_FLAG = -877912083    # int32 view of the MCG multiplier 0xCBAC1FED (exl3.md §2.1)
+CODEBOOK_FLAGS = {"mul1": MUL1_FLAG, "mcg": MCG_FLAG}
+CODEBOOK = "mul1"  # --codebook (set by main before any spec is made)
 EXL3_BITS = 4
 CHUNK = 16 << 20  # elements (or bytes) drawn per step: bounds the memory of each writer process
 DTYPE_SIZE = {"BF16": 2, "F16": 2, "I16": 2, "I32": 4, "F32": 4}
@@ -117,7 +123,7 @@ def exl3_specs(p, k, n):
     return [(p + ".trellis", "I16", [k // 16, n // 16, 16 * EXL3_BITS], "random_bytes", None),
             (p + ".suh", "F16", [k], "f16_scale", -6),  # 2^-6 = 1/sqrt(4096)
             (p + ".svh", "F16", [n], "f16_scale", 0),
-            (p + ".mul1", "I32", [], "i32_const", MUL1_FLAG)]
+            (p + "." + CODEBOOK, "I32", [], "i32_const", CODEBOOK_FLAGS[CODEBOOK])]
 
 
 def expert_specs(p, e, D, I):
@@ -268,10 +274,10 @@ def build_config(base, args):
     tc["num_nextn_predict_layers"] = 0
     cfg["dtype"] = "bfloat16"
     cfg["quantization_config"] = {"quant_method": "exl3", "version": "twinspark-slice", "bits": float(EXL3_BITS),
-                                  "head_bits": 16, "codebook": "mul1", "out_scales": "always"}
+                                  "head_bits": 16, "codebook": CODEBOOK, "out_scales": "always"}
     cfg["twinspark_random_weights"] = True
     cfg["twinspark_slice"] = {"layers": N, "pattern": pattern, "dense_layers": args.dense_layers, "experts": E,
-                              "exl3_bits": EXL3_BITS, "seed": args.seed,
+                              "exl3_bits": EXL3_BITS, "codebook": CODEBOOK, "seed": args.seed,
                               "source_config": os.path.relpath(os.path.abspath(args.config), ROOT)}
     return cfg, pattern
 
@@ -320,11 +326,14 @@ def main():
     ap.add_argument("--pattern", default="")
     ap.add_argument("--dense-layers", type=int, default=0)
     ap.add_argument("--experts", type=int, default=0)
+    ap.add_argument("--codebook", choices=sorted(CODEBOOK_FLAGS), default="mul1")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shard-gb", type=float, default=0.5)
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()
+    global CODEBOOK
+    CODEBOOK = args.codebook
     if args.layers < 1:
         raise SystemExit("--layers must be >= 1")
     with open(args.config) as f:
