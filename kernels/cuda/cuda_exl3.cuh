@@ -312,9 +312,10 @@ __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4
 }
 
 // 3INST/MCG without the fp16 addition: the hash's two fp16 halves (lo, hi) as they come out of the mask and
-// xor — value = lo + hi. The streaming unit hands the pair to the mma as is, as two adjacent k positions
-// against the same activation twice (tileProduct, cuda_exl3_stream.cuh; K ≤ 4), so the tensor core adds them: no PRMT, no HADD2 per weight,
-// and the sum is exact in fp32 (spec §3.3) where codebookPairs rounds it to fp16 once.
+// xor — value = lo + hi. The streaming unit (tileProduct in cuda_exl3_stream.cuh, K ≤ 4) hands the pair to
+// the mma as is, as two adjacent k positions against the same activation twice, so the tensor core adds
+// them: no PRMT, no HADD2 per weight, and the sum is exact in fp32 (spec §3.3) where codebookPairs rounds it
+// to fp16 once.
 template <int CB>
 __device__ __forceinline__ uint32_t codebookHalves(uint32_t s) {
     static_assert(CB != 2, "MUL1 has no halves");

@@ -1,7 +1,8 @@
 // Private to cuda_exl3.cu (included once, there): the streaming EXL3 decode unit (Plan::MG = kStream), chosen
 // by planLaunch for 16-row jobs whose slice one streaming unit takes — every decode step up to ~8–12 rows
 // per matrix at K = 4. Variants: the shared-memory ring (default) or the register ring (TS_EXL3_TUNE bit 16);
-// one or two stages per slice (bit 64 keeps one); 8 or 16 token rows (one or two mmas per tile).
+// one or two stages per slice (bit 64 keeps one); 8 or 16 token rows (one or two mmas per tile); 3INST/MCG
+// weights as rounded fp16 values or, at K ≤ 4, as their two fp16 halves (twice the mmas, useHalves).
 // Test: twinspark-cli selftest --backend cuda --filter exl3 (decode-sized linear and MoE cases; "moe glm T=1"
 // takes two stages); host checks of its lane arithmetic and planner: tests/kernels/test_exl3_{lanes,plan}.cpp.
 // Benchmark: twinspark-cli bench-device --what exl3 (or exl3-moe / exl3-gemv4 for short A/B runs); where a
