@@ -248,6 +248,14 @@ __host__ __device__ __forceinline__ void laneStates(const uint32_t* tw, int lane
 constexpr float kMul1Inv = 0.00676727294921875f;  // fp16 0x1EEE
 constexpr float kMul1Bias = -10.3828125f;         // fp16 0xC931
 
+// The halves route of 3INST/MCG (tileProduct in cuda_exl3_stream.cuh, K ≤ 4; codebookHalves below): a tile
+// takes two mmas; mma I (0, 1) has as A register r the (lo, hi) halves of the lane's state halvesState(I, r) —
+// {0, 4, 2, 6}, then {1, 5, 3, 7}: rows g | g + 8 at the inputs 2c + I and 2c + 8 + I — and as B the lane's two
+// activation words with half I of each duplicated (byte selector halvesDup(I)), so both halves of a weight meet
+// the same activation. tests/kernels/test_exl3_lanes.cpp multiplies it out on the host.
+__host__ __device__ constexpr int halvesState(int I, int r) { return I + 4 * (r & 1) + 2 * (r >> 1); }
+__host__ __device__ constexpr uint32_t halvesDup(int I) { return I == 0 ? 0x1010u : 0x3232u; }
+
 #if defined(__CUDACC__)  // device intrinsics; the lane arithmetic above also compiles as host C++ (tests)
 // 3INST/MCG's (x & 0x8FFF8FFF) ^ 0x3B603B60 as one LOP3 ((a & b) ^ c: LUT 0x6A), written out: left to itself
 // the compiler emits an AND and an XOR — a SASS LOP3 takes one immediate, the other constant needs a register

@@ -104,8 +104,8 @@ __device__ __forceinline__ TileB<H> tileB(uint2 v) {
     if constexpr (!H) {
         return {{v.x, v.y}};
     } else {
-        return {{__byte_perm(v.x, v.x, 0x1010), __byte_perm(v.y, v.y, 0x1010), __byte_perm(v.x, v.x, 0x3232),
-                 __byte_perm(v.y, v.y, 0x3232)}};
+        return {{__byte_perm(v.x, v.x, halvesDup(0)), __byte_perm(v.y, v.y, halvesDup(0)),
+                 __byte_perm(v.x, v.x, halvesDup(1)), __byte_perm(v.y, v.y, halvesDup(1))}};
     }
 }
 
@@ -126,8 +126,10 @@ __device__ __forceinline__ void tileProduct(const uint32_t (&st8)[8], const Tile
         uint32_t h[8];
 #pragma unroll
         for (int j = 0; j < 8; ++j) h[j] = codebookHalves<CB>(st8[j]);
-        mma(acc, h[0], h[4], h[2], h[6], x.b[0], x.b[1]);
-        mma(acc, h[1], h[5], h[3], h[7], x.b[2], x.b[3]);
+#pragma unroll
+        for (int I = 0; I < 2; ++I)
+            mma(acc, h[halvesState(I, 0)], h[halvesState(I, 1)], h[halvesState(I, 2)], h[halvesState(I, 3)],
+                x.b[2 * I], x.b[2 * I + 1]);
     }
 }
 

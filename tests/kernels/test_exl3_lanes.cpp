@@ -5,7 +5,8 @@
 // formula (engine/quant/exl3_trellis, spec §3.2), for K = 1..8 on random tiles; and the MUL1 affine map the
 // streaming unit applies per token (kinv·(1024 + bytesum) + kbias, exact) against the CPU's fp16 codebook
 // values: within half an fp16 ulp for all 65,536 states (the numerics the self-test's decode tolerance assumes);
-// and the streaming unit's ring pieces (ringPiece): every word of a slot copied once, from the right place.
+// the streaming unit's ring pieces (ringPiece): every word of a slot copied once, from the right place; and the
+// 3INST/MCG halves route (halvesState, halvesDup) multiplied out through the mma's fragment layouts.
 #include <QtTest>
 
 #include <cmath>
@@ -119,6 +120,64 @@ private slots:
                 QVERIFY2(written[size_t(wd)] == 1,
                          qPrintable(QString("K=%1: slot word %2 written %3 times").arg(K).arg(wd).arg(written[size_t(wd)])));
         }
+    }
+
+    // The halves route of the streaming unit (cuda_exl3.cuh: halvesState, halvesDup), multiplied out on the
+    // host with PTX's m16n8k16 fragment layouts — A: lane (g, c) register r holds row g + 8·(r & 1) at k
+    // 2c + 8·(r >> 1) (low half) and + 1 (high half); B: registers 0, 1 hold k 2c, 2c+1 and 2c+8, 2c+9 of
+    // column g — with __byte_perm's semantics, against W·x written directly. The weight at lane position j is
+    // row g + 8·(j ≥ 4), input 2c + (j & 1) + 8·((j >> 1) & 1) (the layout the self-test has always checked);
+    // its value is lo + hi of its two halves. Integers stand for the fp16 values (only the indexing is tested).
+    void halvesRouteMultipliesOut() {
+        const auto bytePerm = [](uint32_t a, uint32_t b, uint32_t sel) {
+            const uint64_t v = (uint64_t(b) << 32) | a;
+            uint32_t r = 0;
+            for (int i = 0; i < 4; ++i) r |= uint32_t((v >> (8 * ((sel >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+            return r;
+        };
+        std::mt19937_64 rng(3);
+        uint32_t wreg[32][8];      // lane, state j: (lo, hi) halves of its weight
+        int64_t W[16][16] = {};    // row, input: lo + hi
+        uint32_t act[8][16];       // token, input
+        for (int lane = 0; lane < 32; ++lane)
+            for (int j = 0; j < 8; ++j) {
+                const uint32_t lo = uint32_t(rng() % 200), hi = uint32_t(rng() % 200);
+                wreg[lane][j] = lo | (hi << 16);
+                const int row = (lane >> 2) + 8 * (j >= 4), k = 2 * (lane & 3) + (j & 1) + 8 * ((j >> 1) & 1);
+                QCOMPARE(W[row][k], int64_t(0));  // each (row, input) once
+                W[row][k] = int64_t(lo) + hi;
+            }
+        for (auto& t : act)
+            for (auto& v : t) v = uint32_t(rng() % 300);
+        int64_t D[16][8] = {};
+        for (int I = 0; I < 2; ++I) {
+            int64_t A[16][16] = {}, B[16][8] = {};
+            for (int lane = 0; lane < 32; ++lane) {
+                const int g = lane >> 2, c = lane & 3;
+                for (int r = 0; r < 4; ++r) {
+                    const uint32_t a = wreg[lane][exl3cuda::halvesState(I, r)];
+                    const int row = g + 8 * (r & 1), k = 2 * c + 8 * (r >> 1);
+                    A[row][k] = a & 0xFFFF;
+                    A[row][k + 1] = a >> 16;
+                }
+                for (int q = 0; q < 2; ++q) {  // the staged word of token g at k 2c + 8q, 2c + 8q + 1
+                    const int k = 2 * c + 8 * q;
+                    const uint32_t w = act[g][k] | (act[g][k + 1] << 16);
+                    const uint32_t b = bytePerm(w, w, exl3cuda::halvesDup(I));
+                    B[k][g] = b & 0xFFFF;
+                    B[k + 1][g] = b >> 16;
+                }
+            }
+            for (int m = 0; m < 16; ++m)
+                for (int n = 0; n < 8; ++n)
+                    for (int k = 0; k < 16; ++k) D[m][n] += A[m][k] * B[k][n];
+        }
+        for (int m = 0; m < 16; ++m)
+            for (int n = 0; n < 8; ++n) {
+                int64_t ref = 0;
+                for (int k = 0; k < 16; ++k) ref += W[m][k] * act[n][k];
+                QVERIFY2(D[m][n] == ref, qPrintable(QString("row %1 token %2: %3, W·x %4").arg(m).arg(n).arg(D[m][n]).arg(ref)));
+            }
     }
 };
 
