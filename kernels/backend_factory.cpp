@@ -49,7 +49,7 @@ int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
-bool exl3MoeDeviceRouting() { return exl3cuda::moeDeviceRouting(); }
+bool moeDeviceRouting() { return exl3cuda::moeDeviceRouting(); }
 const char* exl3DecodeUnit() {
     static const std::string unit = std::string(exl3cuda::tuneStagedDecode()   ? "staged"
                                                 : exl3cuda::tuneRegisterRing() ? "streaming, register ring"
@@ -68,7 +68,7 @@ int exl3MoeSetLaunches(int) { return 0; }
 void exl3SetTrace(unsigned long long*, int64_t) {}
 int exl3MoeLastLaunches() { return 0; }
 int exl3MoeLaunches() { return 0; }
-bool exl3MoeDeviceRouting() { return false; }
+bool moeDeviceRouting() { return false; }
 const char* exl3DecodeUnit() { return "none"; }
 int64_t kdaSetChunkMinTokens(int64_t) { return -1; }
 int64_t kdaChunkMinTokens() { return 0; }

@@ -21,10 +21,10 @@ int exl3MoeSetLaunches(int n);
 int exl3MoeLastLaunches();
 // The variant in force now: 1 or 2 (0 without CUDA).
 int exl3MoeLaunches();
-// Whether the fused MoE may take its work list from device-side routing (moeExpertsFusedDevice,
-// kernels/cuda/cuda_exl3_moe_routed.cu; for dense experts cuda_moe_dense.cu, which honours the same switch):
+// Whether a decode step's MoE may take its work list from device-side routing (moeExpertsFusedDevice): the
+// fused EXL3 MoE (kernels/cuda/cuda_exl3_moe_routed.cu) and the dense-expert one (cuda_moe_dense.cu) alike;
 // on unless TS_MOE_DEVICE_ROUTE=0 (A/B; a value other than 0 or 1 is reported on stderr); false without CUDA.
-bool exl3MoeDeviceRouting();
+bool moeDeviceRouting();
 // The unit that EXL3 jobs planned as one stage per slice (decode steps of up to ~8–12 rows per matrix) run on,
 // as TS_EXL3_TUNE sets it (bits 8 and 16, docs/PERFORMANCE.md): "streaming, shared-memory ring" (the default),
 // "streaming, register ring" or "staged", with ", one-stage slices" under bit 64, ", launched without PDL"

@@ -136,7 +136,7 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
     // Steps 1 and 2 of a key are measured and captured; every later one is a replay — for EXL3 and dense
     // experts alike (both have a device-routed MoE), unless TS_MOE_DEVICE_ROUTE=0 sends the routing through
     // the host, whose per-expert loop follows it.
-    const bool expectReplay = exl3MoeDeviceRouting();
+    const bool expectReplay = moeDeviceRouting();
     const bool replayed = replays >= steps - 2;
     c.pass = identical && (!expectReplay || replayed);
     c.note = std::to_string(replays) + " of " + std::to_string(steps) + " steps replayed (" +

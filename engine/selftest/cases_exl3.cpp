@@ -219,7 +219,7 @@ std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
     // Routed on the device: taken by a CUDA backend for decode-sized steps of one-launch experts.
     const bool cuda = ctx.dut().name() == "cuda";
     const bool expectDev = cuda && !s.mixedK && s.bitsGU == s.bitsD && s.T <= 16 && s.T * s.topk <= 256 &&
-                           exl3MoeLaunches() == 1 && exl3MoeDeviceRouting();
+                           exl3MoeLaunches() == 1 && moeDeviceRouting();
     if (fusedDev) {
         OpResult rd = compareRel("moeExpertsFusedDevice", sh, res[0], resDev, tol);
         std::vector<float> dr(res[0].size()), dd(resDev.size());

@@ -179,7 +179,7 @@ std::vector<OpResult> denseMoeCase(Context& ctx, const DenseMoeSpec& s) {
                            str(s.E) + " top" + str(s.topk) + " " + std::string(dtypeName(s.dtype)) +
                            (s.limit > 0 ? " limit" : "") + (s.oddIds ? " odd ids" : "");
     const bool cuda = ctx.dut().name() == "cuda";
-    const bool expect = cuda && s.T <= 16 && exl3MoeDeviceRouting();
+    const bool expect = cuda && s.T <= 16 && moeDeviceRouting();
     const char* op = "moeExpertsFusedDevice dense";
     if (!taken) {
         if (expect) return {Context::verdict(kFamily, op, sh, false, "declined a decode-sized step of dense experts")};

@@ -191,7 +191,7 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
                                         const Buffer& y) {
     if (gate && up && down && E > 0 && !gate[0].packed)  // dense experts: cuda_moe_dense.cu
         return denseExpertsRouted(x, T, D, I, idx, weight, topk, gate, up, down, E, limit, y);
-    if (!moeDeviceRouting() || !gate || !up || !down || E <= 0 || topk <= 0 || T < 1 || T > kGroupRows ||
+    if (!exl3cuda::moeDeviceRouting() || !gate || !up || !down || E <= 0 || topk <= 0 || T < 1 || T > kGroupRows ||
         T * topk > kPlanThreads || D <= 0 || I <= 0 || E > (int64_t(1) << 24) || moeLaunches() != 1)
         return false;
     TS_CHECK(x.size() >= size_t(T * D) * 4 && y.size() >= size_t(T * D) * 4, "moeExpertsFusedDevice: buffer too small");

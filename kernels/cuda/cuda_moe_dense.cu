@@ -148,7 +148,7 @@ struct CudaBackend::DenseMoeLayer {
 bool CudaBackend::denseExpertsRouted(const Buffer& x, int64_t T, int64_t D, int64_t I, const Buffer& idx,
                                      const Buffer& weight, int64_t topk, const WeightView* gate, const WeightView* up,
                                      const WeightView* down, int64_t E, float limit, const Buffer& y) {
-    if (!exl3MoeDeviceRouting() || T < 1 || T > kMaxTokens || topk < 1 || topk > kMaxTopk || E <= 0 ||
+    if (!moeDeviceRouting() || T < 1 || T > kMaxTokens || topk < 1 || topk > kMaxTopk || E <= 0 ||
         E > (int64_t(1) << 24) || D <= 0 || I <= 0 || D > (int64_t(1) << 30) || I > (int64_t(1) << 30))
         return false;
     TS_CHECK(x.size() >= size_t(T * D) * 4 && y.size() >= size_t(T * D) * 4, "moeExpertsFusedDevice: buffer too small");
