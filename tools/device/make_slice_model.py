@@ -30,9 +30,9 @@ Weights:
                    expert as exllamav3 writes them: experts.{e}.{gate,up,down}_proj.{trellis I16 [k/16, n/16,
                    64], suh F16 [k], svh F16 [n], mul1 (or mcg) I32 []}. The trellis is random bytes: every
                    bitstream is a valid EXL3 weight (shared/specs/exl3.md §3); MUL1 values have RMS 1, so
-                   W = diag(suh) H W^ H diag(svh) has entries of std |suh||svh|: suh = random sign x 2^-6 x [1, 1.25), svh = random sign
-                   x [1, 1.25): std ~ 0.0198, i.e. 1.27/sqrt(fan_in) for gate/up (fan_in 4096) and
-                   0.9/sqrt(fan_in) for down (fan_in 2048).
+                   W = diag(suh) H W^ H diag(svh) has entries of std |suh||svh|: suh = random sign x 2^-6 x
+                   [1, 1.25), svh = random sign x [1, 1.25): std ~ 0.0198, i.e. 1.27/sqrt(fan_in) for gate/up
+                   (fan_in 4096) and 0.9/sqrt(fan_in) for down (fan_in 2048).
   everything else  BF16 (what the recipe's checkpoint keeps unquantized: attention, KDA, indexer, router,
                    shared expert, dense MLP, mHC, norms, embedding, lm_head), with make_golden.py's scales:
                    matrices std ~ 1/sqrt(fan_in), norms ~ 1, mHC fn 1/sqrt(4D), base N(0,1), scale
@@ -65,8 +65,7 @@ DEFAULT_CONFIG = os.path.join(ROOT, "tests", "data", "glm-5.3-flash.config.json"
 PREFIX = "model.language_model."
 MUL1_FLAG = -2082680531  # int32 view of exllamav3's locked MUL1 multiplier 0x83DCD12D (exl3.md §2.1)
 MCG_FLAG = -877912083    # int32 view of the MCG multiplier 0xCBAC1FED (exl3.md §2.1)
-CODEBOOK_FLAGS = {"mul1": MUL1_FLAG, "mcg": MCG_FLAG}
-CODEBOOK = "mul1"  # --codebook (set by main before any spec is made)
+CODEBOOK_FLAGS = {"mul1": MUL1_FLAG, "mcg": MCG_FLAG}  # --codebook: its flag tensor's name and value
 EXL3_BITS = 4
 CHUNK = 16 << 20  # elements (or bytes) drawn per step: bounds the memory of each writer process
 DTYPE_SIZE = {"BF16": 2, "F16": 2, "I16": 2, "I32": 4, "F32": 4}
@@ -118,17 +117,18 @@ def mlp_specs(p, D, I):
     return [mat(p + ".gate_proj.weight", I, D), mat(p + ".up_proj.weight", I, D), mat(p + ".down_proj.weight", D, I)]
 
 
-def exl3_specs(p, k, n):
-    """One EXL3 linear with in_features k and out_features n (both multiples of 128)."""
+def exl3_specs(p, k, n, codebook):
+    """One EXL3 linear with in_features k and out_features n (both multiples of 128), codebook mul1 or mcg."""
     return [(p + ".trellis", "I16", [k // 16, n // 16, 16 * EXL3_BITS], "random_bytes", None),
             (p + ".suh", "F16", [k], "f16_scale", -6),  # 2^-6 = 1/sqrt(4096)
             (p + ".svh", "F16", [n], "f16_scale", 0),
-            (p + "." + CODEBOOK, "I32", [], "i32_const", CODEBOOK_FLAGS[CODEBOOK])]
+            (p + "." + codebook, "I32", [], "i32_const", CODEBOOK_FLAGS[codebook])]
 
 
-def expert_specs(p, e, D, I):
+def expert_specs(p, e, D, I, codebook):
     q = f"{p}.experts.{e}"
-    return exl3_specs(q + ".gate_proj", D, I) + exl3_specs(q + ".up_proj", D, I) + exl3_specs(q + ".down_proj", I, D)
+    return (exl3_specs(q + ".gate_proj", D, I, codebook) + exl3_specs(q + ".up_proj", D, I, codebook)
+            + exl3_specs(q + ".down_proj", I, D, codebook))
 
 
 def layer_specs(L, linear, dense, c):
@@ -274,10 +274,10 @@ def build_config(base, args):
     tc["num_nextn_predict_layers"] = 0
     cfg["dtype"] = "bfloat16"
     cfg["quantization_config"] = {"quant_method": "exl3", "version": "twinspark-slice", "bits": float(EXL3_BITS),
-                                  "head_bits": 16, "codebook": CODEBOOK, "out_scales": "always"}
+                                  "head_bits": 16, "codebook": args.codebook, "out_scales": "always"}
     cfg["twinspark_random_weights"] = True
     cfg["twinspark_slice"] = {"layers": N, "pattern": pattern, "dense_layers": args.dense_layers, "experts": E,
-                              "exl3_bits": EXL3_BITS, "codebook": CODEBOOK, "seed": args.seed,
+                              "exl3_bits": EXL3_BITS, "codebook": args.codebook, "seed": args.seed,
                               "source_config": os.path.relpath(os.path.abspath(args.config), ROOT)}
     return cfg, pattern
 
@@ -294,11 +294,12 @@ def plan_shards(cfg, pattern, shard_bytes):
         if dense:
             continue
         E, I = tc["n_routed_experts"], tc["moe_intermediate_size"]
-        per_expert = sum(nbytes(s) for s in expert_specs("x", 0, D, I))
+        cb = cfg["quantization_config"]["codebook"]
+        per_expert = sum(nbytes(s) for s in expert_specs("x", 0, D, I, cb))
         group = max(1, shard_bytes // per_expert)
         for e0 in range(0, E, group):
             shards.append([s for e in range(e0, min(E, e0 + group))
-                           for s in expert_specs(f"{PREFIX}layers.{L}.mlp", e, D, I)])
+                           for s in expert_specs(f"{PREFIX}layers.{L}.mlp", e, D, I, cb)])
     return shards
 
 
@@ -332,8 +333,6 @@ def main():
     ap.add_argument("--shard-gb", type=float, default=0.5)
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()
-    global CODEBOOK
-    CODEBOOK = args.codebook
     if args.layers < 1:
         raise SystemExit("--layers must be >= 1")
     with open(args.config) as f:
