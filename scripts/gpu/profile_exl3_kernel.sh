@@ -11,6 +11,7 @@
 #      4096→12288 GEMV rows come later and need a larger SKIP), TAG (result file tag). Results: $OUT/ncu_<tag>.txt,
 #      $OUT/ncu_<tag>_source.txt, $OUT/sass_<tag>.txt. BENCH_WHAT (bench-device --what, default exl3; exl3-gemv4
 #      runs only the GEMV at K = 4, so SKIP = 20 lands on the 4096→12288 MUL1 GEMV; exl3-moe only the MoE layer).
+#      Results also: $OUT/ncu_<tag>_pipes.txt (utilisation of each functional pipe).
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -25,6 +26,13 @@ timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KE
   --section SchedulerStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section InstructionStats \
   $CLI bench-device --backend cuda --what "${BENCH_WHAT:-exl3}" --reps 3 >"$OUT/ncu_$TAG.txt" 2>&1
 echo "ncu $TAG details: rc $?"
+# Pipe utilisation (which functional unit the loop waits for: fma/fmaheavy carries IMAD and IDP, alu the
+# logic and shifts, tensor the mma, lsu/shared the ring): every sm__inst_executed_pipe_* and sm__pipe_*
+# metric as a fraction of its sustained peak over the active cycles, and the issue rate beside them.
+timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KERNEL" -s "$SKIP" -c 1 \
+  --metrics "regex:^sm__(inst_executed_pipe|pipe)_.*\.avg\.pct_of_peak_sustained_active$,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,sm__cycles_active.avg" \
+  $CLI bench-device --backend cuda --what "${BENCH_WHAT:-exl3}" --reps 3 >"$OUT/ncu_${TAG}_pipes.txt" 2>&1
+echo "ncu $TAG pipes: rc $?"
 timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KERNEL" -s "$SKIP" -c 1 --section SourceCounters \
   --section WarpStateStats --import-source no --page source --print-source sass --csv \
   $CLI bench-device --backend cuda --what "${BENCH_WHAT:-exl3}" --reps 3 >"$OUT/ncu_${TAG}_source.csv" 2>"$OUT/ncu_${TAG}_source.err"
