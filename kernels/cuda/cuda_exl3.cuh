@@ -203,6 +203,29 @@ __host__ __device__ __forceinline__ void laneStates4(uint32_t w0, uint32_t w1, u
     st[7] = w1 & 0xFFFFu;
 }
 
+// 3INST/MCG's hash of a state, x = s·A + B (mod 2³²; spec §3.3), CB 0 = 3INST, 1 = MCG.
+__host__ __device__ constexpr uint32_t hashMul(int CB) { return CB == 0 ? 89226354u : 0xCBAC1FEDu; }
+__host__ __device__ constexpr uint32_t hashAdd(int CB) { return CB == 0 ? 64248484u : 0u; }
+
+// The hashes of laneStates4's eight states for 3INST/MCG, with four of its eight ALU instructions moved to the
+// FMA pipe: the K = 4 MCG streaming loop is bound by the ALU pipe (half rate: ~46 ALU instructions per warp
+// k-tile, 93 cycles, against 78 issued; ncu's pipe utilisation, fourteenth session), while its FMA pipe is
+// a quarter busy. The states are the high and low halves of four words v = u12, u8, u4, w1 (st[j] = v >> 16,
+// st[j + 4] = v & 0xFFFF), and a low half's hash follows from the word's and the high half's without the mask:
+// lo = v − hi·2¹⁶, so x_lo = lo·A + B = v·A + B·(1 + 2¹⁶) − x_hi·2¹⁶ (mod 2³²) — two IMADs where the states
+// take an AND or PRMT and then one IMAD. Bit-identical (tests/kernels/test_exl3_lanes.cpp). The streaming
+// unit takes it for MCG only (preHashed in cuda_exl3_stream.cuh says why not for 3INST).
+template <int CB>
+__host__ __device__ __forceinline__ void laneHashes4(uint32_t w0, uint32_t w1, uint32_t x[8]) {
+    constexpr uint32_t A = hashMul(CB), B = hashAdd(CB), C = B * 65537u;
+    const uint32_t v[4] = {funnelRight(w1, w0, 12), funnelRight(w1, w0, 8), funnelRight(w1, w0, 4), w1};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        x[j] = (v[j] >> 16) * A + B;
+        x[j + 4] = v[j] * A + C + x[j] * 0xFFFF0000u;  // − x_hi·2¹⁶
+    }
+}
+
 template <int K, class Get>
 __host__ __device__ __forceinline__ void laneStatesFrom(Get get, int lane, uint32_t st[8]) {
     constexpr uint32_t W = tileWords(K);
@@ -327,7 +350,7 @@ __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4
 template <int CB>
 __device__ __forceinline__ uint32_t codebookHalves(uint32_t s) {
     static_assert(CB != 2, "MUL1 has no halves");
-    return maskXor3inst(CB == 0 ? s * 89226354u + 64248484u : s * 0xCBAC1FEDu);
+    return maskXor3inst(s * hashMul(CB) + hashAdd(CB));
 }
 #endif  // __CUDACC__
 

@@ -91,6 +91,12 @@ __device__ __forceinline__ void transformRowStream(int row, int ktOff, int kts, 
 // those keep the rounded pairs of codebookPairs.
 template <int K, int CB>
 constexpr bool useHalves() { return CB != 2 && K <= 4; }
+// On the halves route at K = 4, MCG's lanes hash their states as laneHashes4 does (the tile's operands are the
+// hashes, not the states: laneOperands4). 3INST keeps the states: with its additive constant the same source
+// came out of ptxas with more instructions, not fewer (IADD3s and MOVs beside the IMADs), and its 4096→12288
+// GEMV went 19.6 → 20.1 µs where MCG's went 20.0 → 18.8 µs (fourteenth session, call 3).
+template <int K, int CB>
+constexpr bool preHashed() { return K == 4 && CB == 1; }
 
 // One token group's activations of a k-tile as the mma's B operand: the lane's two words (token g; k 2c, 2c+1 |
 // 2c+8, 2c+9), or for the halves (H) each activation twice — (a_2c, a_2c) and (a_2c+8, a_2c+8) for the first
@@ -115,6 +121,7 @@ __device__ __forceinline__ TileB<H> tileB(uint2 v) {
 // a2 = (g, 2c+8..) = bq[1], a3 = (g+8, 2c+8..) = bq[3]); or, for the halves, two mmas whose k pairs are the
 // (lo, hi) halves of one weight each — the first takes the weights at k 2c and 2c+8 (states 0, 4, 2, 6), the
 // second those at 2c+1 and 2c+9 (1, 5, 3, 7) — against the duplicated activations of tileB.
+// st8: the lane's 8 states — or, where preHashed (MCG at K = 4), their hashes already (laneOperands4).
 template <int K, int CB>
 __device__ __forceinline__ void tileProduct(const uint32_t (&st8)[8], const TileB<useHalves<K, CB>()>& x,
                                             float (&acc)[4]) {
@@ -125,12 +132,22 @@ __device__ __forceinline__ void tileProduct(const uint32_t (&st8)[8], const Tile
     } else {
         uint32_t h[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) h[j] = codebookHalves<CB>(st8[j]);
+        for (int j = 0; j < 8; ++j) h[j] = preHashed<K, CB>() ? maskXor3inst(st8[j]) : codebookHalves<CB>(st8[j]);
 #pragma unroll
         for (int I = 0; I < 2; ++I)
             mma(acc, h[halvesState(I, 0)], h[halvesState(I, 1)], h[halvesState(I, 2)], h[halvesState(I, 3)],
                 x.b[2 * I], x.b[2 * I + 1]);
     }
+}
+
+// A K = 4 lane's tile operands from its words t − 1 (w0) and t (w1): the 8 states, or for MCG their hashes
+// (laneHashes4: fewer ALU instructions, the pipe that loop waited for; preHashed) — what tileProduct takes.
+template <int CB>
+__device__ __forceinline__ void laneOperands4(uint32_t w0, uint32_t w1, uint32_t (&st8)[8]) {
+    if constexpr (preHashed<4, CB>())
+        laneHashes4<CB>(w0, w1, st8);
+    else
+        laneStates4(w0, w1, st8);
 }
 
 // The register ring's first kRing k-tiles (TS_EXL3_TUNE bit 16); np moves on to the tile of k-tile kRing.
@@ -184,7 +201,7 @@ __device__ __forceinline__ void streamLoop(uint32_t (&ring)[kRing][2][laneWords<
             for (int nt = 0; nt < 2; ++nt) {
                 uint32_t st8[8];
                 if constexpr (K == 4) {  // one shuffle: word t − 1 (the lane's own word is t)
-                    laneStates4(__shfl_sync(0xffffffffu, w[nt][0], (lane + 31) & 31), w[nt][0], st8);
+                    laneOperands4<CB>(__shfl_sync(0xffffffffu, w[nt][0], (lane + 31) & 31), w[nt][0], st8);
                 } else {
                     laneStatesFrom<K>(
                         [&](uint32_t idx) {
@@ -326,14 +343,15 @@ __device__ __forceinline__ void rescaleToStage1(float (&acc)[2][4], float (&accB
 // R (rows per k-tile of the staged activations) follows from TWO: 16 rows, else 8.
 constexpr int kPass = 4;
 
-// The 8 states of the lane in the two n-tiles of the k-tile at shared byte address t.
-template <int K>
+// The 8 states of the lane in the two n-tiles of the k-tile at shared byte address t (MCG at K = 4: their
+// hashes, laneOperands4).
+template <int K, int CB>
 __device__ __forceinline__ void ringStates(uint32_t t, int lane, uint32_t (&st8)[2][8]) {
     constexpr int TW = tileWords(K);
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
         if constexpr (K == 4)
-            laneStates4(ldsU32(t + 4 * (nt * TW + ((lane + 31) & 31))), ldsU32(t + 4 * (nt * TW + lane)), st8[nt]);
+            laneOperands4<CB>(ldsU32(t + 4 * (nt * TW + ((lane + 31) & 31))), ldsU32(t + 4 * (nt * TW + lane)), st8[nt]);
         else
             laneStatesFrom<K>([&](uint32_t i) { return ldsU32(t + 4 * (uint32_t(nt * TW) + i)); }, lane, st8[nt]);
     }
@@ -366,9 +384,9 @@ __device__ __forceinline__ void streamPass(const RingLane& rl, uint32_t slotOff,
         cpAsyncWait<DP - 1>();  // this lane's copies of the slot have landed (one group per slot)
         __syncwarp();           // ... and every lane's
         uint32_t st8[2][8];
-        ringStates<K>(slot, lane, st8);
+        ringStates<K, CB>(slot, lane, st8);
         tileMma<K, CB, TWO>(st8, xPass + (2 * j) * R * 32, acc, accB);
-        ringStates<K>(slot + SB, lane, st8);
+        ringStates<K, CB>(slot + SB, lane, st8);
         __syncwarp();  // the slot is read: refill it
         if constexpr (REFILL) copyPair<K>(rl, slotOff + j * PB, lp, kStride);
         cpAsyncCommit();

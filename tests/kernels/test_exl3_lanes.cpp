@@ -5,8 +5,9 @@
 // formula (engine/quant/exl3_trellis, spec §3.2), for K = 1..8 on random tiles; and the MUL1 affine map the
 // streaming unit applies per token (kinv·(1024 + bytesum) + kbias, exact) against the CPU's fp16 codebook
 // values: within half an fp16 ulp for all 65,536 states (the numerics the self-test's decode tolerance assumes);
-// the streaming unit's ring pieces (ringPiece): every word of a slot copied once, from the right place; and the
-// 3INST/MCG halves route (halvesState, halvesDup) multiplied out through the mma's fragment layouts.
+// the streaming unit's ring pieces (ringPiece): every word of a slot copied once, from the right place; the
+// 3INST/MCG halves route (halvesState, halvesDup) multiplied out through the mma's fragment layouts; and that
+// route's K = 4 hashes (laneHashes4) against the hash of each state.
 #include <QtTest>
 
 #include <cmath>
@@ -77,6 +78,24 @@ private slots:
             exl3cuda::laneStates4(w0, w1, st);
             const uint64_t win = (uint64_t(w0) << 32) | w1;
             for (int j = 0; j < 8; ++j) QCOMPARE(st[j], uint32_t((win >> (28 - 4 * j)) & 0xFFFFu));
+        }
+    }
+
+    // The halves route's K = 4 hashes (laneHashes4: a low half's hash from its word's and the high half's,
+    // without the mask) against the hash of each state, for both codebooks; words of all ones and zeros too.
+    void laneHashes4AreTheStatesHashes() {
+        std::mt19937_64 rng(17);
+        for (int rep = 0; rep < 400; ++rep) {
+            const uint32_t w0 = rep == 0 ? 0xFFFFFFFFu : rep == 1 ? 0u : uint32_t(rng());
+            const uint32_t w1 = rep == 0 ? 0xFFFFFFFFu : rep == 1 ? 0u : uint32_t(rng());
+            uint32_t st[8], x3[8], xm[8];
+            exl3cuda::laneStates4(w0, w1, st);
+            exl3cuda::laneHashes4<0>(w0, w1, x3);
+            exl3cuda::laneHashes4<1>(w0, w1, xm);
+            for (int j = 0; j < 8; ++j) {
+                QCOMPARE(x3[j], st[j] * 89226354u + 64248484u);  // 3INST (spec §3.3)
+                QCOMPARE(xm[j], st[j] * 0xCBAC1FEDu);            // MCG
+            }
         }
     }
 
