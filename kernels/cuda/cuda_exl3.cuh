@@ -206,6 +206,7 @@ __host__ __device__ __forceinline__ void laneStates4(uint32_t w0, uint32_t w1, u
 // 3INST/MCG's hash of a state, x = s·A + B (mod 2³²; spec §3.3), CB 0 = 3INST, 1 = MCG.
 __host__ __device__ constexpr uint32_t hashMul(int CB) { return CB == 0 ? 89226354u : 0xCBAC1FEDu; }
 __host__ __device__ constexpr uint32_t hashAdd(int CB) { return CB == 0 ? 64248484u : 0u; }
+__host__ __device__ constexpr uint32_t hashState(int CB, uint32_t s) { return s * hashMul(CB) + hashAdd(CB); }
 
 // The hashes of laneStates4's eight states for 3INST/MCG, with four of its eight ALU instructions moved to the
 // FMA pipe: the K = 4 MCG streaming loop is bound by the ALU pipe (half rate: ~46 ALU instructions per warp
@@ -305,8 +306,7 @@ __device__ __forceinline__ uint32_t codebookDup(uint32_t s) {
         const __half2 r = __hfma2(__low2half2(h), kinv, kbias);  // low half in both lanes: a .H0_H0 operand
         return *reinterpret_cast<const uint32_t*>(&r);
     } else {
-        uint32_t x = CB == 0 ? s * 89226354u + 64248484u : s * 0xCBAC1FEDu;
-        x = maskXor3inst(x);
+        const uint32_t x = maskXor3inst(hashState(CB, s));
         const __half2 h = *reinterpret_cast<const __half2*>(&x);
         const __half2 r = __hadd2(__low2half2(h), __high2half2(h));  // (lo + hi) in both halves
         return *reinterpret_cast<const uint32_t*>(&r);
@@ -331,10 +331,8 @@ __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4
             const uint32_t t1 = __dp4a(s1 * 0x83DCD12Du, 0x01010101u, 0x6400u);
             b[q] = __byte_perm(t0, t1, 0x5410);
         } else {
-            uint32_t x0 = CB == 0 ? s0 * 89226354u + 64248484u : s0 * 0xCBAC1FEDu;
-            uint32_t x1 = CB == 0 ? s1 * 89226354u + 64248484u : s1 * 0xCBAC1FEDu;
-            x0 = maskXor3inst(x0);
-            x1 = maskXor3inst(x1);
+            const uint32_t h0 = hashState(CB, s0), h1 = hashState(CB, s1);
+            const uint32_t x0 = maskXor3inst(h0), x1 = maskXor3inst(h1);
             const uint32_t lo = __byte_perm(x0, x1, 0x5410), hi = __byte_perm(x0, x1, 0x7632);
             const __half2 r = __hadd2(*reinterpret_cast<const __half2*>(&lo), *reinterpret_cast<const __half2*>(&hi));
             b[q] = *reinterpret_cast<const uint32_t*>(&r);
@@ -350,7 +348,7 @@ __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4
 template <int CB>
 __device__ __forceinline__ uint32_t codebookHalves(uint32_t s) {
     static_assert(CB != 2, "MUL1 has no halves");
-    return maskXor3inst(s * hashMul(CB) + hashAdd(CB));
+    return maskXor3inst(hashState(CB, s));
 }
 #endif  // __CUDACC__
 
