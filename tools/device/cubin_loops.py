@@ -22,6 +22,7 @@ import collections
 import json
 import os
 import re
+import signal
 import struct
 import sys
 
@@ -97,6 +98,7 @@ def loops(cubin, kernel, every, mapPath):
 
 
 def main(argv):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
     here = os.path.dirname(os.path.abspath(__file__))
     if len(argv) >= 2 and argv[0] == "learn":
         learn(argv[1:])
