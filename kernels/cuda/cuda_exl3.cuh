@@ -209,8 +209,8 @@ __host__ __device__ constexpr uint32_t hashAdd(int CB) { return CB == 0 ? 642484
 __host__ __device__ constexpr uint32_t hashState(int CB, uint32_t s) { return s * hashMul(CB) + hashAdd(CB); }
 
 // The hashes of laneStates4's eight states for 3INST/MCG, with four of its eleven ALU instructions moved to the
-// FMA pipe: the K = 4 MCG streaming loop was bound by the ALU pipe (half rate: ~47 ALU instructions per warp
-// k-tile, ~95 cycles, against ~80 issued; ncu's pipe utilisation and the SASS, fourteenth session), while its
+// FMA pipe: the K = 4 MCG streaming loop was bound by the ALU pipe (half rate: ~46 ALU instructions per warp
+// k-tile, ≥ 92 cycles, against ~80 issued; ncu's pipe utilisation and the SASS, fourteenth session), while its
 // FMA-heavy pipe was a fifth busy. The states are the high and low halves of four words v = u12, u8, u4, w1 (st[j] = v >> 16,
 // st[j + 4] = v & 0xFFFF), and a low half's hash follows from the word's and the high half's without the mask:
 // lo = v − hi·2¹⁶, so x_lo = lo·A + B = v·A + B·(1 + 2¹⁶) − x_hi·2¹⁶ (mod 2³²) — two IMADs where the states

@@ -36,10 +36,16 @@ def learn(paths):
     seen = collections.defaultdict(collections.Counter)
     pat = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+)[^;]*;\s*/\* (0x[0-9a-f]{16}) \*/")
     for p in paths:
-        for line in open(p, errors="replace"):
+        try:
+            lines = open(p, errors="replace").readlines()
+        except OSError as e:
+            sys.exit(f"learn: {e}")
+        for line in lines:
             m = pat.search(line)
             if m:
                 seen[int(m.group(2), 16) & 0xFFF][m.group(1)] += 1
+    if not seen:
+        sys.exit("learn: no SASS instructions with encodings in " + ", ".join(paths) + " (cuobjdump -sass output?)")
     clash = {hex(k): dict(v) for k, v in seen.items() if len(v) > 1}
     if clash:
         sys.exit(f"learn: opcodes with more than one mnemonic: {clash}")
@@ -65,8 +71,11 @@ def pipes(c):
 
 
 def loops(cubin, kernel, every, mapPath):
-    opmap = {int(k): v for k, v in json.load(open(mapPath)).items()}
-    data = open(cubin, "rb").read()
+    try:
+        opmap = {int(k): v for k, v in json.load(open(mapPath)).items()}
+        data = open(cubin, "rb").read()
+    except (OSError, ValueError) as e:
+        sys.exit(f"loops: {e}")
     found = False
     for name, off, size in sections(data):
         if not (name.startswith(".text.") and kernel in name):
