@@ -31,6 +31,11 @@ namespace mhccuda {  // cuda_mhc_kda.cu
 int setFusedPre(int on);
 bool fusedPre();
 }  // namespace mhccuda
+namespace mlatc {  // cuda_attention_tc.cu
+int setTensorCores(int on);
+bool tensorCores();
+int setChunkTiles(int tiles);
+}  // namespace mlatc
 namespace mathcuda {  // cuda_math.cu
 int setOneTokenMode(int mode);
 int oneTokenMode();
@@ -43,6 +48,9 @@ int64_t kdaSetChunkMinTokens(int64_t t) { return kdacuda::setChunkMinTokens(t); 
 int64_t kdaChunkMinTokens() { return kdacuda::chunkMinTokensNow(); }
 int mhcSetFusedPre(int on) { return mhccuda::setFusedPre(on); }
 bool mhcFusedPre() { return mhccuda::fusedPre(); }
+int mlaSetTensorCores(int on) { return mlatc::setTensorCores(on); }
+bool mlaTensorCores() { return mlatc::tensorCores(); }
+int mlaSetChunkTiles(int tiles) { return mlatc::setChunkTiles(tiles); }
 int gemvSetOneTokenMode(int mode) { return mathcuda::setOneTokenMode(mode); }
 int gemvOneTokenMode() { return mathcuda::oneTokenMode(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
@@ -74,6 +82,9 @@ int64_t kdaSetChunkMinTokens(int64_t) { return -1; }
 int64_t kdaChunkMinTokens() { return 0; }
 int mhcSetFusedPre(int) { return -1; }
 bool mhcFusedPre() { return false; }
+int mlaSetTensorCores(int) { return -1; }
+bool mlaTensorCores() { return false; }
+int mlaSetChunkTiles(int) { return 0; }
 int gemvSetOneTokenMode(int) { return -1; }
 int gemvOneTokenMode() { return -1; }
 #endif

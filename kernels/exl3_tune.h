@@ -72,6 +72,18 @@ int64_t kdaChunkMinTokens();
 int mhcSetFusedPre(int on);
 bool mhcFusedPre();
 
+// Sparse MLA on the GPU (CudaBackend::mlaSparseAttention): the tensor-core kernel (kernels/cuda/cuda_attention_tc.cu;
+// fp8 cache, latent 512, heads in multiples of 16 — the real model's calls) or, for A/B runs and the self-test's
+// second comparison, the SIMT kernel that every other shape takes. TS_MLA_TC=0 (read once) picks the SIMT one;
+// mlaSetTensorCores(1 or 0) overrides it from now on, −1 restores the environment's; returns the previous override
+// (−1: none). mlaTensorCores: the choice in force now (false without CUDA). The two differ in summation order only.
+int mlaSetTensorCores(int on);
+bool mlaTensorCores();
+// The tensor-core kernel's chunk of each query's selection, in tiles of 32 latents, forced for A/B runs
+// (bench-device --what mla); 0 restores the planner's (about two blocks per SM, at least 2 tiles per chunk).
+// Returns the previous value (0 without CUDA).
+int mlaSetChunkTiles(int tiles);
+
 // The one-token dense GEMV on the GPU (kernels/cuda/cuda_math.cu, linear at T = 1), for A/B runs (bench-device
 // --what gemv): mode 1 (default) K split over a block's 8 warps, 4 rows per block; 2 the same with 2 rows per
 // block (the same bits); 0 one warp per whole row (the kernel before; another summation order). TS_GEMV1 (read

@@ -7,7 +7,9 @@
 //   (scores and values) × 2 flops per latent element is ~200 flop per cache byte, so in fp32 the kernel
 //   is compute-bound long before it is bandwidth-bound on an H200.
 //   Rows: 1 sequence (T = 1), 4 sequences (4 calls, one per sequence, as the model runs a batch), and 4
-//   queries of one sequence in one call (T = 4, e.g. speculative decode).
+//   queries of one sequence in one call (T = 4, e.g. speculative decode); each with the tensor-core kernel (the
+//   default at this shape) and with the SIMT one (mlaSetTensorCores, kernels/exl3_tune.h); then the tensor-core
+//   kernel's chunk length swept (mlaSetChunkTiles) for T = 1 and T = 4.
 // - indexerSelect, decode: scores of all 8,192 pools + top-128 + expansion; bandwidth = pool-key bytes
 //   (8,192 × 132 B) / time. Timed without stats (device work only) and with stats (as the model calls
 //   it: the tie flags come back to the host, one synchronisation per call).
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "cli/bench_cuda.h"
+#include "exl3_tune.h"
 
 namespace ts::cli {
 
@@ -111,28 +114,49 @@ nlohmann::json benchMlaDecode(Backend& backend, int reps) {
                          {"us_per_call", s * 1e6}, {"bytes", bytes}, {"GBps", gbps}});
     };
 
-    {  // attention, 1 sequence
-        const double s = medianSeconds(backend, reps, 50, [&] {
-            backend.mlaSparseAttention(qLat, 1, kHeads, kLatent, cache, dt, seqs[0].pages, seqs[0].idx, width, scale, oLat);
-        });
-        report("mlaSparseAttention decode, 1 sequence", "selected cache entries", 1, 1, s, bytesPerQuery);
+    // Both kernels of the op (kernels/exl3_tune.h): the tensor-core one (the default for this shape), then SIMT.
+    for (const int tc : {1, 0}) {
+        const OverrideScope<mlaSetTensorCores> variant(tc);
+        const std::string sfx = tc ? ", tensor cores" : ", simt";
+        {  // attention, 1 sequence
+            const double s = medianSeconds(backend, reps, 50, [&] {
+                backend.mlaSparseAttention(qLat, 1, kHeads, kLatent, cache, dt, seqs[0].pages, seqs[0].idx, width, scale, oLat);
+            });
+            report(("mlaSparseAttention decode, 1 sequence" + sfx).c_str(), "selected cache entries", 1, 1, s, bytesPerQuery);
+        }
+        {  // attention, 4 sequences, one call each
+            const double s = medianSeconds(backend, reps, 20, [&] {
+                for (int i = 0; i < kSeqs; ++i)
+                    backend.mlaSparseAttention(qLat.viewF32(size_t(i * kHeads * kLatent), size_t(kHeads * kLatent)), 1, kHeads,
+                                               kLatent, cache, dt, seqs[size_t(i)].pages, seqs[size_t(i)].idx, width, scale,
+                                               oLat.viewF32(size_t(i * kHeads * kLatent), size_t(kHeads * kLatent)));
+            });
+            report(("mlaSparseAttention decode, 4 sequences" + sfx).c_str(), "selected cache entries", 1, kSeqs, s, kSeqs * bytesPerQuery);
+        }
+        {  // attention, 4 queries of one sequence in one call
+            const double s = medianSeconds(backend, reps, 20, [&] {
+                backend.mlaSparseAttention(qLat, 4, kHeads, kLatent, cache, dt, seqs[0].pages, idx4, width, scale, oLat);
+            });
+            report(("mlaSparseAttention T=4, 1 sequence" + sfx).c_str(), "selected cache entries", 4, 1, s, 4 * bytesPerQuery);
+        }
     }
-    {  // attention, 4 sequences, one call each
-        const double s = medianSeconds(backend, reps, 20, [&] {
-            for (int i = 0; i < kSeqs; ++i)
-                backend.mlaSparseAttention(qLat.viewF32(size_t(i * kHeads * kLatent), size_t(kHeads * kLatent)), 1, kHeads,
-                                           kLatent, cache, dt, seqs[size_t(i)].pages, seqs[size_t(i)].idx, width, scale,
-                                           oLat.viewF32(size_t(i * kHeads * kLatent), size_t(kHeads * kLatent)));
-        });
-        report("mlaSparseAttention decode, 4 sequences", "selected cache entries", 1, kSeqs, s, kSeqs * bytesPerQuery);
+    // The tensor-core kernel's chunk length (tiles of 32 latents per block; the planner takes ~2 blocks per SM):
+    // more chunks spread a query over more SMs but leave more partials to merge.
+    {
+        const OverrideScope<mlaSetTensorCores> tcOn(1);
+        for (const int tiles : {1, 2, 4, 8, 16, 65}) {
+            const OverrideScope<mlaSetChunkTiles> chunkTiles(tiles);
+            const std::string sfx = ", tensor cores, " + std::to_string(tiles) + " tiles/chunk";
+            const double s1 = medianSeconds(backend, reps, 50, [&] {
+                backend.mlaSparseAttention(qLat, 1, kHeads, kLatent, cache, dt, seqs[0].pages, seqs[0].idx, width, scale, oLat);
+            });
+            report(("mlaSparseAttention decode, 1 sequence" + sfx).c_str(), "selected cache entries", 1, 1, s1, bytesPerQuery);
+            const double s4 = medianSeconds(backend, reps, 20, [&] {
+                backend.mlaSparseAttention(qLat, 4, kHeads, kLatent, cache, dt, seqs[0].pages, idx4, width, scale, oLat);
+            });
+            report(("mlaSparseAttention T=4, 1 sequence" + sfx).c_str(), "selected cache entries", 4, 1, s4, 4 * bytesPerQuery);
+        }
     }
-    {  // attention, 4 queries of one sequence in one call
-        const double s = medianSeconds(backend, reps, 20, [&] {
-            backend.mlaSparseAttention(qLat, 4, kHeads, kLatent, cache, dt, seqs[0].pages, idx4, width, scale, oLat);
-        });
-        report("mlaSparseAttention T=4, 1 sequence", "selected cache entries", 4, 1, s, 4 * bytesPerQuery);
-    }
-
     std::printf("k-pool indexer select: %lld pools (kp %lld), %lld heads x %lld, top-%lld pools\n",
                 static_cast<long long>(poolsPerSeq), static_cast<long long>(kPool), static_cast<long long>(kIdxHeads),
                 static_cast<long long>(kIdxDim), static_cast<long long>(kTopk / kPool));

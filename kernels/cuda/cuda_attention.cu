@@ -11,10 +11,12 @@
 //   mlaSparseAttention  (1) one block per query turns idx[t, width] into the set of physical slots
 //                       (−1 and positions beyond the pages dropped, duplicates removed: a sorted, unique
 //                       list — what the indexer emits — is taken as is, anything else is deduplicated);
-//                       (2) flash-decoding: one block per (query, chunk of the set, group of 8 heads) streams
-//                       its latents once for the 8 heads through shared memory (fp8 dequantised on load,
-//                       online softmax in fp32); (3) when the set was split into chunks, one block per
-//                       (query, head) merges the partial (max, sum, o) triples.
+//                       (2) flash-decoding: for an fp8 cache at R = 512 with heads in 16s (the real model) the
+//                       tensor-core kernel of cuda_attention_tc.cu; otherwise (and under TS_MLA_TC=0) one block
+//                       per (query, chunk of the set, group of 8 heads) streams its latents once for the 8 heads
+//                       through shared memory (fp8 dequantised on load, online softmax in fp32); (3) when the
+//                       set was split into chunks, one block per (query, head) merges the partial (max, sum, o)
+//                       triples.
 //
 // Test: `twinspark-cli selftest --backend cuda --filter attention` (engine/selftest/cases_attention.cpp:
 // cache bytes exact, attention / GEMMs within fp32-order tolerances). Benchmark: `twinspark-cli
@@ -242,19 +244,43 @@ __global__ void __launch_bounds__(1024) mlaSelectSlotsKernel(const int32_t* __re
     int32_t* out = sel + t * width;
     auto slotOf = [&](int32_t pos) { return int32_t(int64_t(blocks[pos / blockSize]) * blockSize + pos % blockSize); };
 
+    // The first kPre rounds' entries and their slots are loaded before the first scan: two dependent loads in
+    // all instead of two per round (a 2,063-wide decode selection is 3 rounds).
+    constexpr int kPre = 4;
+    int32_t preV[kPre], preS[kPre];
+#pragma unroll
+    for (int k = 0; k < kPre; ++k) {
+        const int64_t i = int64_t(k) * blockDim.x + threadIdx.x;
+        preV[k] = i < width ? row[i] : -1;
+    }
+#pragma unroll
+    for (int k = 0; k < kPre; ++k) preS[k] = preV[k] >= 0 && preV[k] < capacity ? slotOf(preV[k]) : 0;
+
     int n = 0;
     bool sorted = true;
     if (threadIdx.x == 0) last = -1;
     __syncthreads();
-    for (int64_t base = 0; base < width; base += blockDim.x) {
+    int round = 0;
+    for (int64_t base = 0; base < width; base += blockDim.x, ++round) {
         const int64_t i = base + threadIdx.x;
-        const int32_t v = i < width ? row[i] : -1;
+        int32_t v = -1, slot = 0;
+        if (round < kPre) {
+#pragma unroll
+            for (int k = 0; k < kPre; ++k)
+                if (round == k) {
+                    v = preV[k];
+                    slot = preS[k];
+                }
+        } else {
+            v = i < width ? row[i] : -1;
+        }
         const bool valid = v >= 0 && v < capacity;
+        if (valid && round >= kPre) slot = slotOf(v);
         int total;
         const int r = blockScanFlag(valid, scan, total);
         if (valid) {
             kept[r] = v;
-            out[n + r] = slotOf(v);
+            out[n + r] = slot;
         }
         __syncthreads();
         const bool bad = valid && v <= (r > 0 ? kept[r - 1] : last);
@@ -487,30 +513,59 @@ __global__ void __launch_bounds__(kAttnThreads) mlaSparseAttnKernel(AttnArgs a) 
 }
 
 // grid T·H, block 128: o = Σ_c O_c·e^(m_c − M) / Σ_c l_c·e^(m_c − M) over the chunks that saw entries.
+// Warp 0 makes the chunks' weights (lane-parallel, the sum in a fixed shuffle order); then each thread adds
+// 4 consecutive latent dims (float4 when R allows) over the chunks, 8 chunks' loads in flight at a time — one
+// chunk after another, each waiting for the last load, this merge took ~20 µs of a 128k-context decode call.
 __global__ void mlaAttnCombineKernel(const float* __restrict__ partO, const float* __restrict__ partML, int nChunks,
                                      int64_t R, float* __restrict__ oLat) {
     extern __shared__ float w[];  // [nChunks]
     __shared__ float total;
     const int64_t th = blockIdx.x;
     const float* ml = partML + th * nChunks * 2;
-    if (threadIdx.x == 0) {
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
         float mx = -INFINITY;
-        for (int c = 0; c < nChunks; ++c)
+        for (int c = lane; c < nChunks; c += 32)
             if (ml[2 * c + 1] > 0.0f) mx = fmaxf(mx, ml[2 * c]);
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         float sum = 0.0f;
-        for (int c = 0; c < nChunks; ++c) {
-            w[c] = ml[2 * c + 1] > 0.0f ? expf(ml[2 * c] - mx) : 0.0f;
-            sum += w[c] * ml[2 * c + 1];
+        for (int c = lane; c < nChunks; c += 32) {
+            const float l = ml[2 * c + 1];
+            const float wc = l > 0.0f ? expf(ml[2 * c] - mx) : 0.0f;
+            w[c] = wc;
+            sum += wc * l;
         }
-        total = sum;
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0) total = sum;
     }
     __syncthreads();
     const float* o = partO + th * nChunks * R;
+    const float tot = total;
+    const bool vec = (R & 3) == 0 && (reinterpret_cast<uintptr_t>(partO) & 15) == 0 && (reinterpret_cast<uintptr_t>(oLat) & 15) == 0;
+    if (vec) {
+        for (int64_t r = 4 * int64_t(threadIdx.x); r < R; r += 4 * int64_t(blockDim.x)) {
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
+            for (int c = 0; c < nChunks; ++c) {
+                const float wc = w[c];
+                // Chunks that saw no entry wrote no partial (its memory is stale): never read.
+                const float4 q = wc > 0.0f ? __ldcg(reinterpret_cast<const float4*>(o + int64_t(c) * R + r))
+                                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                v.x += wc * q.x;
+                v.y += wc * q.y;
+                v.z += wc * q.z;
+                v.w += wc * q.w;
+            }
+            *reinterpret_cast<float4*>(oLat + th * R + r) =
+                tot > 0.0f ? make_float4(v.x / tot, v.y / tot, v.z / tot, v.w / tot) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+        return;
+    }
     for (int64_t r = threadIdx.x; r < R; r += blockDim.x) {
         float v = 0.0f;
         for (int c = 0; c < nChunks; ++c)
             if (w[c] > 0.0f) v += w[c] * o[int64_t(c) * R + r];
-        oLat[th * R + r] = total > 0.0f ? v / total : 0.0f;
+        oLat[th * R + r] = tot > 0.0f ? v / tot : 0.0f;
     }
 }
 
@@ -626,7 +681,51 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
         TS_CUDA_LAUNCH_CHECK();
     }
 
-    // (2) chunks: about two blocks per SM (several fit: ~51 KB of shared memory each at R = 512), at
+    // (2) the tensor-core kernel (cuda_attention_tc.cu) for the real model's shape — fp8 cache, R = 512, heads in
+    // 16s — unless switched off: chunks of whole 32-latent tiles, at least two per chunk, about two blocks per SM.
+    const bool tc = dt == KvCacheDtype::Fp8 && R == mlatc::kMlaTcLatent && H % mlatc::kMlaTcHeads == 0 &&
+                    eb % 16 == 0 && reinterpret_cast<uintptr_t>(cache.bytes()) % 16 == 0 &&
+                    reinterpret_cast<uintptr_t>(qLat.f32()) % 16 == 0 && reinterpret_cast<uintptr_t>(oLat.f32()) % 16 == 0 &&
+                    mlatc::tensorCores();
+    if (tc) {
+        constexpr int64_t kTile = mlatc::kMlaTcTile;
+        const int64_t hg = H / mlatc::kMlaTcHeads;
+        const int64_t target = 2 * std::max(1, props().multiProcessorCount);
+        const int64_t maxChunks = std::max<int64_t>(1, (w + 2 * kTile - 1) / (2 * kTile));
+        int64_t chunks = std::clamp<int64_t>((target + T * hg - 1) / (T * hg), 1, std::min<int64_t>(maxChunks, 64));
+        int64_t chunkLen = (w + chunks - 1) / chunks;
+        chunkLen = (chunkLen + kTile - 1) / kTile * kTile;
+        if (const int forced = mlatc::chunkTiles(); forced > 0)  // A/B runs: that many tiles per chunk
+            chunkLen = std::max<int64_t>(kTile, std::min<int64_t>(int64_t(forced) * kTile, (w + kTile - 1) / kTile * kTile));
+        chunks = (w + chunkLen - 1) / chunkLen;
+        TS_CHECK(T * hg <= int64_t(0x7fffffff) && hg <= 65535, "mlaSparseAttention: too many heads");
+        mlatc::MlaTcArgs a{};
+        a.qLat = qLat.f32();
+        a.cache = cache.bytes();
+        a.eb = int64_t(eb);
+        a.sel = sel;
+        a.count = count;
+        a.width = w;
+        a.H = H;
+        a.chunkLen = chunkLen;
+        a.scale = scale;
+        if (chunks == 1) {
+            a.oLat = oLat.f32();
+        } else {
+            auto* part = static_cast<float*>(scratch(kScratchB, size_t(T * H * chunks * (R + 2)) * 4));
+            a.partO = part;
+            a.partML = part + T * H * chunks * R;
+        }
+        mlatc::launchSparseTc(a, T, chunks, st);
+        if (chunks > 1) {
+            mlaAttnCombineKernel<<<unsigned(T * H), 128, size_t(chunks) * 4, st>>>(a.partO, a.partML, int(chunks), R,
+                                                                                   oLat.f32());
+            TS_CUDA_LAUNCH_CHECK();
+        }
+        return;
+    }
+
+    // (2) the SIMT kernel: chunks: about two blocks per SM (several fit: ~51 KB of shared memory each at R = 512), at
     // least 4 tiles per chunk to amortise the q load, at most 64 chunks (the partials' size).
     const int64_t groups = (H + kAttnHeads - 1) / kAttnHeads;
     TS_CHECK(groups <= 65535, "mlaSparseAttention: too many heads");

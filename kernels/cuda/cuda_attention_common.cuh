@@ -165,3 +165,38 @@ __device__ __forceinline__ float blockQuantPow2(const float* x, int n, uint8_t* 
 }
 
 }  // namespace ts::cuda
+
+// The tensor-core sparse MLA (cuda_attention_tc.cu): its shape, arguments and launcher, used by
+// CudaBackend::mlaSparseAttention (cuda_attention.cu) for fp8 caches at R = 512 with heads in multiples of 16.
+namespace ts::mlatc {
+
+constexpr int kMlaTcLatent = 512;  // latent width (GLM-5.3-Flash's kv_lora_rank)
+constexpr int kMlaTcHeads = 16;    // heads per block
+constexpr int kMlaTcTile = 32;     // selected latents per tile; chunks are multiples of it
+
+struct MlaTcArgs {
+    const float* qLat;     // [T, H, 512], 16-byte aligned
+    const uint8_t* cache;  // [slots, eb] fp8_ds_mla entries, 16-byte aligned, eb a multiple of 16
+    int64_t eb;
+    const int32_t* sel;    // [T, width] physical slots (mlaSelectSlotsKernel)
+    const int32_t* count;  // [T]
+    int64_t width, H;      // H: a multiple of 16
+    int64_t chunkLen;      // selected entries per chunk, a multiple of kMlaTcTile
+    float scale;
+    float* oLat;    // [T, H, 512] (one chunk) or null
+    float* partO;   // [T, H, chunks, 512] (several chunks): unnormalised o of each chunk
+    float* partML;  // [T, H, chunks, 2]: the chunk's running max and sum
+};
+
+// grid (T, chunks, H / 16); cuda_attention.cu merges several chunks with its combine kernel.
+void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, cudaStream_t stream);
+// TS_MLA_TC (read once; default on) or the override of setTensorCores (1 / 0; −1 restores the environment's;
+// returns the previous override): whether eligible calls take this kernel.
+int setTensorCores(int on);
+bool tensorCores();
+// Tiles per chunk forced for A/B runs (> 0), or 0: the planner's (about two blocks per SM, ≥ 2 tiles, ≤ 64
+// chunks). setChunkTiles returns the previous value.
+int setChunkTiles(int tiles);
+int chunkTiles();
+
+}  // namespace ts::mlatc
