@@ -239,6 +239,7 @@ __global__ void __launch_bounds__(1024) mlaSelectSlotsKernel(const int32_t* __re
     __shared__ int scan[33];
     __shared__ int32_t kept[1024];
     __shared__ int32_t last;
+    pdlTrigger();  // the main pass may start (it reads sel and count only after its pdlWait)
     const int64_t t = blockIdx.x;
     const int32_t* row = idx + t * width;
     int32_t* out = sel + t * width;
@@ -512,26 +513,33 @@ __global__ void __launch_bounds__(kAttnThreads) mlaSparseAttnKernel(AttnArgs a) 
     }
 }
 
-// grid T·H, block 128: o = Σ_c O_c·e^(m_c − M) / Σ_c l_c·e^(m_c − M) over the chunks that saw entries.
-// Warp 0 makes the chunks' weights (lane-parallel, the sum in a fixed shuffle order); then each thread adds
-// 4 consecutive latent dims (float4 when R allows) over the chunks, 8 chunks' loads in flight at a time — one
-// chunk after another, each waiting for the last load, this merge took ~20 µs of a 128k-context decode call.
-__global__ void mlaAttnCombineKernel(const float* __restrict__ partO, const float* __restrict__ partML, int nChunks,
-                                     int64_t R, float* __restrict__ oLat) {
+// o = Σ_c O_c·e^(m_c − M) / Σ_c l_c·e^(m_c − M) over the chunks that saw entries. grid (T·H, ⌈R/128⌉) when
+// `vec` (R a multiple of 4, 16-byte aligned rows), block 128: warp 0 makes the chunks' weights (lane-parallel,
+// the sum in a fixed shuffle order), then warp k adds chunks k, k + 4, ... for the block's 128 dims (lane: 4 of
+// them, float4, all its chunks' loads in flight) and the four warps' sums are added in warp order. Else grid
+// (T·H, 1), the block's threads take the dims one by one. Launched with PDL: waits for the partials first.
+// (One thread per chunk after another, each waiting for the last load, this merge took ~20 µs of a
+// 128k-context decode call; one warp per 4 dims, 8 µs.)
+constexpr int kCombineWarps = 4;
+__global__ void __launch_bounds__(32 * kCombineWarps) mlaAttnCombineKernel(const float* __restrict__ partO,
+                                                                         const float* __restrict__ partML, int nChunks,
+                                                                         int64_t R, int vec, float* __restrict__ oLat) {
     extern __shared__ float w[];  // [nChunks]
     __shared__ float total;
+    __shared__ float4 red[kCombineWarps][32];
+    pdlWait();
     const int64_t th = blockIdx.x;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const float* ml = partML + th * nChunks * 2;
-    if (threadIdx.x < 32) {
-        const int lane = threadIdx.x;
+    if (warp == 0) {
         float mx = -INFINITY;
         for (int c = lane; c < nChunks; c += 32)
-            if (ml[2 * c + 1] > 0.0f) mx = fmaxf(mx, ml[2 * c]);
+            if (__ldcg(ml + 2 * c + 1) > 0.0f) mx = fmaxf(mx, __ldcg(ml + 2 * c));
         for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         float sum = 0.0f;
         for (int c = lane; c < nChunks; c += 32) {
-            const float l = ml[2 * c + 1];
-            const float wc = l > 0.0f ? expf(ml[2 * c] - mx) : 0.0f;
+            const float l = __ldcg(ml + 2 * c + 1);
+            const float wc = l > 0.0f ? expf(__ldcg(ml + 2 * c) - mx) : 0.0f;
             w[c] = wc;
             sum += wc * l;
         }
@@ -541,12 +549,12 @@ __global__ void mlaAttnCombineKernel(const float* __restrict__ partO, const floa
     __syncthreads();
     const float* o = partO + th * nChunks * R;
     const float tot = total;
-    const bool vec = (R & 3) == 0 && (reinterpret_cast<uintptr_t>(partO) & 15) == 0 && (reinterpret_cast<uintptr_t>(oLat) & 15) == 0;
     if (vec) {
-        for (int64_t r = 4 * int64_t(threadIdx.x); r < R; r += 4 * int64_t(blockDim.x)) {
-            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const int64_t r = int64_t(blockIdx.y) * 128 + 4 * lane;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (r < R) {
 #pragma unroll 8
-            for (int c = 0; c < nChunks; ++c) {
+            for (int c = warp; c < nChunks; c += kCombineWarps) {
                 const float wc = w[c];
                 // Chunks that saw no entry wrote no partial (its memory is stale): never read.
                 const float4 q = wc > 0.0f ? __ldcg(reinterpret_cast<const float4*>(o + int64_t(c) * R + r))
@@ -556,6 +564,18 @@ __global__ void mlaAttnCombineKernel(const float* __restrict__ partO, const floa
                 v.z += wc * q.z;
                 v.w += wc * q.w;
             }
+        }
+        red[warp][lane] = v;
+        __syncthreads();
+        if (warp == 0 && r < R) {
+#pragma unroll
+            for (int k = 1; k < kCombineWarps; ++k) {
+                const float4 q = red[k][lane];
+                v.x += q.x;
+                v.y += q.y;
+                v.z += q.z;
+                v.w += q.w;
+            }
             *reinterpret_cast<float4*>(oLat + th * R + r) =
                 tot > 0.0f ? make_float4(v.x / tot, v.y / tot, v.z / tot, v.w / tot) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
@@ -564,9 +584,17 @@ __global__ void mlaAttnCombineKernel(const float* __restrict__ partO, const floa
     for (int64_t r = threadIdx.x; r < R; r += blockDim.x) {
         float v = 0.0f;
         for (int c = 0; c < nChunks; ++c)
-            if (w[c] > 0.0f) v += w[c] * o[int64_t(c) * R + r];
+            if (w[c] > 0.0f) v += w[c] * __ldcg(o + int64_t(c) * R + r);
         oLat[th * R + r] = tot > 0.0f ? v / tot : 0.0f;
     }
+}
+
+// The merge of `chunks` partials into oLat (launched after the main pass, with PDL).
+void launchCombine(const float* partO, const float* partML, int64_t chunks, int64_t rows, int64_t R, float* oLat,
+                   cudaStream_t st) {
+    const bool vec = R % 4 == 0 && reinterpret_cast<uintptr_t>(partO) % 16 == 0 && reinterpret_cast<uintptr_t>(oLat) % 16 == 0;
+    launchPdl(mlaAttnCombineKernel, dim3(unsigned(rows), vec ? unsigned((R + 127) / 128) : 1u), dim3(32 * kCombineWarps),
+              size_t(chunks) * 4, st, partO, partML, int(chunks), R, int(vec), oLat);
 }
 
 template <int RPT>
@@ -716,11 +744,9 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
             a.partO = part;
             a.partML = part + T * H * chunks * R;
         }
-        mlatc::launchSparseTc(a, T, chunks, st);
+        mlatc::launchSparseTc(a, T, chunks, width > 0, st);
         if (chunks > 1) {
-            mlaAttnCombineKernel<<<unsigned(T * H), 128, size_t(chunks) * 4, st>>>(a.partO, a.partML, int(chunks), R,
-                                                                                   oLat.f32());
-            TS_CUDA_LAUNCH_CHECK();
+            launchCombine(a.partO, a.partML, chunks, T * H, R, oLat.f32(), st);
         }
         return;
     }
@@ -771,9 +797,7 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
 
     // (3) merge the chunks.
     if (chunks > 1) {
-        mlaAttnCombineKernel<<<unsigned(T * H), 128, size_t(chunks) * 4, st>>>(a.partO, a.partML, int(chunks), R,
-                                                                               oLat.f32());
-        TS_CUDA_LAUNCH_CHECK();
+        launchCombine(a.partO, a.partML, chunks, T * H, R, oLat.f32(), st);
     }
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "cuda/cuda_common.cuh"
 
@@ -164,6 +165,37 @@ __device__ __forceinline__ float blockQuantPow2(const float* x, int n, uint8_t* 
     return s;
 }
 
+
+// Programmatic dependent launch (sm_90+): pdlTrigger lets the next kernel in the stream, launched with the
+// attribute (launchPdl), start as this one's blocks have all issued it; pdlWait, in that next kernel, blocks
+// until this one has completed and its memory is visible — before it a kernel reads only what earlier kernels
+// wrote. The sparse MLA's three kernels (slot selection, main pass, chunk merge) chain this way, so each one's
+// launch and prologue overlap the previous one's tail.
+__device__ __forceinline__ void pdlTrigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdlWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+template <class... P, class... A>
+void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, std::forward<A>(args)...));
+}
+
 }  // namespace ts::cuda
 
 // The tensor-core sparse MLA (cuda_attention_tc.cu): its shape, arguments and launcher, used by
@@ -188,8 +220,9 @@ struct MlaTcArgs {
     float* partML;  // [T, H, chunks, 2]: the chunk's running max and sum
 };
 
-// grid (T, chunks, H / 16); cuda_attention.cu merges several chunks with its combine kernel.
-void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, cudaStream_t stream);
+// grid (T, chunks, H / 16); cuda_attention.cu merges several chunks with its combine kernel. pdl: launched with
+// programmatic dependent launch after the slot selection kernel (q is made before waiting for it).
+void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, bool pdl, cudaStream_t stream);
 // TS_MLA_TC (read once; default on) or the override of setTensorCores (1 / 0; −1 restores the environment's;
 // returns the previous override): whether eligible calls take this kernel.
 int setTensorCores(int on);

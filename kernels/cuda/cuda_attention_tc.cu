@@ -53,6 +53,8 @@ int chunkTiles() { return g_chunkTiles.load(std::memory_order_relaxed); }
 namespace {
 
 using ::ts::cuda::imin64;
+using ::ts::cuda::pdlTrigger;
+using ::ts::cuda::pdlWait;
 
 constexpr int kR = kMlaTcLatent;     // latent width
 constexpr int kHeads = kMlaTcHeads;  // heads per block
@@ -148,28 +150,7 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
     const int grp = warp >> 1;  // this warp's scale group (dims [128·grp, 128·grp + 128))
     const int64_t t = blockIdx.x, chunk = blockIdx.y, h0 = int64_t(blockIdx.z) * kHeads;
     const int nChunks = gridDim.y;
-    const int64_t n = a.count[t];
-    const int64_t cBeg = chunk * a.chunkLen, cEnd = imin64(n, cBeg + a.chunkLen);
-    const int32_t* selRow = a.sel + t * a.width;
-
-    // The tile's raw entries come by cp.async into `raw` (zero-filled past the set: no stale codes, scale 0,
-    // so p = 0 there): lane l of warp p copies bytes [64p, 64p + 64) of latent l and (p < 4) its scale p.
-    // `slot`: latent l's cache slot, loaded one tile ahead (slotOf) — read where the copy is issued, a slot
-    // load left the warp waiting for it in the middle of every tile (~3 µs per tile instead of ~1).
-    auto slotOf = [&](int64_t base) { return base + lane < cEnd ? __ldg(selRow + base + lane) : -1; };
-    auto loadTile = [&](int32_t slot) {
-        const bool live = slot >= 0;
-        const uint8_t* e = live ? a.cache + int64_t(slot) * a.eb : a.cache;
-        const uint32_t dst = smemAddr(raw + lane * kRawStride + 64 * warp);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) cpAsync16(dst + 16 * k, e + 64 * warp + 16 * k, live);
-        if (warp < kR / 128) cpAsync4(smemAddr(rawScale + warp * kTileL + lane), e + kR + 4 * warp, live);
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
-    };
-    // Slots of tiles 0 and 1 (in flight together, and beside q's loads below); tile 0's copies go out once its
-    // slot is in, tile 1's at tile 0, and so on.
-    const int32_t slot0 = slotOf(cBeg);
-    int32_t slotNext = slotOf(cBeg + kTileL);
+    pdlTrigger();  // the chunk merge may launch: it waits for this kernel's end before reading anything
 
     // q of heads g, g + 8 (rows of the A fragment) over this warp's 64 dims as hi/lo fp16 A fragments:
     // qa[ks][part][r] for k-step ks (dims 64w + 16ks ..), part 0 = hi, 1 = lo; r = a0..a3 (spec: a0 (g, 2c..),
@@ -187,7 +168,6 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
                 v[r][ks][1] = *reinterpret_cast<const float2*>(qrow + 16 * ks + 8);
             }
         }
-        if (cBeg < cEnd) loadTile(slot0);  // waits for slot0 only; q's loads are out
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             float mx = 0.0f;
@@ -218,6 +198,32 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
                 qfrag[((warp * 4 + ks) * 2 + part) * 32 + lane] =
                     make_uint4(qa[ks][part][0], qa[ks][part][1], qa[ks][part][2], qa[ks][part][3]);
     }
+
+    // q is in (it comes from kernels before the slot selection); the selection's sel and count are read after
+    // the PDL wait (a no-op when launched plainly).
+    pdlWait();
+    const int64_t n = __ldcg(a.count + t);
+    const int64_t cBeg = chunk * a.chunkLen, cEnd = imin64(n, cBeg + a.chunkLen);
+    const int32_t* selRow = a.sel + t * a.width;
+    // The tile's raw entries come by cp.async into `raw` (zero-filled past the set: no stale codes, scale 0,
+    // so p = 0 there): lane l of warp p copies bytes [64p, 64p + 64) of latent l and (p < 4) its scale p.
+    // `slot`: latent l's cache slot, loaded one tile ahead (slotOf) — read where the copy is issued, a slot
+    // load left the warp waiting for it in the middle of every tile (~3 µs per tile instead of ~1).
+    auto slotOf = [&](int64_t base) { return base + lane < cEnd ? __ldcg(selRow + base + lane) : -1; };
+    auto loadTile = [&](int32_t slot) {
+        const bool live = slot >= 0;
+        const uint8_t* e = live ? a.cache + int64_t(slot) * a.eb : a.cache;
+        const uint32_t dst = smemAddr(raw + lane * kRawStride + 64 * warp);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) cpAsync16(dst + 16 * k, e + 64 * warp + 16 * k, live);
+        if (warp < kR / 128) cpAsync4(smemAddr(rawScale + warp * kTileL + lane), e + kR + 4 * warp, live);
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    // Slots of tiles 0 and 1 (in flight together); tile 0's copies go out once its slot is in, tile 1's at
+    // tile 0, and so on.
+    const int32_t slot0 = slotOf(cBeg);
+    int32_t slotNext = slotOf(cBeg + kTileL);
+    if (cBeg < cEnd) loadTile(slot0);
 
     float o[8][4];  // o[j]: heads g, g + 8 × dims 64w + 8j + 2c, +1 (C fragment), in units of 2^F
 #pragma unroll
@@ -404,15 +410,19 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
 
 }  // namespace
 
-void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, cudaStream_t stream) {
+void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, bool pdl, cudaStream_t stream) {
     static const bool attr = [] {
         TS_CUDA_CHECK(cudaFuncSetAttribute(mlaSparseTcKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
         return true;
     }();
     (void)attr;
     const dim3 grid{unsigned(T), unsigned(chunks), unsigned(a.H / kHeads)};
-    mlaSparseTcKernel<<<grid, kThreads, kSmemBytes, stream>>>(a);
-    TS_CUDA_LAUNCH_CHECK();
+    if (pdl) {
+        ::ts::cuda::launchPdl(mlaSparseTcKernel, grid, dim3(kThreads), size_t(kSmemBytes), stream, a);
+    } else {
+        mlaSparseTcKernel<<<grid, kThreads, kSmemBytes, stream>>>(a);
+        TS_CUDA_LAUNCH_CHECK();
+    }
 }
 
 }  // namespace mlatc
