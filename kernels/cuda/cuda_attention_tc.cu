@@ -7,7 +7,7 @@
 // What one block computes: query t, one chunk of its selected latents (tiles of 32), 16 heads (one
 // mma.m16n8k16 M). Per tile:
 //   1. its 32 latents' 512 e4m3 codes → fp16 in shared memory (exact: every e4m3 value is an fp16), and their
-//      4 per-128 scales; the next tile's codes are loaded into registers while this one is computed;
+//      4 per-128 scales; the next tile's entries land by cp.async while this one is computed;
 //   2. scores: warp w takes dims [64w, 64w + 64) (one half of scale group w/2) for all 16 heads × 32
 //      latents, q as the A operand in two fp16 parts (hi + lo of q·2^e, e per head and warp so that the
 //      largest |q·2^e| lies in [2^14, 2^15): ~22 significant bits, as the EXL3 staged unit keeps its
@@ -21,7 +21,10 @@
 // Against the CPU's fp32 the results differ by summation order only at the ~1e-6 level — inside the
 // self-test's bound for this op (1e-5 absolute + 1e-4 relative), which the fp16 rounding of q or p alone
 // (2^-11) would not be.
-// Several chunks per query write (max, sum, o) partials that cuda_attention.cu's combine kernel merges.
+// Several chunks per query write (max, sum, o) partials that cuda_attention.cu's combine kernel merges. The
+// kernel is launched with programmatic dependent launch after the slot selection: q's fragments are made before
+// it waits for that kernel. What bounds it (docs/PERFORMANCE.md, benchmark 2): a tile's chain of phases and
+// barriers, ~3 µs per tile with one block on an SM — so the planner spreads a query over ~2 blocks per SM.
 //
 // Test: twinspark-cli selftest --backend cuda --filter attention ("mlaSparseAttention … fp8" rows at R = 512:
 // this kernel, and the "simt" rows: the other one, against the same CPU reference).
