@@ -268,6 +268,9 @@ __host__ __device__ __forceinline__ void laneStates(const uint32_t* tw, int lane
     laneStatesFrom<K>([tw](uint32_t i) { return tw[i]; }, lane, st);
 }
 
+// MUL1's multiplier: x = s·kMul1Mul (mod 2³²), then the byte sum (spec §3.3; exl3_format.h's kExl3Mul1Multiplier,
+// test_exl3_lanes checks that they agree).
+constexpr uint32_t kMul1Mul = 0x83DCD12Du;
 // MUL1's affine map from h = 1024 + bytesum to the value (spec §3.3): kinv·h + kbias.
 constexpr float kMul1Inv = 0.00676727294921875f;  // fp16 0x1EEE
 constexpr float kMul1Bias = -10.3828125f;         // fp16 0xC931
@@ -298,7 +301,7 @@ __device__ __forceinline__ uint32_t maskXor3inst(uint32_t x) {
 template <int CB>
 __device__ __forceinline__ uint32_t codebookDup(uint32_t s) {
     if constexpr (CB == 2) {
-        const uint32_t x = s * 0x83DCD12Du;
+        const uint32_t x = s * kMul1Mul;
         const uint32_t t = __dp4a(x, 0x01010101u, 0x6400u);  // 0x6400 + the sum of the four unsigned bytes
         const __half2 h = *reinterpret_cast<const __half2*>(&t);  // (1024 + bytesum, 0)
         const __half2 kinv = __halves2half2(__ushort_as_half(0x1EEE), __ushort_as_half(0x1EEE));
@@ -327,8 +330,8 @@ __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4
     for (int q = 0; q < 4; ++q) {
         const uint32_t s0 = st[2 * q], s1 = st[2 * q + 1];
         if constexpr (CB == 2) {
-            const uint32_t t0 = __dp4a(s0 * 0x83DCD12Du, 0x01010101u, 0x6400u);
-            const uint32_t t1 = __dp4a(s1 * 0x83DCD12Du, 0x01010101u, 0x6400u);
+            const uint32_t t0 = __dp4a(s0 * kMul1Mul, 0x01010101u, 0x6400u);
+            const uint32_t t1 = __dp4a(s1 * kMul1Mul, 0x01010101u, 0x6400u);
             b[q] = __byte_perm(t0, t1, 0x5410);
         } else {
             const uint32_t h0 = hashState(CB, s0), h1 = hashState(CB, s1);

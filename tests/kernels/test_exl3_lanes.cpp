@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda/cuda_exl3.cuh"
+#include "quant/exl3_format.h"
 #include "quant/exl3_trellis.h"
 
 using namespace ts;
@@ -97,6 +98,13 @@ private slots:
                 QCOMPARE(xm[j], st[j] * 0xCBAC1FEDu);            // MCG
             }
         }
+    }
+
+    // The kernels' multipliers are the checkpoint format's (engine/quant/exl3_format.h), written once each.
+    void multipliersAreTheFormats() {
+        QCOMPARE(exl3cuda::kMul1Mul, kExl3Mul1Multiplier);
+        QCOMPARE(exl3cuda::hashMul(1), kExl3McgMultiplier);
+        QCOMPARE(exl3cuda::kMul1Mul, 0x83DCD12Du);  // spec §3.3
     }
 
     void mul1AffineValueWithinHalfAnUlp() {
