@@ -30,6 +30,7 @@
 #include "cuda/cuda_attention_common.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/mla_plan.h"
 
 namespace ts {
 
@@ -716,16 +717,10 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
                     reinterpret_cast<uintptr_t>(qLat.f32()) % 16 == 0 && reinterpret_cast<uintptr_t>(oLat.f32()) % 16 == 0 &&
                     mlatc::tensorCores();
     if (tc) {
-        constexpr int64_t kTile = mlatc::kMlaTcTile;
         const int64_t hg = H / mlatc::kMlaTcHeads;
-        const int64_t target = 2 * std::max(1, props().multiProcessorCount);
-        const int64_t maxChunks = std::max<int64_t>(1, (w + 2 * kTile - 1) / (2 * kTile));
-        int64_t chunks = std::clamp<int64_t>((target + T * hg - 1) / (T * hg), 1, std::min<int64_t>(maxChunks, 64));
-        int64_t chunkLen = (w + chunks - 1) / chunks;
-        chunkLen = (chunkLen + kTile - 1) / kTile * kTile;
-        if (const int forced = mlatc::chunkTiles(); forced > 0)  // A/B runs: that many tiles per chunk
-            chunkLen = std::max<int64_t>(kTile, std::min<int64_t>(int64_t(forced) * kTile, (w + kTile - 1) / kTile * kTile));
-        chunks = (w + chunkLen - 1) / chunkLen;
+        const mlaplan::ChunkPlan plan =
+            mlaplan::planChunks(T, hg, w, props().multiProcessorCount, mlatc::kMlaTcTile, 2, mlatc::chunkTiles());
+        const int64_t chunks = plan.chunks, chunkLen = plan.chunkLen;
         TS_CHECK(T * hg <= int64_t(0x7fffffff) && hg <= 65535, "mlaSparseAttention: too many heads");
         mlatc::MlaTcArgs a{};
         a.qLat = qLat.f32();
@@ -755,12 +750,8 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
     // least 4 tiles per chunk to amortise the q load, at most 64 chunks (the partials' size).
     const int64_t groups = (H + kAttnHeads - 1) / kAttnHeads;
     TS_CHECK(groups <= 65535, "mlaSparseAttention: too many heads");
-    const int64_t target = 2 * std::max(1, props().multiProcessorCount);
-    const int64_t maxChunks = std::max<int64_t>(1, (width + 4 * kAttnTile - 1) / (4 * kAttnTile));
-    int64_t chunks = std::clamp<int64_t>((target + T * groups - 1) / (T * groups), 1, std::min<int64_t>(maxChunks, 64));
-    int64_t chunkLen = (w + chunks - 1) / chunks;
-    chunkLen = (chunkLen + kAttnTile - 1) / kAttnTile * kAttnTile;
-    chunks = (w + chunkLen - 1) / chunkLen;
+    const mlaplan::ChunkPlan plan = mlaplan::planChunks(T, groups, w, props().multiProcessorCount, kAttnTile, 4);
+    const int64_t chunks = plan.chunks, chunkLen = plan.chunkLen;
 
     AttnArgs a{};
     a.qLat = qLat.f32();

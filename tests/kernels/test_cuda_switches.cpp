@@ -5,7 +5,9 @@
 // TS_EXL3_KSL (set here before anything reads it): decode plans take that slice length, capped at what one
 // unit takes, and the bench's decode-unit line says so. The mHC pre op's one-launch / two-launch switch:
 // TS_MHC_FUSED=0 (set here) picks two launches, mhcSetFusedPre overrides it at once and restores. The dense
-// one-token GEMV's mode: TS_GEMV1=2 (set here) is read, gemvSetOneTokenMode overrides it and restores.
+// one-token GEMV's mode: TS_GEMV1=2 (set here) is read, gemvSetOneTokenMode overrides it and restores. The
+// sparse MLA's kernel: TS_MLA_TC=0 (set here) picks SIMT, mlaSetTensorCores overrides it and restores; the
+// tensor-core kernel's forced chunk length (mlaSetChunkTiles) is set and cleared.
 #include <QtTest>
 
 #include <cstdint>
@@ -24,6 +26,7 @@ private slots:
         ::setenv("TS_EXL3_KSL", "40", 1);
         ::setenv("TS_MHC_FUSED", "0", 1);
         ::setenv("TS_GEMV1", "2", 1);
+        ::setenv("TS_MLA_TC", "0", 1);
     }
 
     void forcedSliceLength() {
@@ -78,6 +81,23 @@ private slots:
         QCOMPARE(gemvOneTokenMode(), 2);
         QCOMPARE(gemvSetOneTokenMode(3), -1);     // out of range: none
         QCOMPARE(gemvOneTokenMode(), 2);
+    }
+
+    void mlaTensorCoresOverride() {
+        QVERIFY(!mlaTensorCores());               // the environment's: TS_MLA_TC=0, the SIMT kernel
+        QCOMPARE(mlaSetTensorCores(1), -1);       // no override before
+        QVERIFY(mlaTensorCores());
+        QCOMPARE(mlaSetTensorCores(0), 1);
+        QVERIFY(!mlaTensorCores());
+        QCOMPARE(mlaSetTensorCores(-1), 0);       // back to the environment's
+        QVERIFY(!mlaTensorCores());
+        QCOMPARE(mlaSetTensorCores(5), -1);       // anything but 0 / 1: none
+        QVERIFY(!mlaTensorCores());
+        // The chunk length of the A/B sweep: set, reported back, cleared (negative clears too).
+        QCOMPARE(mlaSetChunkTiles(4), 0);
+        QCOMPARE(mlaSetChunkTiles(65), 4);
+        QCOMPARE(mlaSetChunkTiles(-3), 65);
+        QCOMPARE(mlaSetChunkTiles(0), 0);
     }
 };
 
