@@ -11,7 +11,6 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 
 #include "cuda/cuda_common.cuh"
 
@@ -165,36 +164,6 @@ __device__ __forceinline__ float blockQuantPow2(const float* x, int n, uint8_t* 
     return s;
 }
 
-
-// Programmatic dependent launch (sm_90+): pdlTrigger lets the next kernel in the stream, launched with the
-// attribute (launchPdl), start as this one's blocks have all issued it; pdlWait, in that next kernel, blocks
-// until this one has completed and its memory is visible — before it a kernel reads only what earlier kernels
-// wrote. The sparse MLA's three kernels (slot selection, main pass, chunk merge) chain this way, so each one's
-// launch and prologue overlap the previous one's tail.
-__device__ __forceinline__ void pdlTrigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdlWait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-template <class... P, class... A>
-void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, std::forward<A>(args)...));
-}
 
 }  // namespace ts::cuda
 

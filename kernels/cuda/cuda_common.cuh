@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -133,8 +134,44 @@ __device__ __forceinline__ int atomAddAcqRel(int* p, int v) {
     return old;
 }
 
+// Programmatic dependent launch (sm_90+; kernels launched with the attribute, launchPdl below or the EXL3
+// launcher): a kernel may start while the previous kernel in the stream is finishing. pdlWait blocks until that
+// kernel has completed and its memory is visible — before it, a kernel reads only what kernels before that one
+// wrote (its parameters, weights); pdlTrigger lets the next kernel start once every block of this one has
+// issued it (or exited).
+__device__ __forceinline__ void pdlWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdlTrigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 }  // namespace ts::cuda
 
 #define TS_CUDA_CHECK(expr) ::ts::cuda::check((expr), #expr, __FILE__, __LINE__)
 // After a kernel launch: launch-configuration errors surface here, execution errors at the next sync.
 #define TS_CUDA_LAUNCH_CHECK() ::ts::cuda::check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+namespace ts::cuda {
+
+// fn<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization allowed (see pdlWait).
+template <class... P, class... A>
+void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, std::forward<A>(args)...));
+}
+
+}  // namespace ts::cuda

@@ -57,20 +57,10 @@ __device__ __forceinline__ void redRelease(int* p, int v) {
     asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
 using ::ts::cuda::atomAddAcqRel;  // (cuda_common.cuh) the units' arrivals at their column block's counter
-// Programmatic dependent launch (sm_90+; launches made with the attribute, see launchPdl): a kernel may
-// start while the previous kernel in the stream is finishing. pdlWait blocks until that kernel has completed
-// and its memory is visible — before it, a kernel reads only its parameters and weights (never written by
-// kernels); pdlTrigger lets the next kernel start once every block of this one has issued it.
-__device__ __forceinline__ void pdlWait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdlTrigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
+// Programmatic dependent launch (cuda_common.cuh; the kernels are launched with the attribute by launchPdl in
+// cuda_exl3.cu): before pdlWait a unit reads only its parameters and weights (never written by kernels).
+using ::ts::cuda::pdlTrigger;
+using ::ts::cuda::pdlWait;
 // Block-wide: returns once *p ≥ target, with the writers' stores visible to every thread of the block.
 // Called where all threads of the block arrive together.
 __device__ __forceinline__ void blockWaitCount(const int* p, int target) {
