@@ -519,8 +519,7 @@ __global__ void __launch_bounds__(kAttnThreads) mlaSparseAttnKernel(AttnArgs a) 
 // the sum in a fixed shuffle order), then warp k adds chunks k, k + 4, ... for the block's 128 dims (lane: 4 of
 // them, float4, all its chunks' loads in flight) and the four warps' sums are added in warp order. Else grid
 // (T·H, 1), the block's threads take the dims one by one. Launched with PDL: waits for the partials first.
-// (One thread per chunk after another, each waiting for the last load, this merge took ~20 µs of a
-// 128k-context decode call; one warp per 4 dims, 8 µs.)
+// (33 chunks of a 128k-context decode call, ncu: a thread per 4 dims over all chunks 8.2 µs, this form 5.8 µs.)
 constexpr int kCombineWarps = 4;
 __global__ void __launch_bounds__(32 * kCombineWarps) mlaAttnCombineKernel(const float* __restrict__ partO,
                                                                          const float* __restrict__ partML, int nChunks,
