@@ -24,7 +24,9 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cuda/cuda_attention_common.cuh"
@@ -594,7 +596,7 @@ void launchCombine(const float* partO, const float* partML, int64_t chunks, int6
                    cudaStream_t st) {
     const bool vec = R % 4 == 0 && reinterpret_cast<uintptr_t>(partO) % 16 == 0 && reinterpret_cast<uintptr_t>(oLat) % 16 == 0;
     launchPdl(mlaAttnCombineKernel, dim3(unsigned(rows), vec ? unsigned((R + 127) / 128) : 1u), dim3(32 * kCombineWarps),
-              size_t(chunks) * 4, st, partO, partML, int(chunks), R, int(vec), oLat);
+              size_t(chunks) * 4, st, true, partO, partML, int(chunks), R, int(vec), oLat);
 }
 
 template <int RPT>
@@ -709,6 +711,12 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
         TS_CUDA_LAUNCH_CHECK();
     }
 
+    // Several chunks per query: their partials in scratch, o [T, H, chunks, R] then (max, sum) [T, H, chunks, 2].
+    auto partials = [&](int64_t chunks) {
+        auto* part = static_cast<float*>(scratch(kScratchB, size_t(T * H * chunks * (R + 2)) * 4));
+        return std::pair<float*, float*>{part, part + T * H * chunks * R};
+    };
+
     // (2) the tensor-core kernel (cuda_attention_tc.cu) for the real model's shape — fp8 cache, R = 512, heads in
     // 16s — unless switched off: chunks of whole 32-latent tiles, at least two per chunk, about two blocks per SM.
     const bool tc = dt == KvCacheDtype::Fp8 && R == mlatc::kMlaTcLatent && H % mlatc::kMlaTcHeads == 0 &&
@@ -731,13 +739,8 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
         a.H = H;
         a.chunkLen = chunkLen;
         a.scale = scale;
-        if (chunks == 1) {
-            a.oLat = oLat.f32();
-        } else {
-            auto* part = static_cast<float*>(scratch(kScratchB, size_t(T * H * chunks * (R + 2)) * 4));
-            a.partO = part;
-            a.partML = part + T * H * chunks * R;
-        }
+        if (chunks == 1) a.oLat = oLat.f32();
+        else std::tie(a.partO, a.partML) = partials(chunks);
         mlatc::launchSparseTc(a, T, chunks, width > 0, st);
         if (chunks > 1) {
             launchCombine(a.partO, a.partML, chunks, T * H, R, oLat.f32(), st);
@@ -767,13 +770,8 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
     a.nTiles = (R + 127) / 128;
     a.chunkLen = chunkLen;
     a.scale = scale;
-    if (chunks == 1) {
-        a.oLat = oLat.f32();
-    } else {
-        auto* part = static_cast<float*>(scratch(kScratchB, size_t(T * H * chunks * (R + 2)) * 4));
-        a.partO = part;
-        a.partML = part + T * H * chunks * R;
-    }
+    if (chunks == 1) a.oLat = oLat.f32();
+    else std::tie(a.partO, a.partML) = partials(chunks);
     const size_t shmem = size_t((kAttnHeads + kAttnTile) * a.RP + kAttnHeads * kAttnTile + 3 * kAttnHeads +
                                 kAttnTile * a.nTiles + kAttnTile) * 4;
     const dim3 grid{unsigned(T), unsigned(chunks), unsigned(groups)};

@@ -420,12 +420,7 @@ void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, bool pdl, cud
     }();
     (void)attr;
     const dim3 grid{unsigned(T), unsigned(chunks), unsigned(a.H / kHeads)};
-    if (pdl) {
-        ::ts::cuda::launchPdl(mlaSparseTcKernel, grid, dim3(kThreads), size_t(kSmemBytes), stream, a);
-    } else {
-        mlaSparseTcKernel<<<grid, kThreads, kSmemBytes, stream>>>(a);
-        TS_CUDA_LAUNCH_CHECK();
-    }
+    ::ts::cuda::launchPdl(mlaSparseTcKernel, grid, dim3(kThreads), size_t(kSmemBytes), stream, pdl, a);
 }
 
 }  // namespace mlatc

@@ -158,9 +158,10 @@ __device__ __forceinline__ void pdlTrigger() {
 
 namespace ts::cuda {
 
-// fn<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization allowed (see pdlWait).
+// fn<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization allowed when pdl (see
+// pdlWait; the A/B switches that launch plainly pass false).
 template <class... P, class... A>
-void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
+void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl, A&&... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
@@ -170,7 +171,7 @@ void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = pdl ? 1 : 0;
     TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, std::forward<A>(args)...));
 }
 

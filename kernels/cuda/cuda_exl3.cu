@@ -346,17 +346,7 @@ namespace {
 // suh until pdlWait (the kernels' contract above). In stream capture it becomes a programmatic graph edge.
 template <class Arg>
 void launchPdl(void (*fn)(Arg), unsigned grid, size_t smem, cudaStream_t stream, const Arg& arg) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = tunePdlOff() ? 0 : 1;
-    TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, arg));
+    ::ts::cuda::launchPdl(fn, dim3(grid), dim3(kThreads), smem, stream, !tunePdlOff(), arg);
 }
 }  // namespace
 
