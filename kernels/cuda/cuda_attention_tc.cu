@@ -134,6 +134,19 @@ __device__ __forceinline__ void splitHalf(float x, __half& hi, __half& lo) {
 __device__ __forceinline__ uint32_t pack2(__half lo, __half hi) {
     return uint32_t(__half_as_ushort(lo)) | (uint32_t(__half_as_ushort(hi)) << 16);
 }
+// Two adjacent A-fragment values v·s as the fragment's hi and lo registers (v.x in the lower halves).
+__device__ __forceinline__ void splitPair(float2 v, float s, uint32_t& hi, uint32_t& lo) {
+    __half h0, l0, h1, l1;
+    splitHalf(__fmul_rn(v.x, s), h0, l0);
+    splitHalf(__fmul_rn(v.y, s), h1, l1);
+    hi = pack2(h0, h1);
+    lo = pack2(l0, l1);
+}
+// The max of m over the 4 lanes of a quad (the lanes that hold one A-fragment row).
+__device__ __forceinline__ float quadMax(float m) {
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+}
 
 // grid (T, chunks, H / 16), block 256, kSmemBytes of dynamic shared memory.
 __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
@@ -178,21 +191,14 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
             for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
                 for (int hf = 0; hf < 2; ++hf) mx = fmaxf(mx, fmaxf(fabsf(v[r][ks][hf].x), fabsf(v[r][ks][hf].y)));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            mx = quadMax(mx);
             const int e = scaleExp(mx, 0);
             const float s = pow2i(e);
             qUnscale[r] = pow2i(-e);
 #pragma unroll
             for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
-                for (int hf = 0; hf < 2; ++hf) {
-                    __half h0x, l0x, h1x, l1x;
-                    splitHalf(__fmul_rn(v[r][ks][hf].x, s), h0x, l0x);
-                    splitHalf(__fmul_rn(v[r][ks][hf].y, s), h1x, l1x);
-                    qa[ks][0][r + 2 * hf] = pack2(h0x, h1x);
-                    qa[ks][1][r + 2 * hf] = pack2(l0x, l1x);
-                }
+                for (int hf = 0; hf < 2; ++hf) splitPair(v[r][ks][hf], s, qa[ks][0][r + 2 * hf], qa[ks][1][r + 2 * hf]);
         }
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks)
@@ -210,8 +216,9 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
     const int32_t* selRow = a.sel + t * a.width;
     // The tile's raw entries come by cp.async into `raw` (zero-filled past the set: no stale codes, scale 0,
     // so p = 0 there): lane l of warp p copies bytes [64p, 64p + 64) of latent l and (p < 4) its scale p.
-    // `slot`: latent l's cache slot, loaded one tile ahead (slotOf) — read where the copy is issued, a slot
-    // load left the warp waiting for it in the middle of every tile (~3 µs per tile instead of ~1).
+    // `slot`: latent l's cache slot, loaded one tile ahead (slotOf), so the copies go out without waiting for
+    // it (measured: no change in the time per tile, ~3 µs alone on an SM — the copies were not what a tile
+    // waited for; docs/PERFORMANCE.md, benchmark 2).
     auto slotOf = [&](int64_t base) { return base + lane < cEnd ? __ldcg(selRow + base + lane) : -1; };
     auto loadTile = [&](int32_t slot) {
         const bool live = slot >= 0;
@@ -345,8 +352,7 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
                         const float2 v = prod(r, ks, hf);
                         mx = fmaxf(mx, fmaxf(v.x, v.y));
                     }
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                mx = quadMax(mx);
                 const int fNew = scaleExp(mx, F[r]);
                 const float f = corrS[g + 8 * r] * pow2i(max(-126, min(126, fNew - F[r])));
                 F[r] = fNew;
@@ -359,14 +365,7 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
 #pragma unroll
                 for (int ks = 0; ks < 2; ++ks)
 #pragma unroll
-                    for (int hf = 0; hf < 2; ++hf) {
-                        const float2 v = prod(r, ks, hf);
-                        __half h0x, l0x, h1x, l1x;
-                        splitHalf(__fmul_rn(v.x, s), h0x, l0x);
-                        splitHalf(__fmul_rn(v.y, s), h1x, l1x);
-                        pa[ks][0][r + 2 * hf] = pack2(h0x, h1x);
-                        pa[ks][1][r + 2 * hf] = pack2(l0x, l1x);
-                    }
+                    for (int hf = 0; hf < 2; ++hf) splitPair(prod(r, ks, hf), s, pa[ks][0][r + 2 * hf], pa[ks][1][r + 2 * hf]);
             }
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
