@@ -3,15 +3,17 @@
 # Compute's gpu__time_duration: which of the op's kernels (slot selection, the main pass — tensor-core or
 # SIMT —, the chunk merge) a call spends its time in. Needs build-gpu (run_gpu_suite.sh first, in the same
 # device call) and ncu; caches and clocks as the benchmark leaves them (not flushed or locked). Result: $OUT/ncu_mla.txt (raw) and the per-kernel medians printed.
+# Env: KERNELS (ncu's kernel-name regex; default the MLA op's three kernels — "indexer" gives the indexer
+#      select's), LAUNCHES (kernel launches profiled, 60), TAG (result file ncu_<TAG>.txt, default mla).
 set -u
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
 CLI=${CLI:-build-gpu/app/twinspark-cli}
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
-"$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum -k regex:'SelectSlots|Sparse|Combine' --launch-count "${LAUNCHES:-60}" --csv \
-  "$CLI" bench-device --backend cuda --what mla --reps 1 >"$OUT/ncu_mla.txt" 2>&1
-python3 - "$OUT/ncu_mla.txt" <<'PY'
+"$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum -k regex:"${KERNELS:-SelectSlots|Sparse|Combine}" --launch-count "${LAUNCHES:-60}" --csv \
+  "$CLI" bench-device --backend cuda --what mla --reps 1 >"$OUT/ncu_${TAG:-mla}.txt" 2>&1
+python3 - "$OUT/ncu_${TAG:-mla}.txt" <<'PY'
 import csv, sys, statistics, collections
 rows = [r for r in csv.reader(open(sys.argv[1], errors="replace")) if len(r) > 10]
 if not rows:
