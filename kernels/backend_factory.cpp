@@ -36,6 +36,11 @@ int setTensorCores(int on);
 bool tensorCores();
 int setChunkTiles(int tiles);
 }  // namespace mlatc
+namespace idxsel {  // cuda_indexer_select.cu
+int setFastSelect(int on);
+bool fastSelect();
+int64_t fp8ConversionMismatches();
+}  // namespace idxsel
 namespace mathcuda {  // cuda_math.cu
 int setOneTokenMode(int mode);
 int oneTokenMode();
@@ -51,6 +56,9 @@ bool mhcFusedPre() { return mhccuda::fusedPre(); }
 int mlaSetTensorCores(int on) { return mlatc::setTensorCores(on); }
 bool mlaTensorCores() { return mlatc::tensorCores(); }
 int mlaSetChunkTiles(int tiles) { return mlatc::setChunkTiles(tiles); }
+int indexerSetFastSelect(int on) { return idxsel::setFastSelect(on); }
+bool indexerFastSelect() { return idxsel::fastSelect(); }
+int64_t indexerFp8ConversionMismatches() { return idxsel::fp8ConversionMismatches(); }
 int gemvSetOneTokenMode(int mode) { return mathcuda::setOneTokenMode(mode); }
 int gemvOneTokenMode() { return mathcuda::oneTokenMode(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
@@ -85,6 +93,9 @@ bool mhcFusedPre() { return false; }
 int mlaSetTensorCores(int) { return -1; }
 bool mlaTensorCores() { return false; }
 int mlaSetChunkTiles(int) { return 0; }
+int indexerSetFastSelect(int) { return -1; }
+bool indexerFastSelect() { return false; }
+int64_t indexerFp8ConversionMismatches() { return -1; }
 int gemvSetOneTokenMode(int) { return -1; }
 int gemvOneTokenMode() { return -1; }
 #endif

@@ -1,5 +1,5 @@
 // Run-time A/B switches of the CUDA backend's EXL3 kernels (and the KDA prefill's chunked form, the mHC pre
-// op's one launch, the one-token dense GEMV's kernel), for benchmarks and tests (bench-device --what exl3 /
+// op's one launch, the one-token dense GEMV's kernel, the sparse MLA's and the indexer select's kernels), for benchmarks and tests (bench-device --what exl3 /
 // kda / mhc / gemv, the self-test).
 // Process-wide; no-ops that return 0 (kdaSetChunkMinTokens, mhcSetFusedPre, gemvSetOneTokenMode: −1) in builds
 // without CUDA.
@@ -83,6 +83,19 @@ bool mlaTensorCores();
 // (bench-device --what mla); 0 restores the planner's (about two blocks per SM, at least 2 tiles per chunk).
 // Returns the previous value (0 without CUDA).
 int mlaSetChunkTiles(int tiles);
+
+// The k-pool indexer's select on the GPU (CudaBackend::indexerSelect): at GLM-5.3-Flash's widths (index_head_dim
+// 128, ≤ 32 heads) the fast path of kernels/cuda/cuda_indexer_select.cu (q quantised inside the score kernel, one
+// lane per head; the top-K over keys in shared memory), or for A/B runs and the self-test's second comparison the
+// general kernels every other shape takes. TS_IDX_FAST=0 (read once) picks the general ones; indexerSetFastSelect(1
+// or 0) overrides it from now on, −1 restores the environment's; returns the previous override (−1: none).
+// indexerFastSelect: the choice in force now (false without CUDA). Both are bit-identical to the CPU.
+int indexerSetFastSelect(int on);
+bool indexerFastSelect();
+// The fast path quantises q with the GPU's fp32 → e4m3 conversion; this counts the fp32 bit patterns (all 2^32)
+// whose code differs from the CPU's rounding rule (NaN codes equal), on the current device: the self-test's
+// check that the shortcut is exact. −1 without CUDA.
+int64_t indexerFp8ConversionMismatches();
 
 // The one-token dense GEMV on the GPU (kernels/cuda/cuda_math.cu, linear at T = 1), for A/B runs (bench-device
 // --what gemv): mode 1 (default) K split over a block's 8 warps, 4 rows per block; 2 the same with 2 rows per

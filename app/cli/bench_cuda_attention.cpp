@@ -11,8 +11,10 @@
 //   default at this shape) and with the SIMT one (mlaSetTensorCores, kernels/exl3_tune.h); then the tensor-core
 //   kernel's chunk length swept (mlaSetChunkTiles) for T = 1 and T = 4.
 // - indexerSelect, decode: scores of all 8,192 pools + top-128 + expansion; bandwidth = pool-key bytes
-//   (8,192 × 132 B) / time. Timed without stats (device work only) and with stats (as the model calls
-//   it: the tie flags come back to the host, one synchronisation per call).
+//   (8,192 × 132 B) / time. Timed without stats (device work only, as the model calls it unless tie
+//   statistics are asked for) and with stats (the tie flags come back to the host, one synchronisation per
+//   call); each with the fast path (the default at these widths) and the general kernels (indexerSetFastSelect);
+//   and at a 4k context (256 pools).
 // Only the Backend interface is used: it builds without CUDA and runs on any backend.
 #include <cmath>
 #include <cstdio>
@@ -162,21 +164,33 @@ nlohmann::json benchMlaDecode(Backend& backend, int reps) {
                 static_cast<long long>(kIdxDim), static_cast<long long>(kTopk / kPool));
     const double keyBytes = double(poolsPerSeq) * double(kb);
     const Buffer idxOut = backend.alloc(size_t(kSeqs * width) * 4);
-    for (int withStats = 0; withStats < 2; ++withStats) {
-        IndexerStats stats;
-        IndexerStats* st = withStats ? &stats : nullptr;
+    // The fast path (the default at these widths) and the general kernels, each without and with stats, at
+    // 128k and at a 4k context (256 pools: the decode of a short conversation).
+    for (int fast = 1; fast >= 0; --fast) {
+        const OverrideScope<indexerSetFastSelect> variant(fast);
+        const std::string sfx = fast ? ", fast" : ", general";
+        for (int withStats = 0; withStats < 2; ++withStats) {
+            IndexerStats stats;
+            IndexerStats* st = withStats ? &stats : nullptr;
+            const std::string name = "indexerSelect decode, 1 sequence" + std::string(withStats ? ", stats" : "") + sfx;
+            const double s1 = medianSeconds(backend, reps, 20, [&] {
+                backend.indexerSelect(iq, iw, 1, kIdxHeads, kIdxDim, kPool, kTopk, dt, poolStore, seqs[0].pages, pos, idxOut, st);
+            });
+            report(name.c_str(), "pool keys", 1, 1, s1, keyBytes);
+            const double s4 = medianSeconds(backend, reps, 10, [&] {
+                for (int i = 0; i < kSeqs; ++i)
+                    backend.indexerSelect(iq, iw, 1, kIdxHeads, kIdxDim, kPool, kTopk, dt, poolStore, seqs[size_t(i)].pages, pos,
+                                          idxOut.view(size_t(i * width) * 4, size_t(width) * 4), st);
+            });
+            report(("indexerSelect decode, 4 sequences" + std::string(withStats ? ", stats" : "") + sfx).c_str(), "pool keys",
+                   1, kSeqs, s4, kSeqs * keyBytes);
+        }
+        const int64_t pos4k = 4095;  // 256 pools
         const double s1 = medianSeconds(backend, reps, 20, [&] {
-            backend.indexerSelect(iq, iw, 1, kIdxHeads, kIdxDim, kPool, kTopk, dt, poolStore, seqs[0].pages, pos, idxOut, st);
+            backend.indexerSelect(iq, iw, 1, kIdxHeads, kIdxDim, kPool, kTopk, dt, poolStore, seqs[0].pages, pos4k, idxOut, nullptr);
         });
-        report(withStats ? "indexerSelect decode, 1 sequence, stats" : "indexerSelect decode, 1 sequence",
-               "pool keys", 1, 1, s1, keyBytes);
-        const double s4 = medianSeconds(backend, reps, 10, [&] {
-            for (int i = 0; i < kSeqs; ++i)
-                backend.indexerSelect(iq, iw, 1, kIdxHeads, kIdxDim, kPool, kTopk, dt, poolStore, seqs[size_t(i)].pages, pos,
-                                      idxOut.view(size_t(i * width) * 4, size_t(width) * 4), st);
-        });
-        report(withStats ? "indexerSelect decode, 4 sequences, stats" : "indexerSelect decode, 4 sequences",
-               "pool keys", 1, kSeqs, s4, kSeqs * keyBytes);
+        report(("indexerSelect decode, 1 sequence, 4k context" + sfx).c_str(), "pool keys", 1, 1, s1,
+               double((pos4k + 1) / kPool) * double(kb));
     }
     return rows_;
 }

@@ -398,28 +398,64 @@ Case indexerSelectCase(int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk
                 std::vector<uint64_t> seeds(static_cast<size_t>(T));
                 for (uint64_t& s : seeds) s = ctx.rng()();
 
-                std::vector<int32_t> idx[2], stat[2], hash[2];
-                Backend* bs[2] = {&ctx.ref(), &ctx.dut()};
-                for (int i = 0; i < 2; ++i) {
-                    Backend& b = *bs[i];
+                struct Result {
+                    std::vector<int32_t> idx, stat, hash;
+                };
+                auto run = [&](Backend& b) {
+                    Result r;
                     Buffer out = Context::poisoned(b, size_t(T * width) * 4);
                     IndexerStats st;
                     st.selectionHash = seeds;
                     b.indexerSelect(Context::put(b, q), Context::put(b, w), T, H, D, kp, topk, dt, Context::put(b, store),
                                     pages, pos0, out, &st);
-                    idx[i] = Context::getI32(b, out, size_t(T * width));
-                    stat[i] = {int32_t(st.tiedQueries), int32_t(st.firstTiedQuery)};
+                    r.idx = Context::getI32(b, out, size_t(T * width));
+                    r.stat = {int32_t(st.tiedQueries), int32_t(st.firstTiedQuery)};
                     for (uint64_t h : st.selectionHash) {
-                        hash[i].push_back(int32_t(uint32_t(h)));
-                        hash[i].push_back(int32_t(uint32_t(h >> 32)));
+                        r.hash.push_back(int32_t(uint32_t(h)));
+                        r.hash.push_back(int32_t(uint32_t(h >> 32)));
                     }
-                }
+                    return r;
+                };
                 // The scores are computed in the CPU's order on both sides, so the selection is exact even at
                 // near-ties; exact ties resolve to the earliest pool.
-                return std::vector<OpResult>{
-                    Context::compareExact(kFamily, "indexerSelect", shape + " (indices)", idx[0], idx[1]),
-                    Context::compareExact(kFamily, "indexerSelect", shape + " (tiedQueries, firstTiedQuery)", stat[0], stat[1]),
-                    Context::compareExact(kFamily, "indexerSelect", shape + " (selection hashes)", hash[0], hash[1])};
+                const Result ref = run(ctx.ref());
+                std::vector<OpResult> rs;
+                auto check = [&](const std::string& op, const Result& got) {
+                    rs.push_back(Context::compareExact(kFamily, op, shape + " (indices)", ref.idx, got.idx));
+                    rs.push_back(Context::compareExact(kFamily, op, shape + " (tiedQueries, firstTiedQuery)", ref.stat, got.stat));
+                    rs.push_back(Context::compareExact(kFamily, op, shape + " (selection hashes)", ref.hash, got.hash));
+                };
+                check("indexerSelect", run(ctx.dut()));
+                // On the GPU the real model's widths have two paths (kernels/exl3_tune.h): the other one too.
+                if (ctx.dut().name() == "cuda" && D == 128 && H <= 32) {
+                    const bool fast = indexerFastSelect();
+                    const int prev = indexerSetFastSelect(fast ? 0 : 1);
+                    Result other;
+                    try {
+                        other = run(ctx.dut());
+                    } catch (...) {
+                        indexerSetFastSelect(prev);
+                        throw;
+                    }
+                    indexerSetFastSelect(prev);
+                    check(fast ? "indexerSelect general" : "indexerSelect fast", other);
+                }
+                return rs;
+            }};
+}
+
+// The fast select's q quantiser converts with the GPU's fp32 → e4m3 instruction instead of the CPU's rounding
+// rule (f32ToFp8e4m3): the two must agree for every fp32 input, which the device checks exhaustively (all 2^32
+// bit patterns, ~10 ms). Only a CUDA device under test has such a conversion; elsewhere the row says so.
+Case indexerFp8ConversionCase() {
+    return {kFamily, "indexerSelect fp8 conversion", [](Context& ctx) {
+                if (ctx.dut().name() != "cuda")
+                    return std::vector<OpResult>{Context::verdict(kFamily, "indexerSelect", "q quantiser: not applicable",
+                                                                  true, "no hardware e4m3 conversion on this backend")};
+                const int64_t bad = indexerFp8ConversionMismatches();
+                return std::vector<OpResult>{Context::verdict(
+                    kFamily, "indexerSelect", "q quantiser: hardware e4m3 conversion vs the CPU rule, all 2^32 fp32 inputs",
+                    bad == 0, std::to_string(bad) + " inputs differ")};
             }};
 }
 
@@ -481,6 +517,14 @@ void addAttentionCases(std::vector<Case>& out) {
     out.push_back(indexerSelectCase(2, 32, 128, 16, 2048, 131070, 64, KV::Fp8, 0));
     out.push_back(indexerSelectCase(40, 32, 128, 16, 2048, 2030, 64, KV::Fp32, 0));
     out.push_back(indexerSelectCase(5, 32, 128, 16, 2048, 5000, 64, KV::Fp8, 0));
+    // The GPU's fast path at D = 128 (cuda_indexer_select.cu): exact ties at the K-th pool (6 keys over ~1,250
+    // pools, so the radix select runs all four digits), fewer heads than lanes, a prefill chunk crossing K in
+    // fp8, and more pools than its shared-memory top-K holds (the general top-K after the fast scores).
+    out.push_back(indexerSelectCase(3, 32, 128, 16, 2048, 20000, 64, KV::Fp8, 5));
+    out.push_back(indexerSelectCase(4, 17, 128, 16, 2048, 9000, 64, KV::Fp32, 0));
+    out.push_back(indexerSelectCase(64, 32, 128, 16, 2048, 2000, 64, KV::Fp8, 0));
+    out.push_back(indexerSelectCase(1, 2, 128, 1, 64, 45000, 64, KV::Fp8, 0));
+    out.push_back(indexerFp8ConversionCase());
     out.push_back(indexerSelectCase(60, 16, 32, 4, 32, 0, 4, KV::Fp8, 3));
     out.push_back(indexerSelectCase(60, 16, 32, 4, 32, 0, 4, KV::Fp32, 3));
     out.push_back(indexerSelectCase(50, 16, 32, 4, 128, 100, 16, KV::Fp8, 0));

@@ -21,6 +21,9 @@
 //                      order, expanded to tokens, the own tail appended, −1 padding; the tie flag and the
 //                      selection hash (CPU's FNV-style fold) are computed there and downloaded.
 //                      Score memory is bounded by processing queries in chunks of ≤ 64 MiB of scores.
+//                      At GLM-5.3-Flash's widths (D = 128, ≤ 32 heads) steps (1)–(2) are one kernel and (3)
+//                      keeps its keys in shared memory: cuda_indexer_select.cu, the same bits (the general
+//                      kernels here stay for other shapes and as its A/B baseline, TS_IDX_FAST=0).
 //
 // Test: `twinspark-cli selftest --backend cuda --filter indexer` (engine/selftest/cases_attention.cpp).
 // Benchmark: `twinspark-cli bench-device` (app/cli/bench_cuda_attention.cpp: select over 128k/kp pools).
@@ -32,12 +35,16 @@
 #include "cuda/cuda_attention_common.cuh"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/cuda_indexer.cuh"
 
 namespace ts {
 
 namespace {
 
 using namespace ts::cuda;
+using idxsel::orderKey;
+using idxsel::ScoreArgs;
+using idxsel::TopArgs;
 
 bool isPow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -141,21 +148,6 @@ __global__ void __launch_bounds__(128) indexerQuantQKernel(const float* __restri
 }
 
 
-struct ScoreArgs {
-    const float* q;       // [T, H, D]: e4m3 values (fp8) or the raw q (fp32)
-    const float* qScale;  // [T, H] (fp8) or null
-    const float* w;       // [T, H]
-    const uint8_t* store;
-    int64_t kb;
-    int fp8, aligned4;
-    const int32_t* blocks;
-    int64_t blockSize;
-    int64_t H, D, Dp, kp, K, pos0, t0, ncMax;
-    int64_t poolsPerWarp;  // a block scores 8 · poolsPerWarp consecutive pools of one query
-    float softmaxScale;
-    float* scores;        // [chunk T, ncMax]
-};
-
 // grid (ceil(ncMax / (8·poolsPerWarp)), queries of the chunk), block 256.
 // Shared: q[H][Dp] | key[8][D] | qScale[H] | w[H].
 __global__ void __launch_bounds__(256) indexerScoreKernel(ScoreArgs a) {
@@ -222,21 +214,6 @@ __global__ void __launch_bounds__(256) indexerScoreKernel(ScoreArgs a) {
         __syncwarp();  // kw is rewritten by the next pool
     }
 }
-
-// Order-preserving map of a score to 32 bits (larger score → larger key; −0 and +0 equal, as the CPU's ==).
-__device__ __forceinline__ uint32_t orderKey(float f) {
-    uint32_t u = __float_as_uint(f);
-    if (u == 0x80000000u) u = 0;
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-struct TopArgs {
-    const float* scores;  // [chunk T, ncMax]
-    int64_t ncMax, kp, K, width, pos0, t0;
-    int32_t* idx;         // [T, width]
-    int32_t* ties;        // [T]
-    uint64_t* hashes;     // [T] (seeded) or null
-};
 
 constexpr int kTopThreads = 512;
 
@@ -407,9 +384,16 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
     cudaStream_t st = stream();
     const int64_t ncMax = (pos0 + T) / kp;  // complete pools visible to the last query
 
+    // The fast path at GLM-5.3-Flash's widths (cuda_indexer_select.cu): its score kernel quantises q itself.
+    const bool fast = idxsel::fastSelect();
+    const auto addr = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
+    const bool fastScore =
+        fast && idxsel::fastScoreShape(H, D, kp, pages.blockSize,
+                                       addr(q.f32()) % 16 == 0 && addr(poolStore.bytes()) % (fp8 ? 4 : 16) == 0);
+    const bool fastTop = fast && idxsel::fastTopFits(std::max<int64_t>(ncMax, 1), K);
     const float* dq = q.f32();
     const float* dqs = nullptr;
-    if (fp8 && ncMax > K) {
+    if (fp8 && ncMax > K && !fastScore) {
         auto* mem = static_cast<float*>(scratch(kScratchA, size_t(T * H * D + T * H) * 4));
         TS_CHECK(size_t(D) * 4 <= 48 * 1024, "indexerSelect: key dimension too large");
         indexerQuantQKernel<<<unsigned(T * H), 128, size_t(D) * 4, st>>>(q.f32(), D, isPow2(D),
@@ -454,16 +438,25 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
     sa.pos0 = pos0;
     sa.ncMax = std::max<int64_t>(ncMax, 1);
     sa.softmaxScale = 1.0f / std::sqrt(float(D));  // = the CPU's softmaxScale
+    sa.hs = 1.0f / std::sqrt(float(D));            // = cpu::hadamard's scale
     const size_t scoreShmem = size_t(H * sa.Dp + 8 * D + 2 * H) * 4;
-    TS_CHECK(scoreShmem <= size_t(props().sharedMemPerBlockOptin), "indexerSelect: q too large for shared memory");
-    setSharedLimit(reinterpret_cast<const void*>(indexerScoreKernel), scoreShmem);
+    if (!fastScore) {
+        TS_CHECK(scoreShmem <= size_t(props().sharedMemPerBlockOptin), "indexerSelect: q too large for shared memory");
+        setSharedLimit(reinterpret_cast<const void*>(indexerScoreKernel), scoreShmem);
+    }
 
     // Queries in chunks whose score rows fit 64 MiB.
     const int64_t chunkT = std::clamp<int64_t>((int64_t(64) << 20) / (sa.ncMax * 4), 1, std::min<int64_t>(T, 65535));
     // Pools per warp: ≥ 4 (decode: many small blocks over the pools), more when many queries already fill
     // the device (prefill: each block loads its query's q once for a long run of pools).
-    {
-        const int64_t sms = std::max(1, props().multiProcessorCount);
+    // The fast kernel: about 12 warps per SM over all the chunk's pools, in batches of 8 per warp, and no more
+    // than a block's 4 warps can share of one query's pools (each block makes q's rows once).
+    const int64_t sms = std::max(1, props().multiProcessorCount);
+    if (fastScore) {
+        const int64_t nq = std::min(T, chunkT), want = 12 * sms;
+        const int64_t ppw = std::min((sa.ncMax * nq + want - 1) / want, (sa.ncMax + 3) / 4);
+        sa.poolsPerWarp = std::max<int64_t>(8, (ppw + 7) / 8 * 8);
+    } else {
         const int64_t blocksPerQuery = std::max<int64_t>(1, 4 * sms / std::min(T, chunkT));
         sa.poolsPerWarp = std::max<int64_t>(4, (sa.ncMax + 8 * blocksPerQuery - 1) / (8 * blocksPerQuery));
     }
@@ -483,13 +476,21 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
         const int64_t n = std::min(chunkT, T - t0);
         if (ncMax > K) {
             sa.t0 = t0;
-            const dim3 grid(unsigned((ncMax + 8 * sa.poolsPerWarp - 1) / (8 * sa.poolsPerWarp)), unsigned(n));
-            indexerScoreKernel<<<grid, 256, scoreShmem, st>>>(sa);
-            TS_CUDA_LAUNCH_CHECK();
+            if (fastScore) {
+                idxsel::launchScore128(sa, n, st);
+            } else {
+                const dim3 grid(unsigned((ncMax + 8 * sa.poolsPerWarp - 1) / (8 * sa.poolsPerWarp)), unsigned(n));
+                indexerScoreKernel<<<grid, 256, scoreShmem, st>>>(sa);
+                TS_CUDA_LAUNCH_CHECK();
+            }
         }
         ta.t0 = t0;
-        indexerTopKernel<<<unsigned(n), kTopThreads, 0, st>>>(ta);
-        TS_CUDA_LAUNCH_CHECK();
+        if (fastTop) {
+            idxsel::launchTopSmem(ta, n, st);
+        } else {
+            indexerTopKernel<<<unsigned(n), kTopThreads, 0, st>>>(ta);
+            TS_CUDA_LAUNCH_CHECK();
+        }
     }
 
     if (stats) {

@@ -7,7 +7,9 @@
 // TS_MHC_FUSED=0 (set here) picks two launches, mhcSetFusedPre overrides it at once and restores. The dense
 // one-token GEMV's mode: TS_GEMV1=2 (set here) is read, gemvSetOneTokenMode overrides it and restores. The
 // sparse MLA's kernel: TS_MLA_TC=0 (set here) picks SIMT, mlaSetTensorCores overrides it and restores; the
-// tensor-core kernel's forced chunk length (mlaSetChunkTiles) is set and cleared.
+// tensor-core kernel's forced chunk length (mlaSetChunkTiles) is set and cleared. The indexer select's fast
+// path: TS_IDX_FAST=0 (set here) picks the general kernels, indexerSetFastSelect overrides it and restores; and
+// which calls the fast kernels may take (cuda_indexer.cuh: the shape and shared-memory rules).
 #include <QtTest>
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <string>
 
 #include "cuda/cuda_exl3.cuh"
+#include "cuda/cuda_indexer.cuh"
 #include "exl3_tune.h"
 
 using namespace ts;
@@ -27,6 +30,7 @@ private slots:
         ::setenv("TS_MHC_FUSED", "0", 1);
         ::setenv("TS_GEMV1", "2", 1);
         ::setenv("TS_MLA_TC", "0", 1);
+        ::setenv("TS_IDX_FAST", "0", 1);
     }
 
     void forcedSliceLength() {
@@ -98,6 +102,35 @@ private slots:
         QCOMPARE(mlaSetChunkTiles(65), 4);
         QCOMPARE(mlaSetChunkTiles(-3), 65);
         QCOMPARE(mlaSetChunkTiles(0), 0);
+    }
+
+    void indexerFastSelectOverride() {
+        QVERIFY(!indexerFastSelect());            // the environment's: TS_IDX_FAST=0, the general kernels
+        QCOMPARE(indexerSetFastSelect(1), -1);    // no override before
+        QVERIFY(indexerFastSelect());
+        QCOMPARE(indexerSetFastSelect(0), 1);
+        QVERIFY(!indexerFastSelect());
+        QCOMPARE(indexerSetFastSelect(-1), 0);    // back to the environment's
+        QVERIFY(!indexerFastSelect());
+        QCOMPARE(indexerSetFastSelect(2), -1);    // anything but 0 / 1: none
+        QVERIFY(!indexerFastSelect());
+    }
+
+    void indexerFastShapes() {
+        using namespace idxsel;
+        // GLM-5.3-Flash: 32 heads × 128, kpool 16 in blocks of 64; one rank's heads are all 32 (replicated).
+        QVERIFY(fastScoreShape(32, 128, 16, 64, true));
+        QVERIFY(fastScoreShape(1, 128, 1, 64, true));
+        QVERIFY(!fastScoreShape(33, 128, 16, 64, true));  // one lane per head
+        QVERIFY(!fastScoreShape(32, 64, 16, 64, true));   // q rows of 128 in registers
+        QVERIFY(!fastScoreShape(32, 128, 3, 64, true));   // pools straddling cache blocks
+        QVERIFY(!fastScoreShape(32, 128, 16, 64, false));
+        // The top-K's keys and chosen pools in shared memory: 128k context = 8,192 pools + 128 chosen.
+        QVERIFY(fastTopFits(8192, 128));
+        QCOMPARE(topSmemBytes(8192, 128), size_t((8192 + 128) * 4));
+        QVERIFY(fastTopFits(kTopSmemMaxPools - 128, 128));
+        QVERIFY(!fastTopFits(kTopSmemMaxPools - 127, 128));
+        QVERIFY(topSmemBytes(kTopSmemMaxPools, 0) <= size_t(227 * 1024));  // H200 / GB10 opt-in per block
     }
 };
 
