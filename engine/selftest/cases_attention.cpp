@@ -518,12 +518,15 @@ void addAttentionCases(std::vector<Case>& out) {
     out.push_back(indexerSelectCase(40, 32, 128, 16, 2048, 2030, 64, KV::Fp32, 0));
     out.push_back(indexerSelectCase(5, 32, 128, 16, 2048, 5000, 64, KV::Fp8, 0));
     // The GPU's fast path at D = 128 (cuda_indexer_select.cu): exact ties at the K-th pool (6 keys over ~1,250
-    // pools, so the radix select runs all four digits), fewer heads than lanes, a prefill chunk crossing K in
-    // fp8, and more pools than its shared-memory top-K holds (the general top-K after the fast scores).
+    // pools: every digit of the radix select, its finer digits over the list of the first digit's bin; then 2
+    // keys over 10,000 pools: a first-digit bin of ~5,000, more than the list holds), fewer heads than lanes, a
+    // prefill chunk crossing K in fp8, and more pools than its shared-memory top-K holds on any device (the
+    // general top-K after the fast scores).
     out.push_back(indexerSelectCase(3, 32, 128, 16, 2048, 20000, 64, KV::Fp8, 5));
+    out.push_back(indexerSelectCase(1, 32, 128, 16, 2048, 160000, 64, KV::Fp8, 1));
     out.push_back(indexerSelectCase(4, 17, 128, 16, 2048, 9000, 64, KV::Fp32, 0));
     out.push_back(indexerSelectCase(64, 32, 128, 16, 2048, 2000, 64, KV::Fp8, 0));
-    out.push_back(indexerSelectCase(1, 2, 128, 1, 64, 45000, 64, KV::Fp8, 0));
+    out.push_back(indexerSelectCase(1, 2, 128, 1, 64, 60000, 64, KV::Fp8, 0));
     out.push_back(indexerFp8ConversionCase());
     out.push_back(indexerSelectCase(60, 16, 32, 4, 32, 0, 4, KV::Fp8, 3));
     out.push_back(indexerSelectCase(60, 16, 32, 4, 32, 0, 4, KV::Fp32, 3));

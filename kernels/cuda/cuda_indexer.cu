@@ -390,7 +390,7 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
     const bool fastScore =
         fast && idxsel::fastScoreShape(H, D, kp, pages.blockSize,
                                        addr(q.f32()) % 16 == 0 && addr(poolStore.bytes()) % (fp8 ? 4 : 16) == 0);
-    const bool fastTop = fast && idxsel::fastTopFits(std::max<int64_t>(ncMax, 1), K);
+    const bool fastTop = fast && idxsel::fastTopFits(std::max<int64_t>(ncMax, 1), K, size_t(props().sharedMemPerBlockOptin));
     const float* dq = q.f32();
     const float* dqs = nullptr;
     if (fp8 && ncMax > K && !fastScore) {

@@ -47,9 +47,11 @@ __device__ __forceinline__ uint32_t orderKey(float f) {
 
 constexpr int kFastDim = 128;    // key width of the fast score kernel (GLM-5.3-Flash's index_head_dim)
 constexpr int kFastMaxHeads = 32;  // heads: one lane each (index_n_heads = 32)
-// The top-K kernel keeps a query's keys and its chosen pools in shared memory: up to this many pools
-// (≈ 160 KiB: 655k tokens at kpool 16); longer contexts take the general kernel.
-constexpr int64_t kTopSmemMaxPools = 40960;
+// The top-K kernel keeps a query's keys, its chosen pools and a list of up to kTopListCap keys in dynamic
+// shared memory, beside kTopStaticBytes of its own: as many pools as the device's opt-in limit per block allows
+// (H200: ~50k, 800k tokens at kpool 16; GB10: ~20k, 320k tokens); longer contexts take the general kernel.
+constexpr int64_t kTopListCap = 4096;
+constexpr size_t kTopStaticBytes = (4096 + 33 + 4) * 4;
 
 // TS_IDX_FAST (read once; default on) or the override of setFastSelect (1 / 0; −1 restores the environment's;
 // returns the previous override): whether eligible calls take the fast kernels.
@@ -60,8 +62,10 @@ bool fastSelect();
 inline bool fastScoreShape(int64_t H, int64_t D, int64_t kp, int64_t blockSize, bool aligned) {
     return D == kFastDim && H >= 1 && H <= kFastMaxHeads && blockSize % kp == 0 && aligned;
 }
-inline bool fastTopFits(int64_t ncMax, int64_t K) { return ncMax + K <= kTopSmemMaxPools; }
-inline size_t topSmemBytes(int64_t ncMax, int64_t K) { return size_t(ncMax + K) * 4; }
+inline size_t topSmemBytes(int64_t ncMax, int64_t K) { return size_t(ncMax + K + kTopListCap) * 4; }
+inline bool fastTopFits(int64_t ncMax, int64_t K, size_t optinBytes) {
+    return ncMax < (int64_t(1) << 30) && topSmemBytes(ncMax, K) + kTopStaticBytes <= optinBytes;
+}
 
 // Scores of nQueries queries (a.t0 ..) over the pools below ncMax: a.q is the RAW q [T, H, 128] (quantised
 // here for fp8 caches), 16-byte aligned; a.poolsPerWarp a multiple of 8. Launched with programmatic dependent

@@ -13,10 +13,11 @@
 //                          The general kernel (one warp per pool, 4 heads at a time, shuffles per head) took
 //                          27 µs at 8,192 pools — a chain of ~6 µs per pool and warp, latency not work.
 //   indexerTopSmemKernel   one block of 1,024 threads per query: its keys (orderKey) in shared memory, a radix
-//                          select of the K-th largest 8 bits at a time that stops as soon as the chosen bin's
-//                          keys are all taken, then the chosen pools ranked in pool order by warp ballots and
-//                          written out coalesced. The general kernel re-read every score from global memory
-//                          in each of its four passes.
+//                          select of the K-th largest in digits of 12, 10 and 10 bits that stops as soon as the
+//                          chosen bin's keys are all taken — the first digit over all keys, the finer ones over
+//                          a list of the first digit's bin —, then the chosen pools ranked in pool order by warp
+//                          ballots and written out coalesced. The general kernel re-reads every score from
+//                          global memory in each of its four 8-bit passes, and counts with __match_any_sync.
 // Both are launched with programmatic dependent launch and wait for the previous kernel before reading.
 //
 // Test: twinspark-cli selftest --backend cuda --filter indexerSelect (each D = 128 row runs this path and,
@@ -151,13 +152,14 @@ struct KeyWords {
     float ks[kBatch];
 };
 
-// Pool j's cache entry (the page table maps whole pools: blockSize % kp == 0).
-__device__ __forceinline__ const uint8_t* poolEntry(const ScoreArgs& a, int64_t pb, int64_t j) {
+// Pool j's cache entry (the page table maps whole pools: blockSize % kp == 0; pb = blockSize / kp; pools and
+// blocks of one sequence count below 2^31).
+__device__ __forceinline__ const uint8_t* poolEntry(const ScoreArgs& a, int pb, int j) {
     return a.store + (int64_t(a.blocks[j / pb]) * pb + j % pb) * a.kb;
 }
 
 template <bool FP8>
-__device__ __forceinline__ void loadBatch(const ScoreArgs& a, int64_t pb, int64_t jb, int64_t j1, int lane, KeyWords<FP8>& kw) {
+__device__ __forceinline__ void loadBatch(const ScoreArgs& a, int pb, int jb, int j1, int lane, KeyWords<FP8>& kw) {
     // Lane b < 8 finds pool jb + b's entry; every lane then loads its part of each.
     const uint8_t* mine = jb + (lane & 7) < j1 ? poolEntry(a, pb, jb + (lane & 7)) : a.store;
 #pragma unroll
@@ -185,6 +187,11 @@ __global__ void __launch_bounds__(kThreads) indexerScore128Kernel(ScoreArgs a) {
     const int64_t jBlock = int64_t(blockIdx.x) * kWarps * a.poolsPerWarp;
     if (nc <= a.K || jBlock >= nc) return;  // all candidates are taken without scores / nothing here
 
+    // This warp's pools; their first batch of keys is loaded before q is made (it does not depend on q).
+    const int j0 = int(jBlock + warp * a.poolsPerWarp), j1 = int(imin64(nc, j0 + a.poolsPerWarp));
+    const int pb = int(a.blockSize / a.kp);
+    KeyWords<FP8> kw;
+    if (j0 < j1) loadBatch<FP8>(a, pb, j0, j1, lane, kw);
     prepareQ<FP8>(a, t, warp, lane, sm);
     __syncthreads();
     float qv[kD];
@@ -202,13 +209,9 @@ __global__ void __launch_bounds__(kThreads) indexerScore128Kernel(ScoreArgs a) {
     const float qsh = FP8 ? sm.qs[lane] : 1.0f, wh = sm.w[lane];
     const int H = int(a.H);
 
-    const int64_t j0 = jBlock + warp * a.poolsPerWarp, j1 = imin64(nc, j0 + a.poolsPerWarp);
-    const int64_t pb = a.blockSize / a.kp;
     float* scoreRow = a.scores + (t - a.t0) * a.ncMax;
-    KeyWords<FP8> kw;
-    if (j0 < j1) loadBatch<FP8>(a, pb, j0, j1, lane, kw);
-    for (int64_t jb = j0; jb < j1; jb += kBatch) {
-        const int nb = int(imin64(kBatch, j1 - jb));
+    for (int jb = j0; jb < j1; jb += kBatch) {
+        const int nb = min(kBatch, j1 - jb);
         float ksb[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
@@ -252,9 +255,20 @@ __global__ void __launch_bounds__(kThreads) indexerScore128Kernel(ScoreArgs a) {
         }
         __syncwarp();
         if (lane < nb) {  // pool jb + lane: its heads' terms in head order, as the CPU adds them
+            float tv[kFastMaxHeads];
+            const float4* tr = reinterpret_cast<const float4*>(sm.term[warp][lane]);
+#pragma unroll
+            for (int i = 0; i < kFastMaxHeads / 4; ++i) {
+                const float4 v = tr[i];
+                tv[4 * i] = v.x;
+                tv[4 * i + 1] = v.y;
+                tv[4 * i + 2] = v.z;
+                tv[4 * i + 3] = v.w;
+            }
             float total = 0.0f;
-            const float* tr = sm.term[warp][lane];
-            for (int h = 0; h < H; ++h) total = __fadd_rn(total, tr[h]);
+#pragma unroll
+            for (int h = 0; h < kFastMaxHeads; ++h)
+                if (h < H) total = __fadd_rn(total, tv[h]);
             scoreRow[jb + lane] = total;
         }
         __syncwarp();  // the batch's keys and terms are rewritten by the next one
@@ -284,17 +298,62 @@ __device__ __forceinline__ int warpExclusive(int v, int* shared, int warp, int l
     return r;
 }
 
-// grid = queries of the chunk, block 1024; shared: keys [ncMax] | the chosen pools [K].
+struct TopShared {
+    int hist[1 << 12];
+    int scan[33];
+    int digit, need, cnt, listN;
+};
+static_assert(sizeof(TopShared) == kTopStaticBytes, "cuda_indexer.cuh's fastTopFits counts it");
+
+// One digit of the radix select: the histogram of bits [shift, shift + bits) of the n keys in src whose bits
+// under `mask` equal `prefix` (plain shared atomics: a warp's keys spread over many bins at these widths), then
+// the bin holding the need-th largest of them, its count and how many of it are still needed — read from
+// shared memory by every thread. bits = 10 or 12 (one to four bins per thread, the highest bins first).
+__device__ __forceinline__ void radixDigit(const uint32_t* src, int n, uint32_t prefix, uint32_t mask, int shift, int bits,
+                                           int need, TopShared& sh) {
+    const int tid = threadIdx.x, bins = 1 << bits, per = bins / kTopThreads;
+    for (int i = tid; i < bins; i += kTopThreads) sh.hist[i] = 0;
+    __syncthreads();
+    for (int j = tid; j < n; j += kTopThreads) {
+        const uint32_t u = src[j];
+        if ((u & mask) == prefix) atomicAdd(&sh.hist[(u >> shift) & uint32_t(bins - 1)], 1);
+    }
+    __syncthreads();
+    int c[4], s = 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) c[b] = b < per ? sh.hist[bins - 1 - (tid * per + b)] : 0;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) s += c[b];
+    int total;
+    int cum = ::ts::cuda::blockScanInt(s, sh.scan, total);  // keys in the bins above this thread's
+    if (cum < need && need <= cum + s) {
+        bool found = false;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            if (!found && b < per && cum + c[b] >= need) {
+                sh.digit = bins - 1 - (tid * per + b);
+                sh.need = need - cum;
+                sh.cnt = c[b];
+                found = true;
+            }
+            cum += c[b];
+        }
+    }
+    __syncthreads();
+}
+
+// grid = queries of the chunk, block 1024; dynamic shared memory: keys [ncMax] | the chosen pools [K] | the
+// K-th bin's keys [kTopListCap].
 __global__ void __launch_bounds__(kTopThreads) indexerTopSmemKernel(TopArgs a) {
     extern __shared__ uint32_t keys[];
-    __shared__ int hist[256];
-    __shared__ int scan[32];
-    __shared__ int sDigit, sNeed, sCnt;
+    __shared__ TopShared sh;
     pdlWait();  // the scores
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int64_t t = a.t0 + blockIdx.x, p = a.pos0 + t, nc = (p + 1) / a.kp, kp = a.kp;
     int32_t* out = a.idx + t * a.width;
     int32_t* chosenPools = reinterpret_cast<int32_t*>(keys + a.ncMax);
+    uint32_t* list = keys + a.ncMax + a.K;
+    const unsigned below = (1u << lane) - 1u;
     int64_t chosen;
     int tied = 0;
     if (nc <= a.K) {
@@ -305,67 +364,55 @@ __global__ void __launch_bounds__(kTopThreads) indexerTopSmemKernel(TopArgs a) {
         const int n = int(nc);
         const float* sc = a.scores + int64_t(blockIdx.x) * a.ncMax;
         for (int j = tid; j < n; j += kTopThreads) keys[j] = orderKey(sc[j]);
-        // Radix select of the K-th largest key, 8 bits at a time from the top; `cnt` keys share the chosen
+        __syncthreads();
+        // Radix select of the K-th largest key in digits of 12, 10 and 10 bits; `cnt` keys share the chosen
         // prefix and the `need` earliest of them are taken. When need == cnt every key of the bin is taken and
-        // the key after the K-th lies in a lower bin: no finer digit changes the selection (and no tie).
-        uint32_t prefix = 0, mask = 0;
-        int need = int(a.K), cnt = n;
-        for (int shift = 24; shift >= 0; shift -= 8) {
-            if (tid < 256) hist[tid] = 0;
-            __syncthreads();  // (also: the keys are in place)
-            for (int base = 0; base < n; base += kTopThreads) {
-                const int j = base + tid;
-                int digit = 256;  // no bin
-                if (j < n) {
-                    const uint32_t u = keys[j];
-                    if ((u & mask) == prefix) digit = int((u >> shift) & 255u);
-                }
-                const unsigned peers = __match_any_sync(0xffffffffu, digit);
-                if (digit < 256 && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], __popc(peers));
-            }
-            __syncthreads();
-            if (warp == 0) {
-                int c8[8], s = 0;
-#pragma unroll
-                for (int b = 0; b < 8; ++b) s += (c8[b] = hist[255 - lane * 8 - b]);
-                int incl = s;
-#pragma unroll
-                for (int o = 1; o < 32; o <<= 1) {
-                    const int v = __shfl_up_sync(0xffffffffu, incl, o);
-                    if (lane >= o) incl += v;
-                }
-                int cum = incl - s;
-                if (cum < need && need <= incl) {
-                    for (int b = 0; b < 8; ++b) {
-                        if (cum + c8[b] >= need) {
-                            sDigit = 255 - lane * 8 - b;
-                            sNeed = need - cum;
-                            sCnt = c8[b];
-                            break;
-                        }
-                        cum += c8[b];
+        // the key after the K-th lies in a lower bin: no finer digit changes the selection (and no tie). The
+        // first digit (sign, exponent, 3 mantissa bits) leaves few keys in its bin: they are copied to a list
+        // that the finer digits scan instead of all n (unless there are more than the list holds: ties).
+        radixDigit(keys, n, 0u, 0u, 20, 12, int(a.K), sh);
+        uint32_t prefix = uint32_t(sh.digit) << 20, mask = 0xFFF00000u;
+        int need = sh.need, cnt = sh.cnt;
+        if (need != cnt) {
+            const uint32_t* src = keys;
+            int m = n;
+            if (cnt <= kTopListCap) {
+                if (tid == 0) sh.listN = 0;
+                __syncthreads();
+                for (int base = 0; base < n; base += kTopThreads) {
+                    const int j = base + tid;
+                    const bool in = j < n && (keys[j] & mask) == prefix;
+                    const unsigned bal = __ballot_sync(0xffffffffu, in);
+                    if (bal) {
+                        int off = 0;
+                        if (lane == 0) off = atomicAdd(&sh.listN, __popc(bal));
+                        off = __shfl_sync(0xffffffffu, off, 0);
+                        if (in) list[off + __popc(bal & below)] = keys[j];
                     }
                 }
+                __syncthreads();
+                src = list;
+                m = cnt;
             }
-            __syncthreads();
-            prefix |= uint32_t(sDigit) << shift;
-            mask |= 255u << shift;
-            need = sNeed;
-            cnt = sCnt;
-            if (need == cnt) break;  // uniform: every thread read the same shared values
+            for (int shift = 10; shift >= 0 && need != cnt; shift -= 10) {  // uniform: read from shared memory
+                radixDigit(src, m, prefix, mask, shift, 10, need, sh);
+                prefix |= uint32_t(sh.digit) << shift;
+                mask |= 0x3FFu << shift;
+                need = sh.need;
+                cnt = sh.cnt;
+            }
         }
         tied = cnt > need;
         // Rank the chosen pools in pool order: warp w owns pools [w·span, (w+1)·span) (span a multiple of 32),
         // lane i of each 32-pool chunk pool base + i, so ballots order them.
         const int span = ((n + 32 * 32 - 1) / (32 * 32)) * 32;
         const int j0 = min(n, warp * span), j1 = min(n, j0 + span);
-        const unsigned below = (1u << lane) - 1u;
         int eqHere = 0;
         for (int base = j0; base < j1; base += 32) {
             const int j = base + lane;
             eqHere += __popc(__ballot_sync(0xffffffffu, j < j1 && (keys[j] & mask) == prefix));
         }
-        const int eqBefore = warpExclusive(eqHere, scan, warp, lane);
+        const int eqBefore = warpExclusive(eqHere, sh.scan, warp, lane);
         auto chunkFlags = [&](int base, int e, unsigned& eqBallot) {  // whether pool base + lane is taken
             const int j = base + lane;
             const uint32_t u = j < j1 ? keys[j] & mask : 0u;
@@ -379,7 +426,7 @@ __global__ void __launch_bounds__(kTopThreads) indexerTopSmemKernel(TopArgs a) {
             selHere += __popc(__ballot_sync(0xffffffffu, chunkFlags(base, e, eqB)));
             e += __popc(eqB);
         }
-        int r = warpExclusive(selHere, scan, warp, lane);
+        int r = warpExclusive(selHere, sh.scan, warp, lane);
         for (int base = j0, e = eqBefore; base < j1; base += 32) {
             unsigned eqB;
             const bool take = chunkFlags(base, e, eqB);
@@ -433,7 +480,7 @@ void launchScore128(const ScoreArgs& a, int64_t nQueries, cudaStream_t stream) {
 
 void launchTopSmem(const TopArgs& a, int64_t nQueries, cudaStream_t stream) {
     const size_t smem = topSmemBytes(a.ncMax, a.K);
-    if (smem > 48 * 1024)  // (≤ 160 KiB: fastTopFits)
+    if (smem > 48 * 1024)  // (fastTopFits: within the device's opt-in limit)
         TS_CUDA_CHECK(cudaFuncSetAttribute(indexerTopSmemKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     cuda::launchPdl(indexerTopSmemKernel, dim3(unsigned(nQueries)), dim3(kTopThreads), smem, stream, true, a);
 }

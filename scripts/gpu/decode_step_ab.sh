@@ -26,6 +26,22 @@ for b in ${AB_BATCHES:-1 4}; do
       --max-tokens "$SN" --ignore-eos --json "$OUT/ab_b${b}_$tag.json" >/dev/null 2>"$OUT/ab_b${b}_$tag.err"
     echo "batch $b, $setting: rc $? $(grep -E 'decode with|rror' "$OUT/ab_b${b}_$tag.err" | tail -1)" | tee -a "$AB"
   done
+  # Greedy decoding: settings that compute the same bits (the A/B switches of bit-identical paths) must
+  # decode the same tokens; others may differ (a summation order), which is reported, not failed.
+  python3 - "$OUT" "$b" ${AB_VARS-TS_MOE_DEVICE_ROUTE=1 TS_MOE_DEVICE_ROUTE=0} <<'PY' | tee -a "$AB"
+import json, sys
+out, b, settings = sys.argv[1], sys.argv[2], sys.argv[3:]
+toks = {}
+for s in settings:
+    try:
+        toks[s] = json.load(open(f"{out}/ab_b{b}_{s.replace('=', '_')}.json"))["tokens"]
+    except Exception:
+        pass
+if len(toks) > 1:
+    first = next(iter(toks.values()))
+    same = all(t == first for t in toks.values())
+    print(f"batch {b}: tokens {'identical' if same else 'DIFFER'} across {', '.join(toks)}")
+PY
 done
 IDS=$(python3 tools/device/slice_roofline.py prompts --batch 1 --length "$SP")
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)

@@ -125,12 +125,18 @@ private slots:
         QVERIFY(!fastScoreShape(32, 64, 16, 64, true));   // q rows of 128 in registers
         QVERIFY(!fastScoreShape(32, 128, 3, 64, true));   // pools straddling cache blocks
         QVERIFY(!fastScoreShape(32, 128, 16, 64, false));
-        // The top-K's keys and chosen pools in shared memory: 128k context = 8,192 pools + 128 chosen.
-        QVERIFY(fastTopFits(8192, 128));
-        QCOMPARE(topSmemBytes(8192, 128), size_t((8192 + 128) * 4));
-        QVERIFY(fastTopFits(kTopSmemMaxPools - 128, 128));
-        QVERIFY(!fastTopFits(kTopSmemMaxPools - 127, 128));
-        QVERIFY(topSmemBytes(kTopSmemMaxPools, 0) <= size_t(227 * 1024));  // H200 / GB10 opt-in per block
+        // The top-K's keys, chosen pools and list in shared memory: 128k context = 8,192 pools + 128 chosen,
+        // within the opt-in limit of the H200 (227 KiB) and of a GB10 (sm_121: 99 KiB).
+        QCOMPARE(topSmemBytes(8192, 128), size_t((8192 + 128 + kTopListCap) * 4));
+        QVERIFY(fastTopFits(8192, 128, 227 * 1024));
+        QVERIFY(fastTopFits(8192, 128, 99 * 1024));
+        // The self-test's largest case (60,001 pools) must take the general kernel everywhere.
+        QVERIFY(!fastTopFits(60001, 64, 227 * 1024));
+        // The boundary: exactly full fits, one pool more does not.
+        const size_t optin = 99 * 1024;
+        const int64_t most = int64_t((optin - kTopStaticBytes) / 4) - 128 - kTopListCap;
+        QVERIFY(fastTopFits(most, 128, optin));
+        QVERIFY(!fastTopFits(most + 1, 128, optin));
     }
 };
 
