@@ -314,6 +314,7 @@ __device__ __forceinline__ void radixDigit(const uint32_t* src, int n, uint32_t 
     const int tid = threadIdx.x, bins = 1 << bits, per = bins / kTopThreads;
     for (int i = tid; i < bins; i += kTopThreads) sh.hist[i] = 0;
     __syncthreads();
+#pragma unroll 4
     for (int j = tid; j < n; j += kTopThreads) {
         const uint32_t u = src[j];
         if ((u & mask) == prefix) atomicAdd(&sh.hist[(u >> shift) & uint32_t(bins - 1)], 1);
@@ -363,7 +364,21 @@ __global__ void __launch_bounds__(kTopThreads) indexerTopSmemKernel(TopArgs a) {
         chosen = a.K;
         const int n = int(nc);
         const float* sc = a.scores + int64_t(blockIdx.x) * a.ncMax;
-        for (int j = tid; j < n; j += kTopThreads) keys[j] = orderKey(sc[j]);
+        // Eight loads in flight per thread before their keys are stored (one at a time, each would wait a full
+        // L2 round trip).
+        for (int base = 0; base < n; base += 8 * kTopThreads) {
+            float v[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const int j = base + u * kTopThreads + tid;
+                v[u] = j < n ? sc[j] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const int j = base + u * kTopThreads + tid;
+                if (j < n) keys[j] = orderKey(v[u]);
+            }
+        }
         __syncthreads();
         // Radix select of the K-th largest key in digits of 12, 10 and 10 bits; `cnt` keys share the chosen
         // prefix and the `need` earliest of them are taken. When need == cnt every key of the bin is taken and
