@@ -224,33 +224,41 @@ __global__ void __launch_bounds__(kThreads) indexerScore128Kernel(ScoreArgs a) {
                     v = kw.f[b];
                 }
                 reinterpret_cast<float4*>(sm.k[warp][b])[lane] = v;
+            } else {  // read by the last pair's second pool (its result is dropped): defined, not stale
+                reinterpret_cast<float4*>(sm.k[warp][b])[lane] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
             ksb[b] = FP8 ? kw.ks[b] : 1.0f;
         }
         __syncwarp();
         if (jb + kBatch < j1) loadBatch<FP8>(a, pb, jb + kBatch, j1, lane, kw);  // the next batch in flight
+        // Two pools at a time: 16 independent accumulator chains per lane (a warp issues every ~3.4 cycles with 8).
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
+        for (int b = 0; b < kBatch; b += 2) {
             if (b < nb) {
                 // cpu::dot: accumulator i takes elements 8s + i in order; products and sums rounded separately.
-                float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-                const float4* kr = reinterpret_cast<const float4*>(sm.k[warp][b]);
+                float acc[2][8];
+#pragma unroll
+                for (int i = 0; i < 8; ++i) acc[0][i] = acc[1][i] = 0.0f;
 #pragma unroll
                 for (int s = 0; s < kD / 8; ++s) {
-                    const float4 k0 = kr[2 * s], k1 = kr[2 * s + 1];
-                    acc[0] = __fadd_rn(acc[0], __fmul_rn(qv[8 * s], k0.x));
-                    acc[1] = __fadd_rn(acc[1], __fmul_rn(qv[8 * s + 1], k0.y));
-                    acc[2] = __fadd_rn(acc[2], __fmul_rn(qv[8 * s + 2], k0.z));
-                    acc[3] = __fadd_rn(acc[3], __fmul_rn(qv[8 * s + 3], k0.w));
-                    acc[4] = __fadd_rn(acc[4], __fmul_rn(qv[8 * s + 4], k1.x));
-                    acc[5] = __fadd_rn(acc[5], __fmul_rn(qv[8 * s + 5], k1.y));
-                    acc[6] = __fadd_rn(acc[6], __fmul_rn(qv[8 * s + 6], k1.z));
-                    acc[7] = __fadd_rn(acc[7], __fmul_rn(qv[8 * s + 7], k1.w));
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float4* kr = reinterpret_cast<const float4*>(sm.k[warp][b + e]);
+                        const float4 k0 = kr[2 * s], k1 = kr[2 * s + 1];
+                        const float kk[8] = {k0.x, k0.y, k0.z, k0.w, k1.x, k1.y, k1.z, k1.w};
+#pragma unroll
+                        for (int i = 0; i < 8; ++i) acc[e][i] = __fadd_rn(acc[e][i], __fmul_rn(qv[8 * s + i], kk[i]));
+                    }
                 }
-                const float dot = __fadd_rn(__fadd_rn(__fadd_rn(acc[0], acc[4]), __fadd_rn(acc[1], acc[5])),
-                                            __fadd_rn(__fadd_rn(acc[2], acc[6]), __fadd_rn(acc[3], acc[7])));
-                const float qk = FP8 ? __fmul_rn(dot, __fmul_rn(qsh, ksb[b])) : dot;
-                sm.term[warp][b][lane] = __fmul_rn(wh, fmaxf(0.0f, __fmul_rn(a.softmaxScale, qk)));
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float* c = acc[e];
+                    const float dot = __fadd_rn(__fadd_rn(__fadd_rn(c[0], c[4]), __fadd_rn(c[1], c[5])),
+                                                __fadd_rn(__fadd_rn(c[2], c[6]), __fadd_rn(c[3], c[7])));
+                    const float qk = FP8 ? __fmul_rn(dot, __fmul_rn(qsh, ksb[b + e])) : dot;
+                    // (the pair's second pool past the batch's end computes on zero keys: not stored)
+                    if (b + e < nb) sm.term[warp][b + e][lane] = __fmul_rn(wh, fmaxf(0.0f, __fmul_rn(a.softmaxScale, qk)));
+                }
             }
         }
         __syncwarp();
@@ -419,18 +427,26 @@ __global__ void __launch_bounds__(kTopThreads) indexerTopSmemKernel(TopArgs a) {
         }
         tied = cnt > need;
         // Rank the chosen pools in pool order: warp w owns pools [w·span, (w+1)·span) (span a multiple of 32),
-        // lane i of each 32-pool chunk pool base + i, so ballots order them.
+        // lane i of each 32-pool chunk pool base + i, so ballots order them. Without a tie every key at the
+        // prefix is taken (need == cnt: no count of the equal keys before each warp is needed).
         const int span = ((n + 32 * 32 - 1) / (32 * 32)) * 32;
         const int j0 = min(n, warp * span), j1 = min(n, j0 + span);
         int eqHere = 0;
-        for (int base = j0; base < j1; base += 32) {
-            const int j = base + lane;
-            eqHere += __popc(__ballot_sync(0xffffffffu, j < j1 && (keys[j] & mask) == prefix));
+        if (need != cnt) {  // uniform
+            for (int base = j0; base < j1; base += 32) {
+                const int j = base + lane;
+                eqHere += __popc(__ballot_sync(0xffffffffu, j < j1 && (keys[j] & mask) == prefix));
+            }
         }
-        const int eqBefore = warpExclusive(eqHere, sh.scan, warp, lane);
+        const int eqBefore = need != cnt ? warpExclusive(eqHere, sh.scan, warp, lane) : 0;
+        const bool allEq = need == cnt;
         auto chunkFlags = [&](int base, int e, unsigned& eqBallot) {  // whether pool base + lane is taken
             const int j = base + lane;
             const uint32_t u = j < j1 ? keys[j] & mask : 0u;
+            if (allEq) {
+                eqBallot = 0u;
+                return j < j1 && u >= prefix;
+            }
             const bool eq = j < j1 && u == prefix;
             eqBallot = __ballot_sync(0xffffffffu, eq);
             return (j < j1 && u > prefix) || (eq && e + __popc(eqBallot & below) < need);
