@@ -105,4 +105,19 @@ int64_t indexerFp8ConversionMismatches();
 int gemvSetOneTokenMode(int mode);
 int gemvOneTokenMode();
 
+// Sets one of the run-time overrides above (a setter that returns the previous override, −1 or 0 for none) for
+// its lifetime, then restores the previous one, also when the code in between throws: bench-device times each
+// variant in one process, the self-test checks the variant not in force.
+template <int (*Set)(int)>
+class TuneOverride {
+public:
+    explicit TuneOverride(int value) : m_old(Set(value)) {}
+    ~TuneOverride() { Set(m_old); }
+    TuneOverride(const TuneOverride&) = delete;
+    TuneOverride& operator=(const TuneOverride&) = delete;
+
+private:
+    int m_old;
+};
+
 }  // namespace ts

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "exl3_tune.h"
 
 namespace ts::cli {
 
@@ -22,19 +23,10 @@ double measureCopyBandwidth(Backend& backend, int reps);
 template <class Fn>
 double medianSeconds(Backend& backend, int reps, int inner, Fn&& fn);
 
-// Sets a run-time kernel override of kernels/exl3_tune.h (a setter that returns the previous override, −1 for
-// none) for its lifetime, then restores the previous one: a bench times each variant in one process.
+// A run-time kernel override of kernels/exl3_tune.h for a scope (TuneOverride): a bench times each variant in one
+// process.
 template <int (*Set)(int)>
-class OverrideScope {
-public:
-    explicit OverrideScope(int value) : m_old(Set(value)) {}
-    ~OverrideScope() { Set(m_old); }
-    OverrideScope(const OverrideScope&) = delete;
-    OverrideScope& operator=(const OverrideScope&) = delete;
-
-private:
-    int m_old;
-};
+using OverrideScope = TuneOverride<Set>;
 
 // bench_cuda_exl3.cpp: EXL3 GEMV + fused MoE, in one call per process (the device keeps one upload per
 // weight object: a second call's fresh objects could reuse a freed one's address). Parts: the MoE layer

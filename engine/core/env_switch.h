@@ -1,9 +1,11 @@
 // 0/1 switches and counts from the environment: the A/B switches of the CUDA backend (TS_CUDA_GRAPHS,
-// TS_GEMV_SPLIT, TS_GEMV_STREAM, TS_MOE_DEVICE_ROUTE; TS_GEMV1, TS_EXL3_TUNE, TS_EXL3_KSL, TS_KDA_CHUNK;
-// docs/PERFORMANCE.md says what each measured).
+// TS_GEMV_SPLIT, TS_GEMV_STREAM, TS_MOE_DEVICE_ROUTE, TS_MLA_TC, TS_MHC_FUSED, TS_IDX_FAST; TS_GEMV1, TS_EXL3_TUNE,
+// TS_EXL3_KSL, TS_KDA_CHUNK; docs/PERFORMANCE.md says what each measured).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 
 namespace ts {
 
@@ -11,6 +13,29 @@ namespace ts {
 // otherwise measure the default without saying so) and the default kept. Callers read it once (a
 // function-local static), so the report comes once.
 bool envSwitch(const char* name, bool def);
+
+// A 0/1 switch read from the environment once (envSwitch, on first use) that a run-time override replaces: the
+// CUDA backend's kernel choices that bench-device and the self-test flip within one process (TS_MLA_TC,
+// TS_MHC_FUSED, TS_IDX_FAST and their setters in kernels/exl3_tune.h). set(1 or 0) overrides it, anything else
+// clears the override; set returns the previous override (−1: none).
+class OverridableSwitch {
+public:
+    constexpr OverridableSwitch(const char* name, bool def) : m_name(name), m_def(def) {}
+    int set(int on) { return m_override.exchange(on == 0 || on == 1 ? on : -1); }
+    bool on() const {
+        const int o = m_override.load(std::memory_order_relaxed);
+        if (o >= 0) return o == 1;
+        std::call_once(m_once, [this] { m_env = envSwitch(m_name, m_def); });
+        return m_env;
+    }
+
+private:
+    const char* m_name;
+    bool m_def;
+    std::atomic<int> m_override{-1};
+    mutable std::once_flag m_once;
+    mutable bool m_env = false;
+};
 
 // Unset or empty: `def`; a decimal integer in [0, 2^31): that value; anything else (a sign, a suffix, a
 // number out of range) is reported on stderr and `def` kept. Read once by callers, as envSwitch.

@@ -187,15 +187,11 @@ Case mlaSparseAttentionCase(int64_t T, int64_t H, int64_t R, int64_t L, int64_t 
                 const bool tcShape = dt == KvCacheDtype::Fp8 && R == 512 && H % 16 == 0;
                 if (ctx.dut().name() == "cuda" && tcShape) {
                     const bool tc = mlaTensorCores();
-                    const int prev = mlaSetTensorCores(tc ? 0 : 1);
                     std::vector<float> other;
-                    try {
+                    {
+                        const TuneOverride<mlaSetTensorCores> flip(tc ? 0 : 1);
                         other = run(ctx.dut(), dutCache);
-                    } catch (...) {
-                        mlaSetTensorCores(prev);
-                        throw;
                     }
-                    mlaSetTensorCores(prev);
                     rs.push_back(Context::compare(kFamily, tc ? "mlaSparseAttention simt" : "mlaSparseAttention tensor cores",
                                                   shape, ref, other, 1e-5, 1e-4));
                 }
@@ -429,15 +425,11 @@ Case indexerSelectCase(int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk
                 // On the GPU the real model's widths have two paths (kernels/exl3_tune.h): the other one too.
                 if (ctx.dut().name() == "cuda" && D == 128 && H <= 32) {
                     const bool fast = indexerFastSelect();
-                    const int prev = indexerSetFastSelect(fast ? 0 : 1);
                     Result other;
-                    try {
+                    {
+                        const TuneOverride<indexerSetFastSelect> flip(fast ? 0 : 1);
                         other = run(ctx.dut());
-                    } catch (...) {
-                        indexerSetFastSelect(prev);
-                        throw;
                     }
-                    indexerSetFastSelect(prev);
                     check(fast ? "indexerSelect general" : "indexerSelect fast", other);
                 }
                 return rs;

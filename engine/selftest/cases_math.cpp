@@ -94,15 +94,11 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int
             const int def = gemvOneTokenMode();
             for (int mode = 0; mode <= 2; ++mode) {
                 if (mode == def) continue;
-                const int prev = gemvSetOneTokenMode(mode);
                 std::vector<float> other;
-                try {
+                {
+                    const TuneOverride<gemvSetOneTokenMode> flip(mode);
                     other = run(ctx.dut())[0];
-                } catch (...) {
-                    gemvSetOneTokenMode(prev);
-                    throw;
                 }
-                gemvSetOneTokenMode(prev);
                 if (mode != 0 && def != 0)
                     r.push_back(Context::compareExact(kFamily, "linear T=1 mode " + str(mode) + " vs " + str(def), sh,
                                                       bitsOf(dut[0]), bitsOf(other)));

@@ -89,15 +89,11 @@ std::vector<OpResult> mhcPreCase(Context& ctx, const MhcPreShape& s) {
     // same operations in the same order, only the kernel boundary differs.
     if (ctx.dut().name() == "cuda") {
         const bool fused = mhcFusedPre();
-        const int prev = mhcSetFusedPre(fused ? 0 : 1);
         Outs other;
-        try {
+        {
+            const TuneOverride<mhcSetFusedPre> flip(fused ? 0 : 1);
             other = run(ctx.dut());
-        } catch (...) {
-            mhcSetFusedPre(prev);
-            throw;
         }
-        mhcSetFusedPre(prev);
         const char* what[3] = {"mhcPre.x 1 vs 2 launches", "mhcPre.post 1 vs 2 launches", "mhcPre.comb 1 vs 2 launches"};
         for (int i = 0; i < 3; ++i)
             rs.push_back(Context::compareExact(kFamily, what[i], sh + (fused ? " (default: 1)" : " (default: 2)"),

@@ -40,14 +40,9 @@
 namespace ts {
 namespace mlatc {
 
-std::atomic<int> g_override{-1};  // < 0: none
-int setTensorCores(int on) { return g_override.exchange(on == 0 || on == 1 ? on : -1); }
-bool tensorCores() {
-    const int o = g_override.load(std::memory_order_relaxed);
-    if (o >= 0) return o == 1;
-    static const bool fromEnv = envSwitch("TS_MLA_TC", true);
-    return fromEnv;
-}
+static OverridableSwitch g_tensorCores("TS_MLA_TC", true);
+int setTensorCores(int on) { return g_tensorCores.set(on); }
+bool tensorCores() { return g_tensorCores.on(); }
 
 std::atomic<int> g_chunkTiles{0};
 int setChunkTiles(int tiles) { return g_chunkTiles.exchange(tiles > 0 ? tiles : 0); }

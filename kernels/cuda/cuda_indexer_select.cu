@@ -36,14 +36,9 @@
 namespace ts {
 namespace idxsel {
 
-std::atomic<int> g_override{-1};  // < 0: none
-int setFastSelect(int on) { return g_override.exchange(on == 0 || on == 1 ? on : -1); }
-bool fastSelect() {
-    const int o = g_override.load(std::memory_order_relaxed);
-    if (o >= 0) return o == 1;
-    static const bool fromEnv = envSwitch("TS_IDX_FAST", true);
-    return fromEnv;
-}
+static OverridableSwitch g_fast("TS_IDX_FAST", true);
+int setFastSelect(int on) { return g_fast.set(on); }
+bool fastSelect() { return g_fast.on(); }
 
 namespace {
 
@@ -75,6 +70,19 @@ __device__ __forceinline__ float2 e4m3x2ToFloat2(uint16_t codes) {
     return __half22float2(v);
 }
 
+// dst[0 .. N) from N / 4 float4 loads.
+template <int N>
+__device__ __forceinline__ void loadFloats(const float4* src, float (&dst)[N]) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) {
+        const float4 v = src[i];
+        dst[4 * i] = v.x;
+        dst[4 * i + 1] = v.y;
+        dst[4 * i + 2] = v.z;
+        dst[4 * i + 3] = v.w;
+    }
+}
+
 // Heads 8w .. 8w + 7 of query t into shared memory, four lanes per head (lane: head 8w + lane/4, elements
 // [32·(lane%4), +32)). fp8: cpu::hadamard (its butterfly stages in order: 1..16 inside the lane, 32 and 64
 // across lanes; each output the same two-operand sums), · hs, then the CPU's quantFp8 (pow2, minAmax 1e-4):
@@ -86,15 +94,7 @@ __device__ __forceinline__ void prepareQ(const ScoreArgs& a, int64_t t, int warp
     const int H = int(a.H);
     float x[32];
     if (h < H) {
-        const float4* src = reinterpret_cast<const float4*>(a.q + (t * a.H + h) * kD + 32 * qq);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const float4 v = src[i];
-            x[4 * i] = v.x;
-            x[4 * i + 1] = v.y;
-            x[4 * i + 2] = v.z;
-            x[4 * i + 3] = v.w;
-        }
+        loadFloats(reinterpret_cast<const float4*>(a.q + (t * a.H + h) * kD + 32 * qq), x);
     } else {
 #pragma unroll
         for (int i = 0; i < 32; ++i) x[i] = 0.0f;
@@ -195,17 +195,7 @@ __global__ void __launch_bounds__(kThreads) indexerScore128Kernel(ScoreArgs a) {
     prepareQ<FP8>(a, t, warp, lane, sm);
     __syncthreads();
     float qv[kD];
-    {
-        const float4* row = reinterpret_cast<const float4*>(sm.q[lane]);
-#pragma unroll
-        for (int i = 0; i < kD / 4; ++i) {
-            const float4 v = row[i];
-            qv[4 * i] = v.x;
-            qv[4 * i + 1] = v.y;
-            qv[4 * i + 2] = v.z;
-            qv[4 * i + 3] = v.w;
-        }
-    }
+    loadFloats(reinterpret_cast<const float4*>(sm.q[lane]), qv);
     const float qsh = FP8 ? sm.qs[lane] : 1.0f, wh = sm.w[lane];
     const int H = int(a.H);
 
@@ -264,15 +254,7 @@ __global__ void __launch_bounds__(kThreads) indexerScore128Kernel(ScoreArgs a) {
         __syncwarp();
         if (lane < nb) {  // pool jb + lane: its heads' terms in head order, as the CPU adds them
             float tv[kFastMaxHeads];
-            const float4* tr = reinterpret_cast<const float4*>(sm.term[warp][lane]);
-#pragma unroll
-            for (int i = 0; i < kFastMaxHeads / 4; ++i) {
-                const float4 v = tr[i];
-                tv[4 * i] = v.x;
-                tv[4 * i + 1] = v.y;
-                tv[4 * i + 2] = v.z;
-                tv[4 * i + 3] = v.w;
-            }
+            loadFloats(reinterpret_cast<const float4*>(sm.term[warp][lane]), tv);
             float total = 0.0f;
 #pragma unroll
             for (int h = 0; h < kFastMaxHeads; ++h)

@@ -64,14 +64,9 @@ bool kdaChunkedPrefill(CudaBackend& be, const Buffer& qkv, int64_t T, int64_t H,
 // mhcPre in one launch (the default) or two: TS_MHC_FUSED (read once), or a run-time override
 // (mhcSetFusedPre, kernels/exl3_tune.h) for the A/B benchmark and the self-test's bit-for-bit check.
 namespace mhccuda {
-std::atomic<int> g_fusedOverride{-1};  // < 0: none
-int setFusedPre(int on) { return g_fusedOverride.exchange(on == 0 || on == 1 ? on : -1); }
-bool fusedPre() {
-    const int o = g_fusedOverride.load(std::memory_order_relaxed);
-    if (o >= 0) return o == 1;
-    static const bool fromEnv = envSwitch("TS_MHC_FUSED", true);
-    return fromEnv;
-}
+static OverridableSwitch g_fused("TS_MHC_FUSED", true);
+int setFusedPre(int on) { return g_fused.set(on); }
+bool fusedPre() { return g_fused.on(); }
 }  // namespace mhccuda
 
 namespace {
