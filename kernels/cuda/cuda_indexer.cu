@@ -449,13 +449,9 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
     const int64_t chunkT = std::clamp<int64_t>((int64_t(64) << 20) / (sa.ncMax * 4), 1, std::min<int64_t>(T, 65535));
     // Pools per warp: ≥ 4 (decode: many small blocks over the pools), more when many queries already fill
     // the device (prefill: each block loads its query's q once for a long run of pools).
-    // The fast kernel: about 12 warps per SM over all the chunk's pools, in batches of 8 per warp, and no more
-    // than a block's 4 warps can share of one query's pools (each block makes q's rows once).
     const int64_t sms = std::max(1, props().multiProcessorCount);
     if (fastScore) {
-        const int64_t nq = std::min(T, chunkT), want = 12 * sms;
-        const int64_t ppw = std::min((sa.ncMax * nq + want - 1) / want, (sa.ncMax + 3) / 4);
-        sa.poolsPerWarp = std::max<int64_t>(8, (ppw + 7) / 8 * 8);
+        sa.poolsPerWarp = idxsel::fastPoolsPerWarp(sa.ncMax, std::min(T, chunkT), sms);
     } else {
         const int64_t blocksPerQuery = std::max<int64_t>(1, 4 * sms / std::min(T, chunkT));
         sa.poolsPerWarp = std::max<int64_t>(4, (sa.ncMax + 8 * blocksPerQuery - 1) / (8 * blocksPerQuery));

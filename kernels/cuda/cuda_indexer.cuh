@@ -62,6 +62,16 @@ bool fastSelect();
 inline bool fastScoreShape(int64_t H, int64_t D, int64_t kp, int64_t blockSize, bool aligned) {
     return D == kFastDim && H >= 1 && H <= kFastMaxHeads && blockSize % kp == 0 && aligned;
 }
+// The fast score kernel's pools per warp for nq queries of up to ncMax pools on `sms` SMs: about 12 warps per SM
+// over all of them, in whole batches of 8, and no more than a block's 4 warps can share of one query's pools (each
+// block makes q's rows once).
+inline int64_t fastPoolsPerWarp(int64_t ncMax, int64_t nq, int64_t sms) {
+    const int64_t want = 12 * (sms > 0 ? sms : 1);
+    int64_t ppw = (ncMax * nq + want - 1) / want;
+    if (ppw > (ncMax + 3) / 4) ppw = (ncMax + 3) / 4;
+    ppw = (ppw + 7) / 8 * 8;
+    return ppw < 8 ? 8 : ppw;
+}
 inline size_t topSmemBytes(int64_t ncMax, int64_t K) { return size_t(ncMax + K + kTopListCap) * 4; }
 inline bool fastTopFits(int64_t ncMax, int64_t K, size_t optinBytes) {
     return ncMax < (int64_t(1) << 30) && topSmemBytes(ncMax, K) + kTopStaticBytes <= optinBytes;

@@ -12,6 +12,7 @@
 // which calls the fast kernels may take (cuda_indexer.cuh: the shape and shared-memory rules).
 #include <QtTest>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -137,6 +138,21 @@ private slots:
         const int64_t most = int64_t((optin - kTopStaticBytes) / 4) - 128 - kTopListCap;
         QVERIFY(fastTopFits(most, 128, optin));
         QVERIFY(!fastTopFits(most + 1, 128, optin));
+        // Pools per warp of the score kernel (H200: 132 SMs): decode at 128k spreads 8,192 pools over 1,024 warps
+        // (8 each, one batch); a 4k context still one batch per warp; a prefill chunk of 4,096 queries over 256
+        // pools gives each block all of a query's pools (64 per warp), never more than its 4 warps share.
+        QCOMPARE(fastPoolsPerWarp(8192, 1, 132), int64_t(8));
+        QCOMPARE(fastPoolsPerWarp(256, 1, 132), int64_t(8));
+        QCOMPARE(fastPoolsPerWarp(8192, 4, 132), int64_t(24));
+        QCOMPARE(fastPoolsPerWarp(256, 4096, 132), int64_t(64));
+        QCOMPARE(fastPoolsPerWarp(8192, 64, 48), int64_t(912));  // GB10: 48 SMs
+        for (int64_t nc : {129, 1000, 8192, 60001})
+            for (int64_t nq : {1, 7, 300})
+                for (int64_t sms : {1, 48, 132}) {
+                    const int64_t p = fastPoolsPerWarp(nc, nq, sms);
+                    QVERIFY(p >= 8 && p % 8 == 0);
+                    QVERIFY(p <= std::max<int64_t>(8, ((nc + 3) / 4 + 7) / 8 * 8));
+                }
     }
 };
 
