@@ -718,11 +718,12 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
     };
 
     // (2) the tensor-core kernel (cuda_attention_tc.cu) for the real model's shape — fp8 cache, R = 512, heads in
-    // 16s — unless switched off: chunks of whole 32-latent tiles, at least two per chunk, about two blocks per SM.
+    // 16s — unless switched off or the device gives a block less shared memory than it needs (sm_12x: 99 KiB):
+    // chunks of whole 32-latent tiles, at least two per chunk, about two blocks per SM.
     const bool tc = dt == KvCacheDtype::Fp8 && R == mlatc::kMlaTcLatent && H % mlatc::kMlaTcHeads == 0 &&
                     eb % 16 == 0 && reinterpret_cast<uintptr_t>(cache.bytes()) % 16 == 0 &&
                     reinterpret_cast<uintptr_t>(qLat.f32()) % 16 == 0 && reinterpret_cast<uintptr_t>(oLat.f32()) % 16 == 0 &&
-                    mlatc::tensorCores();
+                    mlatc::tensorCores() && mlatc::smemBytes() <= size_t(props().sharedMemPerBlockOptin);
     if (tc) {
         const int64_t hg = H / mlatc::kMlaTcHeads;
         const mlaplan::ChunkPlan plan =

@@ -10,6 +10,7 @@
 // order. Paths that are compared with a tolerance (attention, the absorbed GEMMs) use plain fp32 FMA.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "cuda/cuda_common.cuh"
@@ -200,5 +201,8 @@ bool tensorCores();
 // chunks). setChunkTiles returns the previous value.
 int setChunkTiles(int tiles);
 int chunkTiles();
+// The kernel's dynamic shared memory per block (104.4 KiB): more than sm_120 / sm_121 (GB10) allow a block
+// (99 KiB), so there the SIMT kernel takes its calls (CudaBackend::mlaSparseAttention checks the device's limit).
+size_t smemBytes();
 
 }  // namespace ts::mlatc

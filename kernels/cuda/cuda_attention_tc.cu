@@ -407,6 +407,8 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
 
 }  // namespace
 
+size_t smemBytes() { return size_t(kSmemBytes); }
+
 void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, bool pdl, cudaStream_t stream) {
     static const bool attr = [] {
         TS_CUDA_CHECK(cudaFuncSetAttribute(mlaSparseTcKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
