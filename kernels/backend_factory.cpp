@@ -17,6 +17,7 @@ bool cudaBackendBuilt() { return true; }
 int cudaDeviceCount() { return cudaDeviceCountImpl(); }
 namespace exl3cuda {  // cuda_exl3.cu
 int setMoeLaunches(int n);
+int setSmemLimitKiB(int kib);
 int lastMoeLaunches();
 int moeLaunches();
 bool moeDeviceRouting();
@@ -62,6 +63,7 @@ int64_t indexerFp8ConversionMismatches() { return idxsel::fp8ConversionMismatche
 int gemvSetOneTokenMode(int mode) { return mathcuda::setOneTokenMode(mode); }
 int gemvOneTokenMode() { return mathcuda::oneTokenMode(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
+int exl3SetSmemLimitKiB(int kib) { return exl3cuda::setSmemLimitKiB(kib); }
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
@@ -81,6 +83,7 @@ const char* exl3DecodeUnit() {
 bool cudaBackendBuilt() { return false; }
 int cudaDeviceCount() { return 0; }
 int exl3MoeSetLaunches(int) { return 0; }
+int exl3SetSmemLimitKiB(int) { return 0; }
 void exl3SetTrace(unsigned long long*, int64_t) {}
 int exl3MoeLastLaunches() { return 0; }
 int exl3MoeLaunches() { return 0; }

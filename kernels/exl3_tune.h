@@ -84,6 +84,12 @@ bool mlaTensorCores();
 // Returns the previous value (0 without CUDA).
 int mlaSetChunkTiles(int tiles);
 
+// The EXL3 kernels' plans keep a block's shared memory within the device's opt-in limit (sm_12x, a GB10: 99 KiB
+// — 16-row jobs at K ≤ 2, one stage per unit where two would not fit). exl3SetSmemLimitKiB(kib > 0) plans as if
+// the limit were that many KiB (at most the device's) from now on, so the self-test runs a GB10's plans on an
+// H200; anything else restores the device's. Returns the previous override (0: none; 0 without CUDA).
+int exl3SetSmemLimitKiB(int kib);
+
 // The k-pool indexer's select on the GPU (CudaBackend::indexerSelect): at GLM-5.3-Flash's widths (index_head_dim
 // 128, ≤ 32 heads) the fast path of kernels/cuda/cuda_indexer_select.cu (q quantised inside the score kernel, one
 // lane per head; the top-K over keys in shared memory), or for A/B runs and the self-test's second comparison the

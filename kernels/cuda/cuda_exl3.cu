@@ -217,12 +217,11 @@ MoeKernelFn moeKernelFor(int bits, int cb) {
     }
 }
 
-size_t stageBytes(int bits, int MG) { return size_t(stageTiles(bits, MG)) * kUnitTilesN * tileWords(bits) * 4; }
 
 }  // namespace
 
 Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs,
-                bool allowStream) {
+                bool allowStream, size_t smemLimit) {
     Plan p;
     p.MG = MG > 1 ? kMaxMG : 1;
     const int KS = stageTiles(bits, p.MG);
@@ -249,10 +248,18 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     p.KSL = KSL;
     p.steps = (KSL + KS - 1) / KS;
     p.R = Rc;
-    p.smem = size_t(p.steps > 1 ? 2 : 1) * stageBytes(bits, p.MG) + size_t(KS) * p.R * 64 + (2 * kMaxRows + 4) * 4;
+    p.smem = stagedSmemBytes(bits, p.MG, p.steps, p.R);
+    // A device that gives a block less than the double-buffered stage needs (sm_12x: 99 KiB; K = 2 and 3 with
+    // 16-row jobs): one stage per unit, more slices — a plan of the kind every decode step takes.
+    if (smemLimit > 0 && p.smem > smemLimit && p.steps > 1) {
+        p.KSL = KS;
+        p.S = (tilesK + KS - 1) / KS;
+        p.steps = 1;
+        p.smem = stagedSmemBytes(bits, p.MG, 1, p.R);
+    }
     // A slice one streaming unit takes (one stage, or two for ≤ 8 rows): the streaming variant (no trellis
     // stage in shared memory; runUnitStream), one pass. Its shared memory fits the longest such slice.
-    if (mayStream && KSL <= KSS) {
+    if (mayStream && p.KSL <= KSS) {
         p.MG = kStream;
         p.steps = 1;
         p.smem = size_t(streamHeadBytes(bits, p.R, tuneRegisterRing())) +
@@ -286,7 +293,7 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
         if (slots > 0) {
             constexpr int64_t kUnitCost = 8;  // fixed cost of a unit (transform, epilogue), in k-tiles
             int64_t bestCost = -1;
-            int bestKSL = KSL;
+            int bestKSL = p.KSL;
             const int kslMax = p.MG == kStream ? KSS : KS;
             for (int ksl = kslMax; ksl >= 8; ksl -= 8) {
                 const int s2 = (tilesK + ksl - 1) / ksl;
@@ -299,7 +306,7 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
                     bestKSL = ksl;
                 }
             }
-            if (bestKSL < KSL) {
+            if (bestKSL < p.KSL) {
                 p.KSL = bestKSL;
                 p.S = (tilesK + bestKSL - 1) / bestKSL;
             }
@@ -316,11 +323,11 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
 }
 
 MoePlans planMoePhases(int bitsGU, int cbGU, int bitsD, int cbD, int MG, int tilesKG, int NBG, int tilesKD, int NBD,
-                       int pairs, int rows, int R, int numSMs) {
+                       int pairs, int rows, int R, int numSMs, size_t smemLimit) {
     MoePlans p;
     for (bool allowStream : {true, false}) {
-        p.gu = planLaunch(bitsGU, cbGU, MG, tilesKG, NBG, 2 * pairs, 2 * rows, R, true, numSMs, allowStream);
-        p.d = planLaunch(bitsD, cbD, MG, tilesKD, NBD, pairs, rows, R, false, numSMs, allowStream);
+        p.gu = planLaunch(bitsGU, cbGU, MG, tilesKG, NBG, 2 * pairs, 2 * rows, R, true, numSMs, allowStream, smemLimit);
+        p.d = planLaunch(bitsD, cbD, MG, tilesKD, NBD, pairs, rows, R, false, numSMs, allowStream, smemLimit);
         if (p.gu.MG == p.d.MG) break;  // (without streaming both are staged: MG agrees)
     }
     return p;
@@ -370,7 +377,14 @@ void setTrace(unsigned long long* words, int64_t units) {
 namespace {
 std::atomic<int> g_moeLaunchesOverride{0};  // 0: TS_EXL3_TUNE decides
 std::atomic<int> g_moeLastLaunches{0};
+std::atomic<int> g_smemLimitKiB{0};  // 0: the device's limit
 }  // namespace
+
+int setSmemLimitKiB(int kib) { return g_smemLimitKiB.exchange(kib > 0 ? kib : 0); }
+size_t smemLimit(size_t optin) {
+    const int kib = g_smemLimitKiB.load(std::memory_order_relaxed);
+    return kib > 0 ? std::min(optin, size_t(kib) * 1024) : optin;
+}
 
 int moeLaunches() {
     const int o = g_moeLaunchesOverride.load(std::memory_order_relaxed);
@@ -507,7 +521,8 @@ void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, 
     P.inlineJob.ldx = int(in);
     P.inlineJob.y = y.f32();
     P.inlineJob.ldy = int(out);
-    const int MG = chooseMG(double(T));
+    const size_t lim = smemLimit(size_t(props().sharedMemPerBlockOptin));
+    const int MG = chooseMG(double(T), d.bits, lim);
     P.rowsPerJob = kGroupRows * MG;
     P.J = int((T + P.rowsPerJob - 1) / P.rowsPerJob);
     P.T = int(T);
@@ -520,7 +535,7 @@ void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, 
     P.nOut = int(out);
     P.mode = kModeLinear;
     const Plan plan = planLaunch(d.bits, d.codebook, MG, P.tilesK, P.NB, P.J, int(T), int(std::min<int64_t>(T, P.rowsPerJob)),
-                                 false, props().multiProcessorCount);
+                                 false, props().multiProcessorCount, true, lim);
     P.S = plan.S;
     P.KSL = plan.KSL;
     P.steps = plan.steps;

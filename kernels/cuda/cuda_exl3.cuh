@@ -357,6 +357,16 @@ __device__ __forceinline__ uint32_t codebookHalves(uint32_t s) {
 
 // ---- host side --------------------------------------------------------------------------------------------
 
+// Shared memory of a staged unit (MG = 1 or kMaxMG): the trellis stage (double-buffered when `steps` > 1), the
+// staged hi/lo activations of R rows, the row exponents and flag.
+__host__ __device__ constexpr size_t stageBytes(int bits, int MG) {
+    return size_t(stageTiles(bits, MG)) * kUnitTilesN * tileWords(bits) * 4;
+}
+__host__ __device__ constexpr size_t stagedSmemBytes(int bits, int MG, int steps, int R) {
+    return size_t(steps > 1 ? 2 : 1) * stageBytes(bits, MG) + size_t(stageTiles(bits, MG)) * R * 64 +
+           (2 * kMaxRows + 4) * 4;
+}
+
 // How one launch splits its work: S slices of k (KSL k-tiles each) × NB column blocks × J jobs = blocks.
 struct Plan {
     int MG = 1;  // m-groups per job: kStream or 1 (decode) or kMaxMG (prefill: each decoded tile serves 64 rows)
@@ -368,9 +378,12 @@ struct Plan {
 // bits: K; MG: m-groups per job; tilesK: k/16; NB: n/128; J jobs of up to R rows, rowsTotal rows in all;
 // pairMode: swiglu jobs; codebook: the kernel variant (its occupancy picks decode slice lengths; < 0: don't).
 // MG = 1 plans that come out as one stage per unit become streaming plans (Plan::MG = kStream) unless
-// allowStream is false or TS_EXL3_TUNE has bit 8 (the shared-memory stage kept, for A/B runs).
+// allowStream is false or TS_EXL3_TUNE has bit 8 (the shared-memory stage kept, for A/B runs). smemLimit > 0: a
+// block may have at most that much shared memory (the device's opt-in limit): a staged plan that double-buffers
+// past it takes one stage per unit instead (more slices). The 64-row variant can need more than a small limit
+// even so — chooseMG keeps such jobs at 16 rows.
 Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs,
-                bool allowStream = true);
+                bool allowStream = true, size_t smemLimit = 0);
 // The packed form of one expert projection with the logical shape [outF, inF] that the EXL3 kernels take (K
 // 1..8, a known codebook, k and n padded to 128), or null: the fused MoE's eligibility, host and device routed.
 inline const TrellisView* moePackedView(const WeightView& w, int64_t outF, int64_t inF) {
@@ -388,7 +401,7 @@ struct MoePlans {
     Plan gu, d;
 };
 MoePlans planMoePhases(int bitsGU, int cbGU, int bitsD, int cbD, int MG, int tilesKG, int NBG, int tilesKD, int NBD,
-                       int pairs, int rows, int R, int numSMs);
+                       int pairs, int rows, int R, int numSMs, size_t smemLimit = 0);
 // The Params of one phase of the fused MoE (gate/up pairs: kModeSwiglu, or down: kModeDown) over a
 // device job table of J jobs (`groups` pairs), for padded k × n trellises, logical widths kIn → nOut and
 // the phase's plan. The caller sets the rest (limit, the combine fields, liveGroups).
@@ -414,8 +427,13 @@ inline Params moePhaseParams(const Job* jobs, int J, int groups, int64_t k, int6
     p.groups = groups;
     return p;
 }
-// The m-groups to use for jobs of about `rowsPerJob` rows (at most 16·MG rows each).
-inline int chooseMG(double rowsPerJob) { return rowsPerJob >= 40.0 ? kMaxMG : 1; }
+// The m-groups to use for jobs of about `rowsPerJob` rows (at most 16·MG rows each) at K = bits: the 64-row
+// variant when the jobs are that large and its one-stage plan fits smemLimit (0: no limit). Under sm_12x's
+// 99 KiB per block (a GB10) K ≤ 2 keeps 16-row jobs: 64 rows of staged activations alone take 128 KiB there.
+inline int chooseMG(double rowsPerJob, int bits = 4, size_t smemLimit = 0) {
+    if (rowsPerJob < 40.0) return 1;
+    return smemLimit == 0 || stagedSmemBytes(bits, kMaxMG, 1, kMaxRows) <= smemLimit ? kMaxMG : 1;
+}
 // A/B switches for measuring the decode changes on a GPU, read once from the environment variable
 // TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units
 // (launch() sets Params::noChunk), 2 = the decode planner keeps the fixed 6-units-per-SM slice count,
@@ -439,6 +457,10 @@ int tuneSliceTiles();
 int moeLaunches();
 bool moeDeviceRouting();  // cuda_exl3_moe_routed.cu: TS_MOE_DEVICE_ROUTE (default on)
 int setMoeLaunches(int n);     // 1 or 2; anything else: back to TS_EXL3_TUNE. Returns the previous override.
+// The shared memory a block may have in the plans (exl3SetSmemLimitKiB, kernels/exl3_tune.h): the device's opt-in
+// limit, or less while an override is set (the self-test plans a GB10's 99 KiB on an H200).
+int setSmemLimitKiB(int kib);  // > 0: that many KiB at most; anything else: the device's. Returns the previous (0: none).
+size_t smemLimit(size_t deviceOptin);
 void noteMoeLaunches(int n);   // moeExpertsFused records its launches (for exl3MoeLastLaunches)
 int lastMoeLaunches();
 // The trace of the next launches (exl3SetTrace, kernels/exl3_tune.h): device words and their capacity in

@@ -143,7 +143,9 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     int64_t nUsed = 0;
     for (int64_t e = 0; e < E; ++e) nUsed += count[size_t(e)] ? 1 : 0;
     // Prefill-sized steps (many tokens per expert) take the 64-row jobs: each decoded tile serves 64 rows.
-    const int MG = chooseMG(double(nChoices) / double(nUsed));
+    const size_t lim = smemLimit(size_t(props().sharedMemPerBlockOptin));
+    const double perExpert = double(nChoices) / double(nUsed);
+    const int MG = std::min(chooseMG(perExpert, sigGU.bits, lim), chooseMG(perExpert, sigD.bits, lim));
     const int32_t chunk = kGroupRows * MG;
     int maxM = 1;
     for (int64_t e = 0; e < E; ++e) {
@@ -180,7 +182,7 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const int tilesKG = int(sigGU.k / 16), NBG = int(sigGU.n / 128);
     const int tilesKD = int(sigD.k / 16), NBD = int(sigD.n / 128);
     const MoePlans plans = planMoePhases(sigGU.bits, sigGU.codebook, sigD.bits, sigD.codebook, MG, tilesKG, NBG, tilesKD,
-                                         NBD, nPairs, nChoices, maxM, numSMs);
+                                         NBD, nPairs, nChoices, maxM, numSMs, lim);
     const Plan& planGU = plans.gu;
     const Plan& planD = plans.d;
     const bool fusedCombine = T * topk <= 256;

@@ -257,7 +257,8 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
     const int maxPairs = int(std::min<int64_t>(int64_t(P0), topk + std::min<int64_t>(E, P0)));
     const int numSMs = props().multiProcessorCount;
     const int tilesKG = int(kG / 16), NBG = int(nG / 128), tilesKD = int(kD / 16), NBD = int(nD / 128);
-    const MoePlans plans = planMoePhases(bits, cb, bits, cb, 1, tilesKG, NBG, tilesKD, NBD, maxPairs, P0, R, numSMs);
+    const MoePlans plans = planMoePhases(bits, cb, bits, cb, 1, tilesKG, NBG, tilesKD, NBD, maxPairs, P0, R, numSMs,
+                                         smemLimit(size_t(props().sharedMemPerBlockOptin)));
     const Plan& planGU = plans.gu;
     const Plan& planD = plans.d;
 

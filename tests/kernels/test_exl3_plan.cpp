@@ -8,9 +8,11 @@
 // 16-row plans whose slice one streaming unit takes (one stage; two for ≤ 8 rows at K ≥ 3 with the
 // shared-memory ring), and combines through partials exactly when it must; and the fused MoE's two phases
 // (planMoePhases) always get one kernel variant, and a projection qualifies for the fused MoE (moePackedView)
-// exactly when its shape, K, codebook and padding are what the kernels take.
+// exactly when its shape, K, codebook and padding are what the kernels take. Under a GB10's shared-memory limit
+// (99 KiB per block) every plan fits it, and under the H200's (227 KiB) the plans are the unlimited ones.
 #include <QtTest>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -98,6 +100,59 @@ private slots:
                         }
         QVERIFY(cases > 100);
         qInfo("%d MoE phase plans, %d re-planned without streaming", cases, replanned);
+    }
+
+    // sm_120/121 (a GB10) give a block 99 KiB of shared memory, the H200 227 KiB. Under the smaller limit the
+    // backend's plans — chooseMG, then planLaunch / planMoePhases with the limit — must all fit it (a launch
+    // asking for more fails), and stay consistent; under the larger one nothing may change.
+    void plansFitTheSharedMemoryLimit() {
+        const size_t gb10 = 99 * 1024, h200 = 227 * 1024;
+        const std::string unit = exl3DecodeUnit();
+        const bool streamOn = unit.rfind("staged", 0) != 0;
+        const bool regRing = unit.rfind("streaming, register ring", 0) == 0;
+        const bool oneStage = unit.find("one-stage slices") != std::string::npos;
+        struct Shape {
+            int tilesK, NB;
+        };
+        const Shape shapes[] = {{16, 3}, {128, 32}, {256, 16}, {256, 96}, {768, 32}};
+        int plans = 0, limited = 0;
+        for (int bits = 1; bits <= 8; ++bits)
+            for (const Shape& sh : shapes)
+                for (int rows : {1, 8, 16, 40, 64, 512, 4096}) {
+                    const int MG = chooseMG(double(rows), bits, gb10);
+                    const int rpj = kGroupRows * MG, J = (rows + rpj - 1) / rpj, R = std::min(rows, rpj);
+                    const QString what = QString("K=%1 k/16=%2 NB=%3 rows=%4 MG=%5").arg(bits).arg(sh.tilesK).arg(sh.NB)
+                                             .arg(rows).arg(MG);
+                    const Plan p = planLaunch(bits, 2, MG, sh.tilesK, sh.NB, J, rows, R, false, 48, true, gb10);
+                    QVERIFY2(p.smem <= gb10, qPrintable(what + ": fits 99 KiB"));
+                    check(p, bits, MG, sh.tilesK, sh.NB, J, R, false, streamOn, regRing, oneStage, what);
+                    const Plan big = planLaunch(bits, 2, chooseMG(double(rows), bits, h200), sh.tilesK, sh.NB, J, rows, R,
+                                                false, 132, true, h200);
+                    const Plan none = planLaunch(bits, 2, chooseMG(double(rows)), sh.tilesK, sh.NB, J, rows, R, false, 132);
+                    QVERIFY2(big.MG == none.MG && big.S == none.S && big.KSL == none.KSL && big.steps == none.steps &&
+                                 big.smem == none.smem,
+                             qPrintable(what + ": the H200's limit changes no plan"));
+                    limited += none.smem > gb10;
+                    ++plans;
+                    if (QTest::currentTestFailed()) return;
+                }
+        QVERIFY(plans > 200);
+        QVERIFY2(limited > 0, "some unlimited plans need more than 99 KiB (else this test checks nothing)");
+        // The recipe's 4 bpw keeps its 64-row prefill jobs on a GB10; K = 2 cannot (64 rows of hi/lo inputs
+        // alone are 128 KiB at its 32-tile stages).
+        QCOMPARE(chooseMG(512.0, 4, gb10), kMaxMG);
+        QCOMPARE(chooseMG(512.0, 2, gb10), 1);
+        QCOMPARE(chooseMG(512.0, 2, h200), kMaxMG);
+        QCOMPARE(chooseMG(512.0, 2, 0), kMaxMG);
+        // The fused MoE's phases too (GLM-5.3-Flash's experts), decode to prefill.
+        for (int bits = 1; bits <= 8; ++bits)
+            for (int R : {1, 4, 16, 64}) {
+                const int MG = R > 16 ? chooseMG(double(R), bits, gb10) : 1;
+                const int r = std::min(R, kGroupRows * MG);
+                const MoePlans m = planMoePhases(bits, 2, bits, 2, MG, 256, 16, 128, 32, 30, 30 * r, r, 48, gb10);
+                QVERIFY2(m.gu.smem <= gb10 && m.d.smem <= gb10, qPrintable(QString("MoE K=%1 R=%2: fits 99 KiB").arg(bits).arg(R)));
+                QCOMPARE(m.gu.MG, m.d.MG);
+            }
     }
 
     // The fused MoE's eligibility of one projection (moePackedView, both MoE paths): the packed form when the
