@@ -36,6 +36,7 @@ namespace mlatc {  // cuda_attention_tc.cu
 int setTensorCores(int on);
 bool tensorCores();
 int setChunkTiles(int tiles);
+bool fitsDevice();
 }  // namespace mlatc
 namespace idxsel {  // cuda_indexer_select.cu
 int setFastSelect(int on);
@@ -56,6 +57,7 @@ int mhcSetFusedPre(int on) { return mhccuda::setFusedPre(on); }
 bool mhcFusedPre() { return mhccuda::fusedPre(); }
 int mlaSetTensorCores(int on) { return mlatc::setTensorCores(on); }
 bool mlaTensorCores() { return mlatc::tensorCores(); }
+bool mlaTensorCoresFit() { return mlatc::fitsDevice(); }
 int mlaSetChunkTiles(int tiles) { return mlatc::setChunkTiles(tiles); }
 int indexerSetFastSelect(int on) { return idxsel::setFastSelect(on); }
 bool indexerFastSelect() { return idxsel::fastSelect(); }
@@ -95,6 +97,7 @@ int mhcSetFusedPre(int) { return -1; }
 bool mhcFusedPre() { return false; }
 int mlaSetTensorCores(int) { return -1; }
 bool mlaTensorCores() { return false; }
+bool mlaTensorCoresFit() { return false; }
 int mlaSetChunkTiles(int) { return 0; }
 int indexerSetFastSelect(int) { return -1; }
 bool indexerFastSelect() { return false; }

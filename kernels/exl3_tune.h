@@ -79,6 +79,10 @@ bool mhcFusedPre();
 // (−1: none). mlaTensorCores: the choice in force now (false without CUDA). The two differ in summation order only.
 int mlaSetTensorCores(int on);
 bool mlaTensorCores();
+// Whether the current device can run the tensor-core kernel at all: it needs 104.4 KiB of shared memory per block,
+// more than sm_120 / sm_121 (a GB10) allow (99 KiB) — there its calls take the SIMT kernel whatever the switch says.
+// False without CUDA.
+bool mlaTensorCoresFit();
 // The tensor-core kernel's chunk of each query's selection, in tiles of 32 latents, forced for A/B runs
 // (bench-device --what mla); 0 restores the planner's (about two blocks per SM, at least 2 tiles per chunk).
 // Returns the previous value (0 without CUDA).

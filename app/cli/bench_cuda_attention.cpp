@@ -117,6 +117,10 @@ nlohmann::json benchMlaDecode(Backend& backend, int reps) {
     };
 
     // Both kernels of the op (kernels/exl3_tune.h): the tensor-core one (the default for this shape), then SIMT.
+    const bool tcFits = backend.name() != "cuda" || mlaTensorCoresFit();
+    if (!tcFits)
+        std::printf("  (this device gives a block less shared memory than the tensor-core kernel needs: the rows named "
+                    "\"tensor cores\" run the SIMT kernel, and its chunk sweep is skipped)\n");
     for (const int tc : {1, 0}) {
         const OverrideScope<mlaSetTensorCores> variant(tc);
         const std::string sfx = tc ? ", tensor cores" : ", simt";
@@ -144,7 +148,7 @@ nlohmann::json benchMlaDecode(Backend& backend, int reps) {
     }
     // The tensor-core kernel's chunk length (tiles of 32 latents per block; the planner takes ~2 blocks per SM):
     // more chunks spread a query over more SMs but leave more partials to merge.
-    {
+    if (tcFits) {
         const OverrideScope<mlaSetTensorCores> tcOn(1);
         for (const int tiles : {1, 2, 4, 8, 16, 65}) {
             const OverrideScope<mlaSetChunkTiles> chunkTiles(tiles);

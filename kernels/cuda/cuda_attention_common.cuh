@@ -204,5 +204,6 @@ int chunkTiles();
 // The kernel's dynamic shared memory per block (104.4 KiB): more than sm_120 / sm_121 (GB10) allow a block
 // (99 KiB), so there the SIMT kernel takes its calls (CudaBackend::mlaSparseAttention checks the device's limit).
 size_t smemBytes();
+bool fitsDevice();  // the current device's opt-in limit per block holds smemBytes()
 
 }  // namespace ts::mlatc

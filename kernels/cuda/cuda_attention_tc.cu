@@ -408,6 +408,15 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
 }  // namespace
 
 size_t smemBytes() { return size_t(kSmemBytes); }
+bool fitsDevice() {
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return size_t(optin) >= smemBytes();
+}
 
 void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, bool pdl, cudaStream_t stream) {
     static const bool attr = [] {
