@@ -27,11 +27,7 @@ class TestExl3Plan : public QObject {
 
 private slots:
     void plansAreConsistent() {
-        // The TS_EXL3_TUNE switches in force (exl3DecodeUnit names them).
-        const std::string unit = exl3DecodeUnit();
-        const bool streamOn = unit.rfind("staged", 0) != 0;
-        const bool regRing = unit.rfind("streaming, register ring", 0) == 0;
-        const bool oneStage = unit.find("one-stage slices") != std::string::npos;
+        const auto [streamOn, regRing, oneStage] = switchesInForce();
         struct Shape {
             int tilesK, NB;
         };
@@ -107,10 +103,7 @@ private slots:
     // asking for more fails), and stay consistent; under the larger one nothing may change.
     void plansFitTheSharedMemoryLimit() {
         const size_t gb10 = 99 * 1024, h200 = 227 * 1024;
-        const std::string unit = exl3DecodeUnit();
-        const bool streamOn = unit.rfind("staged", 0) != 0;
-        const bool regRing = unit.rfind("streaming, register ring", 0) == 0;
-        const bool oneStage = unit.find("one-stage slices") != std::string::npos;
+        const auto [streamOn, regRing, oneStage] = switchesInForce();
         struct Shape {
             int tilesK, NB;
         };
@@ -204,6 +197,17 @@ private slots:
     }
 
 private:
+    // The TS_EXL3_TUNE switches in force (exl3DecodeUnit names them): streaming on, the register ring, one-stage
+    // slices.
+    struct Switches {
+        bool streamOn, regRing, oneStage;
+    };
+    static Switches switchesInForce() {
+        const std::string unit = exl3DecodeUnit();
+        return {unit.rfind("staged", 0) != 0, unit.rfind("streaming, register ring", 0) == 0,
+                unit.find("one-stage slices") != std::string::npos};
+    }
+
     static void check(const Plan& p, int bits, int MG, int tilesK, int NB, int J, int rows, bool pair, bool streamOn,
                       bool regRing, bool oneStage, const QString& what) {
         const auto msg = [&](const char* s) { return qPrintable(what + ": " + s); };
