@@ -49,7 +49,7 @@ constexpr int kFastDim = 128;    // key width of the fast score kernel (GLM-5.3-
 constexpr int kFastMaxHeads = 32;  // heads: one lane each (index_n_heads = 32)
 // The top-K kernel keeps a query's keys, its chosen pools and a list of up to kTopListCap keys in dynamic
 // shared memory, beside kTopStaticBytes of its own: as many pools as the device's opt-in limit per block allows
-// (H200: ~50k, 800k tokens at kpool 16; GB10: ~20k, 320k tokens); longer contexts take the general kernel.
+// (H200: ~50k, 800k tokens at kpool 16; GB10: ~17k, 270k tokens); longer contexts take the general kernel.
 constexpr int64_t kTopListCap = 4096;
 constexpr size_t kTopStaticBytes = (4096 + 33 + 4) * 4;
 
