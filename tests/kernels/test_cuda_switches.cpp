@@ -64,17 +64,7 @@ private slots:
         QCOMPARE(kdaSetChunkMinTokens(-5), int64_t(-1));  // any negative: none
     }
 
-    void mhcFusedPreOverride() {
-        QVERIFY(!mhcFusedPre());                  // the environment's: TS_MHC_FUSED=0, two launches
-        QCOMPARE(mhcSetFusedPre(1), -1);          // no override before
-        QVERIFY(mhcFusedPre());                   // one launch
-        QCOMPARE(mhcSetFusedPre(0), 1);
-        QVERIFY(!mhcFusedPre());
-        QCOMPARE(mhcSetFusedPre(-1), 0);          // back to the environment's
-        QVERIFY(!mhcFusedPre());
-        QCOMPARE(mhcSetFusedPre(7), -1);          // anything but 0 / 1: none
-        QVERIFY(!mhcFusedPre());
-    }
+    void mhcFusedPreOverride() { checkSwitchOffInEnvironment(mhcSetFusedPre, mhcFusedPre); }  // TS_MHC_FUSED=0: two launches
 
     void gemvOneTokenModeOverride() {
         QCOMPARE(gemvOneTokenMode(), 2);          // the environment's: TS_GEMV1=2
@@ -89,15 +79,7 @@ private slots:
     }
 
     void mlaTensorCoresOverride() {
-        QVERIFY(!mlaTensorCores());               // the environment's: TS_MLA_TC=0, the SIMT kernel
-        QCOMPARE(mlaSetTensorCores(1), -1);       // no override before
-        QVERIFY(mlaTensorCores());
-        QCOMPARE(mlaSetTensorCores(0), 1);
-        QVERIFY(!mlaTensorCores());
-        QCOMPARE(mlaSetTensorCores(-1), 0);       // back to the environment's
-        QVERIFY(!mlaTensorCores());
-        QCOMPARE(mlaSetTensorCores(5), -1);       // anything but 0 / 1: none
-        QVERIFY(!mlaTensorCores());
+        checkSwitchOffInEnvironment(mlaSetTensorCores, mlaTensorCores);  // TS_MLA_TC=0: the SIMT kernel
         // The chunk length of the A/B sweep: set, reported back, cleared (negative clears too).
         QCOMPARE(mlaSetChunkTiles(4), 0);
         QCOMPARE(mlaSetChunkTiles(65), 4);
@@ -105,16 +87,8 @@ private slots:
         QCOMPARE(mlaSetChunkTiles(0), 0);
     }
 
-    void indexerFastSelectOverride() {
-        QVERIFY(!indexerFastSelect());            // the environment's: TS_IDX_FAST=0, the general kernels
-        QCOMPARE(indexerSetFastSelect(1), -1);    // no override before
-        QVERIFY(indexerFastSelect());
-        QCOMPARE(indexerSetFastSelect(0), 1);
-        QVERIFY(!indexerFastSelect());
-        QCOMPARE(indexerSetFastSelect(-1), 0);    // back to the environment's
-        QVERIFY(!indexerFastSelect());
-        QCOMPARE(indexerSetFastSelect(2), -1);    // anything but 0 / 1: none
-        QVERIFY(!indexerFastSelect());
+    void indexerFastSelectOverride() {  // TS_IDX_FAST=0: the general kernels
+        checkSwitchOffInEnvironment(indexerSetFastSelect, indexerFastSelect);
     }
 
     void indexerFastShapes() {
@@ -153,6 +127,25 @@ private slots:
                     QVERIFY(p >= 8 && p % 8 == 0);
                     QVERIFY(p <= std::max<int64_t>(8, ((nc + 3) / 4 + 7) / 8 * 8));
                 }
+    }
+
+private:
+    // A 0/1 switch (core/env_switch.h's OverridableSwitch) whose environment variable initTestCase set to 0: an
+    // override takes effect at once and reports the previous one (−1: none), −1 restores the environment's, and
+    // anything but 0 / 1 clears the override.
+    static void checkSwitchOffInEnvironment(int (*set)(int), bool (*get)()) {
+        QVERIFY(!get());             // the environment's
+        QCOMPARE(set(1), -1);        // no override before
+        QVERIFY(get());
+        QCOMPARE(set(0), 1);
+        QVERIFY(!get());
+        QCOMPARE(set(-1), 0);        // back to the environment's
+        QVERIFY(!get());
+        QCOMPARE(set(1), -1);
+        QCOMPARE(set(7), 1);         // anything but 0 / 1: none
+        QVERIFY(!get());
+        QCOMPARE(set(2), -1);
+        QVERIFY(!get());
     }
 };
 
