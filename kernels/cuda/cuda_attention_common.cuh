@@ -201,8 +201,8 @@ bool tensorCores();
 // chunks). setChunkTiles returns the previous value.
 int setChunkTiles(int tiles);
 int chunkTiles();
-// The kernel's dynamic shared memory per block (104.4 KiB): more than sm_120 / sm_121 (GB10) allow a block
-// (99 KiB), so there the SIMT kernel takes its calls (CudaBackend::mlaSparseAttention checks the device's limit).
+// The kernel's dynamic shared memory per block (98.2 KiB: within the 99 KiB sm_120 / sm_121 — a GB10 — allow a
+// block; CudaBackend::mlaSparseAttention still checks the device's limit and takes the SIMT kernel on one below).
 size_t smemBytes();
 bool fitsDevice();  // the current device's opt-in limit per block holds smemBytes()
 

@@ -60,22 +60,25 @@ constexpr int kTileL = kMlaTcTile;   // latents per tile
 constexpr int kWarps = 8;            // warp w: dims [64w, 64w + 64) of both products; scale group w / 2
 constexpr int kThreads = 32 * kWarps;
 constexpr int kCStride = kR + 8;      // halves per latent row of the code tile (+16 B: ldmatrix rows on distinct banks)
-constexpr int kSStride = kTileL + 8;  // floats per head row of a warp's partial scores
-constexpr int kPStride = kTileL + 4;  // floats per head row of p
 static_assert(kR == 64 * kWarps && kR % 128 == 0 && kTileL == 32 && kHeads == 16, "the warp layout below");
 
-// Shared memory, bytes: codes [32][kCStride] fp16 | scales [4][32] | partial scores [8][16][kSStride] |
-// p [16][kPStride] | corr [16] | final (max, sum) [2][16] | the next tile's raw entries [32][kRawStride] (e4m3
-// codes) and scales [4][32], landing by cp.async while this tile is computed | q's A fragments, made once
-// and read back at every tile (held in registers through the values' product they made ptxas spill).
+// Shared memory, bytes: codes [32][kCStride] fp16 | scales [4][32] | partial scores [8][16][32] (p of the
+// softmax overwrites warp 0's rows in place: each p is written by the thread that summed that element) |
+// corr [16] | final (max, sum) [2][16] | the next tile's raw entries [32][kRawStride] (e4m3 codes) and scales
+// [4][32], landing by cp.async while this tile is computed | q's A fragments, made once and read back at every
+// tile (held in registers through the values' product they made ptxas spill).
+// 98.2 KiB: under the 99 KiB a block of a GB10 (sm_12x) may opt into. Rows of 32 floats, element l of head row h
+// at column (l + 8·(h mod 4)) mod 32: the banks a padded 40-float row would give, without the padding.
 constexpr int kSmemCodes = kTileL * kCStride * 2;
 constexpr int kSmemScales = (kR / 128) * kTileL * 4;
-constexpr int kSmemPart = kWarps * kHeads * kSStride * 4;
-constexpr int kSmemP = kHeads * kPStride * 4;
+constexpr int kSmemPart = kWarps * kHeads * kTileL * 4;
 constexpr int kRawStride = kR + 16;  // bytes per latent row of the raw entries (rows 4 banks apart)
 constexpr int kSmemRaw = kTileL * kRawStride;
 constexpr int kSmemQ = kWarps * 4 * 2 * 32 * 16;  // q's A fragments [warp][k-step][hi/lo][lane] (16 B each)
-constexpr int kSmemBytes = kSmemCodes + kSmemScales + kSmemPart + kSmemP + 3 * kHeads * 4 + kSmemRaw + kSmemScales + kSmemQ;
+constexpr int kSmemBytes = kSmemCodes + kSmemScales + kSmemPart + 3 * kHeads * 4 + kSmemRaw + kSmemScales + kSmemQ;
+static_assert(kSmemBytes <= 99 * 1024, "a GB10 block opts into at most 99 KiB of shared memory");
+// Column of latent l in head row h of the partial scores and p (h: the head within the block).
+__device__ __forceinline__ int partCol(int h, int l) { return (l + 8 * (h & 3)) & (kTileL - 1); }
 
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                          uint32_t b1) {
@@ -143,14 +146,22 @@ __device__ __forceinline__ float quadMax(float m) {
     return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
 }
 
+// Blocks per SM the registers are budgeted for: two on the H200 (2 × 98.2 KiB of its 227 KiB), one on a GB10,
+// whose 99 KiB hold one block (there the 128-register cap of two would only add spills).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+constexpr int kMinBlocks = 1;
+#else
+constexpr int kMinBlocks = 2;
+#endif
+
 // grid (T, chunks, H / 16), block 256, kSmemBytes of dynamic shared memory.
-__global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) mlaSparseTcKernel(MlaTcArgs a) {
     extern __shared__ __align__(16) unsigned char smem[];
     __half* codes = reinterpret_cast<__half*>(smem);
     float* scales = reinterpret_cast<float*>(smem + kSmemCodes);    // [group][latent]
-    float* part = scales + (kR / 128) * kTileL;                     // [warp][head][kSStride]
-    float* pS = part + kWarps * kHeads * kSStride;                  // [head][kPStride]
-    float* corrS = pS + kHeads * kPStride;                          // [16]
+    float* part = scales + (kR / 128) * kTileL;                     // [warp][head][32], columns by partCol
+    float* pS = part;                                               // p [head][32]: warp 0's rows, after the sum
+    float* corrS = part + kWarps * kHeads * kTileL;                 // [16]
     float* mlS = corrS + kHeads;                                    // [2][16]
     unsigned char* raw = reinterpret_cast<unsigned char*>(mlS + 2 * kHeads);  // [32][kRawStride]
     float* rawScale = reinterpret_cast<float*>(raw + kSmemRaw);               // [4][32]
@@ -290,9 +301,10 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
             }
             const int l = 8 * j + 2 * c;
             const float s0 = scales[grp * kTileL + l], s1 = scales[grp * kTileL + l + 1];
-            float* p0 = part + (warp * kHeads + g) * kSStride + l;
+            // Heads g and g + 8 share partCol's rotation (8 ≡ 0 mod 4); l and l + 1 stay adjacent (l is even).
+            float* p0 = part + (warp * kHeads + g) * kTileL + partCol(g, l);
             *reinterpret_cast<float2*>(p0) = make_float2(acc[0] * s0 * qUnscale[0], acc[1] * s1 * qUnscale[0]);
-            *reinterpret_cast<float2*>(p0 + 8 * kSStride) = make_float2(acc[2] * s0 * qUnscale[1], acc[3] * s1 * qUnscale[1]);
+            *reinterpret_cast<float2*>(p0 + 8 * kTileL) = make_float2(acc[2] * s0 * qUnscale[1], acc[3] * s1 * qUnscale[1]);
         }
         __syncthreads();
 
@@ -305,7 +317,7 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
                 const int l = li + 16 * q;
                 float acc = 0.0f;
 #pragma unroll
-                for (int w = 0; w < kWarps; ++w) acc += part[(w * kHeads + h) * kSStride + l];
+                for (int w = 0; w < kWarps; ++w) acc += part[(w * kHeads + h) * kTileL + partCol(h, l)];
                 s[q] = l < nt ? a.scale * acc : -INFINITY;
             }
             float mx = fmaxf(s[0], s[1]);
@@ -320,8 +332,9 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
             const float cr = expf(runMax - mNew);  // 0 on the first tile (runMax = −inf)
             runSum = runSum * cr + sum;
             runMax = mNew;
-            pS[h * kPStride + li] = p0;
-            pS[h * kPStride + li + 16] = p1;
+            // Over warp 0's partials of (h, li) and (h, li + 16), which only this thread read.
+            pS[h * kTileL + partCol(h, li)] = p0;
+            pS[h * kTileL + partCol(h, li + 16)] = p1;
             if (li == 0) corrS[h] = cr;
         }
         __syncthreads();
@@ -332,7 +345,7 @@ __global__ void __launch_bounds__(kThreads, 2) mlaSparseTcKernel(MlaTcArgs a) {
             // row's largest value, then for the split) rather than held, which made ptxas spill.
             auto prod = [&](int r, int ks, int hf) {
                 const int l = 16 * ks + 2 * c + 8 * hf;
-                const float2 pp = *reinterpret_cast<const float2*>(pS + (g + 8 * r) * kPStride + l);
+                const float2 pp = *reinterpret_cast<const float2*>(pS + (g + 8 * r) * kTileL + partCol(g, l));
                 const float2 sc = *reinterpret_cast<const float2*>(scales + grp * kTileL + l);
                 return make_float2(__fmul_rn(pp.x, sc.x), __fmul_rn(pp.y, sc.y));
             };
