@@ -18,6 +18,7 @@ int cudaDeviceCount() { return cudaDeviceCountImpl(); }
 namespace exl3cuda {  // cuda_exl3.cu
 int setMoeLaunches(int n);
 int setSmemLimitKiB(int kib);
+bool prefillJobs(int bits);
 int lastMoeLaunches();
 int moeLaunches();
 bool moeDeviceRouting();
@@ -66,6 +67,7 @@ int gemvSetOneTokenMode(int mode) { return mathcuda::setOneTokenMode(mode); }
 int gemvOneTokenMode() { return mathcuda::oneTokenMode(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3SetSmemLimitKiB(int kib) { return exl3cuda::setSmemLimitKiB(kib); }
+bool exl3PrefillJobs(int bits) { return exl3cuda::prefillJobs(bits); }
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
@@ -86,6 +88,7 @@ bool cudaBackendBuilt() { return false; }
 int cudaDeviceCount() { return 0; }
 int exl3MoeSetLaunches(int) { return 0; }
 int exl3SetSmemLimitKiB(int) { return 0; }
+bool exl3PrefillJobs(int) { return true; }
 void exl3SetTrace(unsigned long long*, int64_t) {}
 int exl3MoeLastLaunches() { return 0; }
 int exl3MoeLaunches() { return 0; }

@@ -79,9 +79,9 @@ bool mhcFusedPre();
 // (−1: none). mlaTensorCores: the choice in force now (false without CUDA). The two differ in summation order only.
 int mlaSetTensorCores(int on);
 bool mlaTensorCores();
-// Whether the current device can run the tensor-core kernel at all: it needs 104.4 KiB of shared memory per block,
-// more than sm_120 / sm_121 (a GB10) allow (99 KiB) — there its calls take the SIMT kernel whatever the switch says.
-// False without CUDA.
+// Whether the current device can run the tensor-core kernel at all: it needs 98.2 KiB of shared memory per block
+// (sm_120 / sm_121, a GB10, allow 99 KiB) — on a device with less its calls take the SIMT kernel whatever the switch
+// says. False without CUDA.
 bool mlaTensorCoresFit();
 // The tensor-core kernel's chunk of each query's selection, in tiles of 32 latents, forced for A/B runs
 // (bench-device --what mla); 0 restores the planner's (about two blocks per SM, at least 2 tiles per chunk).
@@ -93,6 +93,10 @@ int mlaSetChunkTiles(int tiles);
 // the limit were that many KiB (at most the device's) from now on, so the self-test runs a GB10's plans on an
 // H200; anything else restores the device's. Returns the previous override (0: none; 0 without CUDA).
 int exl3SetSmemLimitKiB(int kib);
+// Whether prefill-sized steps (≥ 40 rows per job) at K = bits take the 64-row jobs, whose activations keep fp16
+// hi + lo precision, under the current limit — or, as a GB10's 99 KiB at K ≤ 2, the 16-row jobs of decode, which
+// round each activation once to fp16 (the self-test's tolerance follows). True without CUDA or a device.
+bool exl3PrefillJobs(int bits);
 
 // The k-pool indexer's select on the GPU (CudaBackend::indexerSelect): at GLM-5.3-Flash's widths (index_head_dim
 // 128, ≤ 32 heads) the fast path of kernels/cuda/cuda_indexer_select.cu (q quantised inside the score kernel, one

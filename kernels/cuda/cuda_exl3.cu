@@ -385,6 +385,15 @@ size_t smemLimit(size_t optin) {
     const int kib = g_smemLimitKiB.load(std::memory_order_relaxed);
     return kib > 0 ? std::min(optin, size_t(kib) * 1024) : optin;
 }
+bool prefillJobs(int bits) {
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return true;
+    }
+    return chooseMG(64.0, bits, smemLimit(size_t(optin))) == kMaxMG;
+}
 
 int moeLaunches() {
     const int o = g_moeLaunchesOverride.load(std::memory_order_relaxed);

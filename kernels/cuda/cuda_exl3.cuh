@@ -461,6 +461,7 @@ int setMoeLaunches(int n);     // 1 or 2; anything else: back to TS_EXL3_TUNE. R
 // limit, or less while an override is set (the self-test plans a GB10's 99 KiB on an H200).
 int setSmemLimitKiB(int kib);  // > 0: that many KiB at most; anything else: the device's. Returns the previous (0: none).
 size_t smemLimit(size_t deviceOptin);
+bool prefillJobs(int bits);    // ts::exl3PrefillJobs (kernels/exl3_tune.h) on the current device
 void noteMoeLaunches(int n);   // moeExpertsFused records its launches (for exl3MoeLastLaunches)
 int lastMoeLaunches();
 // The trace of the next launches (exl3SetTrace, kernels/exl3_tune.h): device words and their capacity in
