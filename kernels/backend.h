@@ -120,6 +120,15 @@ struct PageTable {
     int64_t capacity() const { return numBlocks * blockSize; }
 };
 
+// One sequence's share of a batched call (mlaCacheWriteBatch, mlaSparseAttentionBatch, indexerSelectBatch): its
+// `rows` rows follow the previous sequence's rows in the call's buffers, at logical positions [pos0, pos0 + rows)
+// of its pages.
+struct SeqRows {
+    PageTable pages;
+    int64_t pos0 = 0;
+    int64_t rows = 0;
+};
+
 // Top-k pool selection of one query, produced by indexerSelect.
 struct IndexerStats {
     int64_t tiedQueries = 0;  // queries where the K-th and (K+1)-th best candidate scores are equal
@@ -290,6 +299,21 @@ public:
     virtual void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp,
                                int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages,
                                int64_t pos0, const Buffer& idx, IndexerStats* stats) = 0;
+
+    // Batched forms of the three ops above that address a paged cache: the sequences of one step that share the
+    // cache (the runtime's pool) in one call, their rows in sequence order (T = Σ rows; idx [T, width]). Each
+    // computes exactly what the per-sequence op computes on each sequence's rows — the default implementation
+    // (backend_batch.cpp) is that loop; a backend overrides it where one launch over every query is faster
+    // (CUDA: decode at batch > 1 pays each per-sequence call's latency once instead of once per sequence).
+    // stats: nSeqs pointers, each null or the sequence's IndexerStats (selectionHash sized to its rows or empty).
+    virtual void mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt,
+                                    const Buffer& cache);
+    virtual void mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R,
+                                         const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width,
+                                         float scale, const Buffer& oLat);
+    virtual void indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H,
+                                    int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore,
+                                    const Buffer& idx, IndexerStats* const* stats);
 
     // MoE ---------------------------------------------------------------------------------------------
     // Router: logits = x·Wᵀ (fp32), s = sigmoid, choice = s + bias, group-limited top-k of choice

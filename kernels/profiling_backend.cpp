@@ -149,6 +149,19 @@ void ProfilingBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T
     timed("indexerSelect", [&] { m_inner->indexerSelect(q, w, T, H, D, kp, topk, dt, poolStore, pages, pos0, idx, stats); });
 }
 
+// The batched forms keep their own rows: one call of the inner backend's batched op (not its per-sequence calls).
+void ProfilingBackend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt, const Buffer& cache) {
+    timed("mlaCacheWriteBatch", [&] { m_inner->mlaCacheWriteBatch(c, seqs, nSeqs, R, dt, cache); });
+}
+
+void ProfilingBackend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R, const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width, float scale, const Buffer& oLat) {
+    timed("mlaSparseAttentionBatch", [&] { m_inner->mlaSparseAttentionBatch(qLat, seqs, nSeqs, H, R, cache, dt, idx, width, scale, oLat); });
+}
+
+void ProfilingBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const Buffer& idx, IndexerStats* const* stats) {
+    timed("indexerSelectBatch", [&] { m_inner->indexerSelectBatch(q, w, seqs, nSeqs, H, D, kp, topk, dt, poolStore, idx, stats); });
+}
+
 void ProfilingBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, int32_t* hostIdx, float* hostWeight) {
     timed("moeRoute", [&] { m_inner->moeRoute(x, T, gate, bias, E, topk, nGroup, topkGroup, normTopk, scaling, hostIdx, hostWeight); });
 }

@@ -6,15 +6,17 @@
 //   cache entries (2,063 × 656 B = 1.35 MB per query) / time. Note the arithmetic: 64 heads × 512 × 2
 //   (scores and values) × 2 flops per latent element is ~200 flop per cache byte, so in fp32 the kernel
 //   is compute-bound long before it is bandwidth-bound on an H200.
-//   Rows: 1 sequence (T = 1), 4 sequences (4 calls, one per sequence, as the model runs a batch), and 4
-//   queries of one sequence in one call (T = 4, e.g. speculative decode); each with the tensor-core kernel (the
+//   Rows: 1 sequence (T = 1), 4 sequences (4 calls, one per sequence; and one batched call,
+//   mlaSparseAttentionBatch, as the model runs a batch), and 4 queries of one sequence in one call (T = 4, e.g.
+//   speculative decode); each with the tensor-core kernel (the
 //   default at this shape) and with the SIMT one (mlaSetTensorCores, kernels/exl3_tune.h); then the tensor-core
 //   kernel's chunk length swept (mlaSetChunkTiles) for T = 1 and T = 4.
 // - indexerSelect, decode: scores of all 8,192 pools + top-128 + expansion; bandwidth = pool-key bytes
 //   (8,192 × 132 B) / time. Timed without stats (device work only, as the model calls it unless tie
 //   statistics are asked for) and with stats (the tie flags come back to the host, one synchronisation per
-//   call); each with the fast path (the default at these widths) and the general kernels (indexerSetFastSelect);
-//   and at a 4k context (256 pools).
+//   call); 1 sequence, 4 sequences in 4 calls and in one batched call (indexerSelectBatch, the model's path); each
+//   with the fast path (the default at these widths) and the general kernels (indexerSetFastSelect); and at a 4k
+//   context (256 pools).
 // Only the Backend interface is used: it builds without CUDA and runs on any backend.
 #include <cmath>
 #include <cstdio>
@@ -103,6 +105,12 @@ nlohmann::json benchMlaDecode(Backend& backend, int reps) {
     const Buffer idx4 = backend.alloc(size_t(4 * width) * 4);
     backend.indexerSelect(iq4, iw4, 4, kIdxHeads, kIdxDim, kPool, kTopk, dt, poolStore, seqs[0].pages, pos - 3, idx4, nullptr);
 
+    // The 4 sequences' selections side by side [4, width], and their rows for the batched calls.
+    const Buffer idxSeqs = backend.alloc(size_t(kSeqs * width) * 4);
+    for (int i = 0; i < kSeqs; ++i) backend.copy(seqs[size_t(i)].idx, 0, idxSeqs, size_t(i * width) * 4, size_t(width) * 4);
+    std::vector<SeqRows> batch;
+    for (const Sequence& s : seqs) batch.push_back(SeqRows{s.pages, pos, 1});
+
     const Buffer qLat = randomBuffer(size_t(4 * kHeads * kLatent), 0.1f);  // q_lat rows (≈ W_UKᵀ q magnitudes)
     const Buffer oLat = backend.alloc(size_t(4 * kHeads * kLatent) * 4);
     const float scale = 1.0f / 16.0f;  // qk_head_dim 256
@@ -138,6 +146,13 @@ nlohmann::json benchMlaDecode(Backend& backend, int reps) {
                                                oLat.viewF32(size_t(i * kHeads * kLatent), size_t(kHeads * kLatent)));
             });
             report(("mlaSparseAttention decode, 4 sequences" + sfx).c_str(), "selected cache entries", 1, kSeqs, s, kSeqs * bytesPerQuery);
+        }
+        {  // attention, 4 sequences in one batched call
+            const double s = medianSeconds(backend, reps, 20, [&] {
+                backend.mlaSparseAttentionBatch(qLat, batch.data(), kSeqs, kHeads, kLatent, cache, dt, idxSeqs, width, scale, oLat);
+            });
+            report(("mlaSparseAttention decode, 4 sequences, one call" + sfx).c_str(), "selected cache entries", 1, kSeqs, s,
+                   kSeqs * bytesPerQuery);
         }
         {  // attention, 4 queries of one sequence in one call
             const double s = medianSeconds(backend, reps, 20, [&] {
@@ -188,6 +203,15 @@ nlohmann::json benchMlaDecode(Backend& backend, int reps) {
             });
             report(("indexerSelect decode, 4 sequences" + std::string(withStats ? ", stats" : "") + sfx).c_str(), "pool keys",
                    1, kSeqs, s4, kSeqs * keyBytes);
+            std::vector<IndexerStats> each(kSeqs);
+            std::vector<IndexerStats*> eachPtr(kSeqs, nullptr);
+            for (int i = 0; withStats && i < kSeqs; ++i) eachPtr[size_t(i)] = &each[size_t(i)];
+            const double sb = medianSeconds(backend, reps, 10, [&] {
+                backend.indexerSelectBatch(iq4, iw4, batch.data(), kSeqs, kIdxHeads, kIdxDim, kPool, kTopk, dt, poolStore,
+                                           idxOut, eachPtr.data());
+            });
+            report(("indexerSelect decode, 4 sequences, one call" + std::string(withStats ? ", stats" : "") + sfx).c_str(),
+                   "pool keys", 1, kSeqs, sb, kSeqs * keyBytes);
         }
         const int64_t pos4k = 4095;  // 256 pools
         const double s1 = medianSeconds(backend, reps, 20, [&] {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "core/error.h"
 #include "model/glm5_next.h"
 #include "model/step_batch.h"
@@ -17,6 +18,38 @@ namespace {
 // buffer here but the MoE output. allocZeroF: zero-filled, for a buffer that is accumulated into.
 Buffer allocF(Backend& b, int64_t n) { return b.allocUninit(static_cast<size_t>(n) * 4); }
 Buffer allocZeroF(Backend& b, int64_t n) { return b.alloc(static_cast<size_t>(n) * 4); }
+
+// Runs of consecutive sequences whose paged cache (cacheOf(step): the latents or the pooled keys of one layer) is
+// one buffer, with one dtype and block size — in the runtime's pool, every sequence of the step — handed to
+// fn(first sequence, the run's SeqRows) for one batched call; a run's rows are contiguous (rowStart order).
+// TS_SEQ_BATCH=0 (read once; an A/B switch) makes every run one sequence: the per-sequence calls of before.
+template <class BatchT, class CacheOf, class Fn>
+void forEachCacheRun(const BatchT& bt, const CacheOf& cacheOf, const Fn& fn) {
+    static const bool batched = envSwitch("TS_SEQ_BATCH", true);
+    const size_t n = bt.steps->size();
+    std::vector<SeqRows> run;
+    for (size_t s0 = 0; s0 < n;) {
+        const Buffer c0 = cacheOf(bt.step(s0));
+        const SeqCaches& k0 = bt.step(s0).caches;
+        run.clear();
+        size_t s = s0;
+        for (; s < n; ++s) {
+            const SeqCaches& k = bt.step(s).caches;
+            const Buffer c = cacheOf(bt.step(s));
+            if ((!batched && s > s0) || c.bytes() != c0.bytes() || c.size() != c0.size() || k.dtype != k0.dtype ||
+                k.pages.blockSize != k0.pages.blockSize)
+                break;
+            run.push_back(SeqRows{k.pages, bt.step(s).pos0, bt.rows(s)});
+        }
+        fn(s0, run);
+        s0 = s;
+    }
+}
+int64_t rowsOf(const std::vector<SeqRows>& run) {
+    int64_t n = 0;
+    for (const SeqRows& r : run) n += r.rows;
+    return n;
+}
 }  // namespace
 
 Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
@@ -78,11 +111,12 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, int L, const Buffer& x, Ba
     Buffer lat = allocF(b, T * R);  // the latent c, cached (fp8_ds_mla or fp32) before it is attended
     b.linear(x, T, w.kvA, lat);
     b.rmsnorm(lat, T, R, w.kvANorm, c.rms_norm_eps, lat);
-    for (size_t s = 0; s < bt.steps->size(); ++s) {
-        const SeqStep& st = bt.step(s);
-        b.mlaCacheWrite(lat.viewF32(size_t(bt.rowStart[s] * R), size_t(bt.rows(s) * R)), bt.rows(s), R,
-                        st.caches.dtype, st.caches.layers[L].latent, st.caches.pages, st.pos0);
-    }
+    const auto latentOf = [L](const SeqStep& st) { return st.caches.layers[L].latent; };
+    forEachCacheRun(bt, latentOf, [&](size_t s0, const std::vector<SeqRows>& run) {
+        const SeqStep& st = bt.step(s0);
+        b.mlaCacheWriteBatch(lat.viewF32(size_t(bt.rowStart[s0] * R), size_t(rowsOf(run) * R)), run.data(),
+                             int64_t(run.size()), R, st.caches.dtype, st.caches.layers[L].latent);
+    });
 
     if (w.hasIndexer) {
         const IndexerWeights& iw = w.indexer;
@@ -103,32 +137,51 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, int L, const Buffer& x, Ba
             b.indexerCacheWrite(ik.viewF32(size_t(r0 * Di), size_t(n * Di)), ig.viewF32(size_t(r0 * Di), size_t(n * Di)),
                                 n, Di, kp, iw.compressApe, st.caches.dtype, ls.idxTail, ls.idxPools, st.caches.pages,
                                 st.pos0);
-            IndexerStats one;
-            if (!bt.rowHash.empty()) one.selectionHash.assign(bt.rowHash.begin() + r0, bt.rowHash.begin() + r0 + n);
-            // Statistics only when asked for: they bring the tie flags back to the host (a round trip).
-            const bool wantStats = st.recordTies || !bt.rowHash.empty();
-            b.indexerSelect(iq.viewF32(size_t(r0 * Hi * Di), size_t(n * Hi * Di)), wts.viewF32(size_t(r0 * Hi), size_t(n * Hi)),
-                            n, Hi, Di, kp, c.index_topk, st.caches.dtype, ls.idxPools, st.caches.pages, st.pos0,
-                            bt.idx.view(size_t(r0 * width) * 4, size_t(n * width) * 4), wantStats ? &one : nullptr);
-            if (!bt.rowHash.empty()) std::copy(one.selectionHash.begin(), one.selectionHash.end(), bt.rowHash.begin() + r0);
-            IndexerStats& acc = bt.stats[s];
-            if (one.firstTiedQuery >= 0 && acc.firstTiedQuery < 0) acc.firstTiedQuery = one.firstTiedQuery;
-            if (one.firstTiedQuery >= 0 && acc.firstTiedQuery >= 0) acc.firstTiedQuery = std::min(acc.firstTiedQuery, one.firstTiedQuery);
-            acc.tiedQueries += one.tiedQueries;
         }
+        // The selection: one call per run of sequences sharing the pool store (a whole runtime step).
+        const auto poolsOf = [L](const SeqStep& st) { return st.caches.layers[L].idxPools; };
+        forEachCacheRun(bt, poolsOf, [&](size_t s0, const std::vector<SeqRows>& run) {
+            const SeqStep& first = bt.step(s0);
+            const int64_t r0 = bt.rowStart[s0], n = rowsOf(run);
+            std::vector<IndexerStats> one(run.size());
+            std::vector<IndexerStats*> want(run.size(), nullptr);
+            for (size_t i = 0; i < run.size(); ++i) {
+                const size_t s = s0 + i;
+                const SeqStep& st = bt.step(s);
+                if (!bt.rowHash.empty())
+                    one[i].selectionHash.assign(bt.rowHash.begin() + bt.rowStart[s], bt.rowHash.begin() + bt.rowStart[s + 1]);
+                // Statistics only when asked for: they bring the tie flags back to the host (a round trip).
+                if (st.recordTies || !bt.rowHash.empty()) want[i] = &one[i];
+            }
+            b.indexerSelectBatch(iq.viewF32(size_t(r0 * Hi * Di), size_t(n * Hi * Di)), wts.viewF32(size_t(r0 * Hi), size_t(n * Hi)),
+                                 run.data(), int64_t(run.size()), Hi, Di, kp, c.index_topk, first.caches.dtype,
+                                 first.caches.layers[L].idxPools, bt.idx.view(size_t(r0 * width) * 4, size_t(n * width) * 4),
+                                 want.data());
+            for (size_t i = 0; i < run.size(); ++i) {
+                const size_t s = s0 + i;
+                if (!bt.rowHash.empty())
+                    std::copy(one[i].selectionHash.begin(), one[i].selectionHash.end(), bt.rowHash.begin() + bt.rowStart[s]);
+                IndexerStats& acc = bt.stats[s];
+                if (one[i].firstTiedQuery >= 0 && acc.firstTiedQuery < 0) acc.firstTiedQuery = one[i].firstTiedQuery;
+                if (one[i].firstTiedQuery >= 0 && acc.firstTiedQuery >= 0)
+                    acc.firstTiedQuery = std::min(acc.firstTiedQuery, one[i].firstTiedQuery);
+                acc.tiedQueries += one[i].tiedQueries;
+            }
+        });
     }
     TS_CHECK(!bt.idx.empty(), "shared DSA layer without a preceding full indexer layer");
 
     Buffer qLat = allocF(b, T * H * R), oLat = allocF(b, T * H * R), o = allocF(b, T * H * dv);
     b.mlaAbsorbQ(q, T, H, dn, dv, w.kvB, qLat);
     const float scale = 1.0f / std::sqrt(float(c.qkHeadDim()));
-    for (size_t s = 0; s < bt.steps->size(); ++s) {
-        const SeqStep& st = bt.step(s);
-        const int64_t r0 = bt.rowStart[s], n = bt.rows(s);
-        b.mlaSparseAttention(qLat.viewF32(size_t(r0 * H * R), size_t(n * H * R)), n, H, R, st.caches.layers[L].latent,
-                             st.caches.dtype, st.caches.pages, bt.idx.view(size_t(r0 * width) * 4, size_t(n * width) * 4),
-                             width, scale, oLat.viewF32(size_t(r0 * H * R), size_t(n * H * R)));
-    }
+    forEachCacheRun(bt, latentOf, [&](size_t s0, const std::vector<SeqRows>& run) {
+        const SeqStep& st = bt.step(s0);
+        const int64_t r0 = bt.rowStart[s0], n = rowsOf(run);
+        b.mlaSparseAttentionBatch(qLat.viewF32(size_t(r0 * H * R), size_t(n * H * R)), run.data(), int64_t(run.size()), H, R,
+                                  st.caches.layers[L].latent, st.caches.dtype,
+                                  bt.idx.view(size_t(r0 * width) * 4, size_t(n * width) * 4), width, scale,
+                                  oLat.viewF32(size_t(r0 * H * R), size_t(n * H * R)));
+    });
     b.mlaUpV(oLat, T, H, dn, dv, w.kvB, o);
     Buffer y = allocF(b, T * D);
     b.linear(o, T, w.oProj, y);

@@ -451,6 +451,174 @@ Case indexerFp8ConversionCase() {
             }};
 }
 
+// --- the batched forms (mlaCacheWriteBatch, indexerSelectBatch, mlaSparseAttentionBatch) -------------------
+
+// One step of several sequences, each on its own shuffled blocks of one shared pool, at its own position and
+// with its own number of rows (a sequence with 0 rows included), through the three batched ops on the device
+// under test, against the reference running each sequence alone through the per-sequence ops. In order: the
+// step's latents written (cache bytes exact), the selection (indices, per-sequence tie statistics and hashes
+// exact; one sequence asks for none), attention over that selection (the attention bound above).
+struct StepSeq {
+    int64_t pos0, rows;
+};
+Case batchedStepCase(int64_t H, int64_t R, int64_t Hi, int64_t D, int64_t kp, int64_t topk, int64_t blockSize,
+                     KvCacheDtype dt, std::vector<StepSeq> seqsIn, float scale) {
+    std::string shape = "H=" + std::to_string(H) + " R=" + std::to_string(R) + " indexer " + std::to_string(Hi) + "x" +
+                        std::to_string(D) + " kp=" + std::to_string(kp) + " topk=" + std::to_string(topk) + " " +
+                        kvName(dt) + " seqs(pos0+rows)=";
+    for (size_t i = 0; i < seqsIn.size(); ++i) {
+        if (i > 0) shape += ',';
+        shape += std::to_string(seqsIn[i].pos0) + "+" + std::to_string(seqsIn[i].rows);
+    }
+    return {kFamily, "batched step " + shape, [=](Context& ctx) {
+                const int64_t width = topk + kp - 1, n = int64_t(seqsIn.size());
+                const size_t eb = mlaCacheEntryBytes(dt, R);
+                // Page tables: disjoint shuffled slices of one pool of blocks (+2 never used).
+                int64_t poolBlocks = 2, T = 0;
+                for (const StepSeq& s : seqsIn) {
+                    poolBlocks += (s.pos0 + s.rows + blockSize - 1) / blockSize;
+                    T += s.rows;
+                }
+                const auto all = shuffledBlocks(ctx, poolBlocks, poolBlocks);
+                std::vector<std::vector<int32_t>> tables(static_cast<size_t>(n));
+                std::vector<SeqRows> seqs(static_cast<size_t>(n));
+                int64_t used = 0;
+                for (int64_t s = 0; s < n; ++s) {
+                    const int64_t nb = (seqsIn[size_t(s)].pos0 + seqsIn[size_t(s)].rows + blockSize - 1) / blockSize;
+                    tables[size_t(s)].assign(all.begin() + used, all.begin() + used + nb);
+                    used += nb;
+                    seqs[size_t(s)] = SeqRows{PageTable{tables[size_t(s)].data(), nb, blockSize}, seqsIn[size_t(s)].pos0,
+                                              seqsIn[size_t(s)].rows};
+                }
+                std::vector<int64_t> row0(size_t(n) + 1, 0);
+                for (int64_t s = 0; s < n; ++s) row0[size_t(s) + 1] = row0[size_t(s)] + seqs[size_t(s)].rows;
+                std::vector<OpResult> rs;
+
+                // (1) Latents: each sequence's context before pos0 written by the reference, the same bytes given
+                // to both sides; then the step's rows, per sequence vs batched.
+                const size_t cacheBytes = size_t(poolBlocks * blockSize) * eb;
+                Buffer refCache = Context::poisoned(ctx.ref(), cacheBytes);
+                for (const SeqRows& s : seqs)
+                    if (s.pos0 > 0)
+                        ctx.ref().mlaCacheWrite(Context::put(ctx.ref(), ctx.randn(size_t(s.pos0 * R))), s.pos0, R, dt, refCache,
+                                                s.pages, 0);
+                const Buffer dutCache = Context::put(ctx.dut(), Context::getBytes(ctx.ref(), refCache, cacheBytes));
+                const auto lat = latentRows(ctx, T, R);
+                for (int64_t s = 0; s < n; ++s)
+                    if (seqs[size_t(s)].rows > 0)
+                        ctx.ref().mlaCacheWrite(Context::put(ctx.ref(), std::vector<float>(lat.begin() + row0[size_t(s)] * R,
+                                                                                            lat.begin() + row0[size_t(s) + 1] * R)),
+                                                seqs[size_t(s)].rows, R, dt, refCache, seqs[size_t(s)].pages, seqs[size_t(s)].pos0);
+                ctx.dut().mlaCacheWriteBatch(Context::put(ctx.dut(), lat), seqs.data(), n, R, dt, dutCache);
+                const auto refBytes = Context::getBytes(ctx.ref(), refCache, cacheBytes);
+                rs.push_back(Context::compareExact(kFamily, "mlaCacheWriteBatch", shape + " (cache bytes)", asInts(refBytes),
+                                                   asInts(Context::getBytes(ctx.dut(), dutCache, cacheBytes))));
+
+                // (2) The selection over one pool store (random keys in every slot).
+                const auto store = poolStoreBytes(ctx, dt, D, poolBlocks * blockSize / kp, 0);
+                const auto q = ctx.randn(size_t(T * Hi * D));
+                auto w = ctx.randn(size_t(T * Hi));
+                for (float& x : w) x /= std::sqrt(float(Hi));
+                std::vector<std::vector<uint64_t>> seeds(static_cast<size_t>(n));
+                for (int64_t s = 0; s < n; ++s)
+                    for (int64_t r = 0; r < seqs[size_t(s)].rows; ++r) seeds[size_t(s)].push_back(ctx.rng()());
+                struct Selection {
+                    std::vector<int32_t> idx, stats;  // stats: per sequence (tiedQueries, firstTiedQuery, hash words…)
+                };
+                const int64_t noStats = n > 1 ? 1 : -1;  // this sequence asks for no statistics
+                auto statsOf = [&](std::vector<IndexerStats>& st, Selection& out) {
+                    for (int64_t s = 0; s < n; ++s) {
+                        if (s == noStats) continue;
+                        out.stats.push_back(int32_t(st[size_t(s)].tiedQueries));
+                        out.stats.push_back(int32_t(st[size_t(s)].firstTiedQuery));
+                        for (uint64_t h : st[size_t(s)].selectionHash) {
+                            out.stats.push_back(int32_t(uint32_t(h)));
+                            out.stats.push_back(int32_t(uint32_t(h >> 32)));
+                        }
+                    }
+                };
+                auto freshStats = [&] {
+                    std::vector<IndexerStats> st(static_cast<size_t>(n));
+                    for (int64_t s = 0; s < n; ++s) st[size_t(s)].selectionHash = seeds[size_t(s)];
+                    return st;
+                };
+                Selection ref;
+                {
+                    Backend& b = ctx.ref();
+                    Buffer out = Context::poisoned(b, size_t(T * width) * 4);
+                    const Buffer qB = Context::put(b, q), wB = Context::put(b, w), storeB = Context::put(b, store);
+                    auto st = freshStats();
+                    for (int64_t s = 0; s < n; ++s) {
+                        const SeqRows& sq = seqs[size_t(s)];
+                        if (sq.rows == 0) continue;
+                        const int64_t r0 = row0[size_t(s)];
+                        b.indexerSelect(qB.viewF32(size_t(r0 * Hi * D), size_t(sq.rows * Hi * D)),
+                                        wB.viewF32(size_t(r0 * Hi), size_t(sq.rows * Hi)), sq.rows, Hi, D, kp, topk, dt, storeB,
+                                        sq.pages, sq.pos0, out.view(size_t(r0 * width) * 4, size_t(sq.rows * width) * 4),
+                                        s == noStats ? nullptr : &st[size_t(s)]);
+                    }
+                    ref.idx = Context::getI32(b, out, size_t(T * width));
+                    statsOf(st, ref);
+                }
+                auto selectDut = [&] {
+                    Backend& b = ctx.dut();
+                    Selection r;
+                    Buffer out = Context::poisoned(b, size_t(T * width) * 4);
+                    auto st = freshStats();
+                    std::vector<IndexerStats*> ptrs(static_cast<size_t>(n));
+                    for (int64_t s = 0; s < n; ++s) ptrs[size_t(s)] = s == noStats ? nullptr : &st[size_t(s)];
+                    b.indexerSelectBatch(Context::put(b, q), Context::put(b, w), seqs.data(), n, Hi, D, kp, topk, dt,
+                                         Context::put(b, store), out, ptrs.data());
+                    r.idx = Context::getI32(b, out, size_t(T * width));
+                    statsOf(st, r);
+                    return r;
+                };
+                auto checkSelection = [&](const std::string& op, const Selection& got) {
+                    rs.push_back(Context::compareExact(kFamily, op, shape + " (indices)", ref.idx, got.idx));
+                    rs.push_back(Context::compareExact(kFamily, op, shape + " (per-sequence ties and hashes)", ref.stats, got.stats));
+                };
+                checkSelection("indexerSelectBatch", selectDut());
+                if (ctx.dut().name() == "cuda" && D == 128 && Hi <= 32) {  // the GPU's other select path
+                    const bool fast = indexerFastSelect();
+                    const TuneOverride<indexerSetFastSelect> flip(fast ? 0 : 1);
+                    checkSelection(fast ? "indexerSelectBatch general" : "indexerSelectBatch fast", selectDut());
+                }
+
+                // (3) Attention over the reference's selection, on the reference's cache bytes.
+                const auto ql = ctx.randn(size_t(T * H * R));
+                std::vector<float> refO;
+                {
+                    Backend& b = ctx.ref();
+                    Buffer out = Context::poisoned(b, size_t(T * H * R) * 4);
+                    const Buffer qB = Context::put(b, ql), idxB = Context::put(b, ref.idx);
+                    for (int64_t s = 0; s < n; ++s) {
+                        const SeqRows& sq = seqs[size_t(s)];
+                        if (sq.rows == 0) continue;
+                        const int64_t r0 = row0[size_t(s)];
+                        b.mlaSparseAttention(qB.viewF32(size_t(r0 * H * R), size_t(sq.rows * H * R)), sq.rows, H, R, refCache, dt,
+                                             sq.pages, idxB.view(size_t(r0 * width) * 4, size_t(sq.rows * width) * 4), width,
+                                             scale, out.viewF32(size_t(r0 * H * R), size_t(sq.rows * H * R)));
+                    }
+                    refO = Context::getF32(b, out, size_t(T * H * R));
+                }
+                auto attendDut = [&] {
+                    Backend& b = ctx.dut();
+                    Buffer out = Context::poisoned(b, size_t(T * H * R) * 4);
+                    b.mlaSparseAttentionBatch(Context::put(b, ql), seqs.data(), n, H, R, dutCache, dt, Context::put(b, ref.idx),
+                                              width, scale, out);
+                    return Context::getF32(b, out, size_t(T * H * R));
+                };
+                rs.push_back(Context::compare(kFamily, "mlaSparseAttentionBatch", shape, refO, attendDut(), 1e-5, 1e-4));
+                if (ctx.dut().name() == "cuda" && dt == KvCacheDtype::Fp8 && R == 512 && H % 16 == 0) {
+                    const bool tc = mlaTensorCores();
+                    const TuneOverride<mlaSetTensorCores> flip(tc ? 0 : 1);
+                    rs.push_back(Context::compare(kFamily, tc ? "mlaSparseAttentionBatch simt" : "mlaSparseAttentionBatch tensor cores",
+                                                  shape, refO, attendDut(), 1e-5, 1e-4));
+                }
+                return rs;
+            }};
+}
+
 }  // namespace
 
 void addAttentionCases(std::vector<Case>& out) {
@@ -528,6 +696,15 @@ void addAttentionCases(std::vector<Case>& out) {
     out.push_back(indexerSelectCase(20, 5, 24, 3, 12, 7, 6, KV::Fp8, 4));
     out.push_back(indexerSelectCase(9, 3, 23, 2, 6, 3, 4, KV::Fp8, 0));
     out.push_back(indexerSelectCase(9, 3, 23, 2, 6, 3, 4, KV::Fp32, 2));
+
+    // A step of several sequences through the batched ops: the real widths at decode (contexts past and below
+    // the top-2,048, one sequence without rows, one with 3 rows: a speculative verify), fp32, tiny_a widths with
+    // a mixed prefill + decode step, odd shapes.
+    out.push_back(batchedStepCase(64, 512, 32, 128, 16, 2048, 64, KV::Fp8, {{5000, 1}, {700, 1}, {3000, 0}, {2500, 3}, {4100, 1}},
+                                  1.0f / 16));
+    out.push_back(batchedStepCase(32, 512, 32, 128, 16, 2048, 64, KV::Fp32, {{2200, 1}, {90, 2}}, 1.0f / 16));
+    out.push_back(batchedStepCase(4, 64, 16, 32, 4, 32, 4, KV::Fp8, {{0, 20}, {61, 1}, {200, 1}, {7, 5}}, 1.0f / std::sqrt(32.0f)));
+    out.push_back(batchedStepCase(5, 200, 3, 23, 3, 12, 6, KV::Fp8, {{40, 1}, {0, 0}, {13, 4}}, 0.1f));
 }
 
 }  // namespace ts::selftest

@@ -232,18 +232,22 @@ void launchHeadGemm(const GemmArgs& g, int64_t H, cudaStream_t stream) {
 
 // --- sparse attention ---------------------------------------------------------------------------------
 
-// One block (1024 threads) per query t: the selected set as physical slots, sel[t, 0..count[t]).
+// One block (1024 threads) per query t: the selected set as physical slots, sel[t, 0..count[t]), through the
+// page table of t's sequence (blocks + qTable[t], qBlocks[t] entries: its capacity is qBlocks[t] · blockSize).
 // Fast path: the valid entries (0 ≤ pos < capacity) already strictly ascending (the indexer's output):
 // kept in order. Otherwise each valid entry is kept at its first occurrence (quadratic, rare).
 __global__ void __launch_bounds__(1024) mlaSelectSlotsKernel(const int32_t* __restrict__ idx, int64_t width,
-                                                            const int32_t* __restrict__ blocks, int64_t blockSize,
-                                                            int64_t capacity, int32_t* __restrict__ sel,
-                                                            int32_t* __restrict__ count) {
+                                                            const int32_t* __restrict__ allBlocks,
+                                                            const int32_t* __restrict__ qTable,
+                                                            const int32_t* __restrict__ qBlocks, int64_t blockSize,
+                                                            int32_t* __restrict__ sel, int32_t* __restrict__ count) {
     __shared__ int scan[33];
     __shared__ int32_t kept[1024];
     __shared__ int32_t last;
     pdlTrigger();  // the main pass may start (it reads sel and count only after its pdlWait)
     const int64_t t = blockIdx.x;
+    const int32_t* blocks = allBlocks + qTable[t];
+    const int64_t capacity = int64_t(qBlocks[t]) * blockSize;
     const int32_t* row = idx + t * width;
     int32_t* out = sel + t * width;
     auto slotOf = [&](int32_t pos) { return int32_t(int64_t(blocks[pos / blockSize]) * blockSize + pos % blockSize); };
@@ -611,18 +615,30 @@ void launchSparseAttn(const AttnArgs& a, dim3 grid, size_t shmem, cudaStream_t s
 
 void CudaBackend::mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,
                                 const PageTable& pages, int64_t pos0) {
-    GraphOp op(*this, false, "mlaCacheWrite", {gk(T), gk(R)});
+    const SeqRows one{pages, pos0, T};
+    mlaCacheWriteBatch(c, &one, 1, R, dt, cache);
+}
+
+void CudaBackend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt,
+                                     const Buffer& cache) {
     const size_t eb = mlaCacheEntryBytes(dt, R);
-    TS_CHECK(pos0 + T <= pages.capacity(), "mlaCacheWrite: positions beyond the sequence's pages");
+    int64_t T = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        TS_CHECK(seqs[s].rows >= 0 && seqs[s].pos0 >= 0, "mlaCacheWrite: negative rows or position");
+        TS_CHECK(seqs[s].pos0 + seqs[s].rows <= seqs[s].pages.capacity(), "mlaCacheWrite: positions beyond the sequence's pages");
+        T += seqs[s].rows;
+    }
+    GraphOp op(*this, false, "mlaCacheWrite", {gk(T), gk(R)});
     if (T <= 0 || R <= 0) return;
     TS_CHECK(T <= 0x7fffffff, "mlaCacheWrite: too many tokens");
     std::vector<int32_t> slots(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) {
-        const int64_t slot = pages.slot(pos0 + t);
-        TS_CHECK(slot >= 0 && size_t(slot + 1) * eb <= cache.size(), "mlaCacheWrite: slot outside the cache");
-        TS_CHECK(slot <= 0x7fffffff, "mlaCacheWrite: slot index beyond int32");
-        slots[size_t(t)] = int32_t(slot);
-    }
+    for (int64_t s = 0, t = 0; s < nSeqs; ++s)
+        for (int64_t r = 0; r < seqs[s].rows; ++r, ++t) {
+            const int64_t slot = seqs[s].pages.slot(seqs[s].pos0 + r);
+            TS_CHECK(slot >= 0 && size_t(slot + 1) * eb <= cache.size(), "mlaCacheWrite: slot outside the cache");
+            TS_CHECK(slot <= 0x7fffffff, "mlaCacheWrite: slot index beyond int32");
+            slots[size_t(t)] = int32_t(slot);
+        }
     const int32_t* dSlots = uploadInts(kScratchSel, slots.data(), T);
     if (dt == KvCacheDtype::Fp32) {
         mlaCacheWriteF32Kernel<<<unsigned(T), 256, 0, stream()>>>(c.f32(), R, dSlots, cache.f32());
@@ -690,6 +706,20 @@ void CudaBackend::mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, i
 void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, int64_t R, const Buffer& cache,
                                      KvCacheDtype dt, const PageTable& pages, const Buffer& idx, int64_t width,
                                      float scale, const Buffer& oLat) {
+    const SeqRows one{pages, 0, T};  // the selection holds positions; pos0 does not enter
+    mlaSparseAttentionBatch(qLat, &one, 1, H, R, cache, dt, idx, width, scale, oLat);
+}
+
+void CudaBackend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R,
+                                          const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width,
+                                          float scale, const Buffer& oLat) {
+    int64_t T = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        TS_CHECK(seqs[s].rows >= 0, "mlaSparseAttention: negative rows");
+        TS_CHECK(seqs[s].pages.blockSize == seqs[0].pages.blockSize && seqs[s].pages.blockSize > 0,
+                 "mlaSparseAttention: the sequences' page tables differ in block size");
+        T += seqs[s].rows;
+    }
     GraphOp op(*this, false, "mlaSparseAttention", {gk(T), gk(H), gk(width)});
     if (T <= 0 || H <= 0 || R <= 0) return;
     TS_CHECK(R <= 128 * 16, "mlaSparseAttention: latent wider than 2048");
@@ -697,8 +727,8 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
     const size_t eb = mlaCacheEntryBytes(dt, R);
     cudaStream_t st = stream();
 
-    // (1) the selected set of each query as physical slots.
-    const int32_t* dBlocks = devicePages(pages);
+    // (1) the selected set of each query as physical slots, through its sequence's page table.
+    const DeviceQueries dq = deviceQueries(seqs, nSeqs, T);
     const int64_t w = std::max<int64_t>(width, 1);
     auto* selMem = static_cast<int32_t*>(scratch(kScratchA, size_t(T * w + T) * 4));
     int32_t* sel = selMem;
@@ -706,8 +736,8 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
     if (width == 0) {
         TS_CUDA_CHECK(cudaMemsetAsync(count, 0, size_t(T) * 4, st));
     } else {
-        mlaSelectSlotsKernel<<<unsigned(T), 1024, 0, st>>>(idx.i32(), width, dBlocks, pages.blockSize,
-                                                           pages.capacity(), sel, count);
+        mlaSelectSlotsKernel<<<unsigned(T), 1024, 0, st>>>(idx.i32(), width, dq.blocks, dq.qTable, dq.qBlocks,
+                                                           seqs[0].pages.blockSize, sel, count);
         TS_CUDA_LAUNCH_CHECK();
     }
 
@@ -718,7 +748,7 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
     };
 
     // (2) the tensor-core kernel (cuda_attention_tc.cu) for the real model's shape — fp8 cache, R = 512, heads in
-    // 16s — unless switched off or the device gives a block less shared memory than it needs (sm_12x: 99 KiB):
+    // 16s — unless switched off or the device gives a block less shared memory than it needs (98.2 KiB; sm_12x: 99):
     // chunks of whole 32-latent tiles, at least two per chunk, about two blocks per SM.
     const bool tc = dt == KvCacheDtype::Fp8 && R == mlatc::kMlaTcLatent && H % mlatc::kMlaTcHeads == 0 &&
                     eb % 16 == 0 && reinterpret_cast<uintptr_t>(cache.bytes()) % 16 == 0 &&

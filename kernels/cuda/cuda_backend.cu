@@ -3,6 +3,7 @@
 // cuda_exl3.cu). Tested by `twinspark-cli selftest --backend cuda` (tests/gpu/run_gpu_suite.sh).
 #include "cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -290,6 +291,33 @@ const int32_t* CudaBackend::uploadInts(ScratchSlot slot, const int32_t* host, in
     auto* d = static_cast<int32_t*>(scratch(slot, size_t(n) * 4));
     if (n > 0) TS_CUDA_CHECK(cudaMemcpyAsync(d, host, size_t(n) * 4, cudaMemcpyHostToDevice, m_stream));
     return d;
+}
+
+CudaBackend::DeviceQueries CudaBackend::deviceQueries(const SeqRows* seqs, int64_t nSeqs, int64_t T) {
+    int64_t tables = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) tables += seqs[s].pages.numBlocks;
+    TS_CHECK(3 * T + tables <= int64_t(0x7fffffff), "batched op: too many queries or page-table entries");
+    std::vector<int32_t> h(size_t(3 * T + tables));
+    int32_t* qPos = h.data();
+    int32_t* qTable = qPos + T;
+    int32_t* qBlocks = qTable + T;
+    int32_t* blocks = qBlocks + T;
+    int64_t t = 0, off = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        const SeqRows& q = seqs[s];
+        TS_CHECK(q.pos0 + q.rows <= int64_t(0x7fffffff) && q.pages.numBlocks <= int64_t(0x7fffffff),
+                 "batched op: positions beyond int32");
+        for (int64_t r = 0; r < q.rows; ++r, ++t) {
+            qPos[t] = int32_t(q.pos0 + r);
+            qTable[t] = int32_t(off);
+            qBlocks[t] = int32_t(q.pages.numBlocks);
+        }
+        if (q.pages.numBlocks > 0) std::copy(q.pages.blocks, q.pages.blocks + q.pages.numBlocks, blocks + off);
+        off += q.pages.numBlocks;
+    }
+    TS_CHECK(t == T, "batched op: the sequences' rows do not add up to the call's rows");
+    const int32_t* d = uploadInts(kScratchPages, h.data(), int64_t(h.size()));
+    return DeviceQueries{d, d + T, d + 2 * T, d + 3 * T};
 }
 
 const float* CudaBackend::uploadFloats(ScratchSlot slot, const float* host, int64_t n) {

@@ -98,6 +98,16 @@ public:
     void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk,
                        KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages, int64_t pos0,
                        const Buffer& idx, IndexerStats* stats) override;
+    // The batched forms are the implementation (one launch sequence over every query of the step); the
+    // per-sequence ops above call them with one sequence.
+    void mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt,
+                            const Buffer& cache) override;
+    void mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R,
+                                 const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width, float scale,
+                                 const Buffer& oLat) override;
+    void indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t D,
+                            int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const Buffer& idx,
+                            IndexerStats* const* stats) override;
 
     // cuda_moe.cu
     void moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,
@@ -205,6 +215,16 @@ public:
     Buffer& zeroedScratch(Buffer& b, size_t bytes);
     // The page table's block ids on the device (a scratch slot; valid until the next page-table upload).
     const int32_t* devicePages(const PageTable& pages) { return uploadInts(kScratchPages, pages.blocks, pages.numBlocks); }
+    // A batched call's T queries on the device (one upload to kScratchPages): query t of sequence s sits at
+    // position qPos[t] = pos0_s + (t − its first row), its sequence's page table at blocks + qTable[t], qBlocks[t]
+    // entries long (the sequences' tables concatenated in `blocks`). Valid until the next page-table upload.
+    struct DeviceQueries {
+        const int32_t* qPos = nullptr;
+        const int32_t* qTable = nullptr;
+        const int32_t* qBlocks = nullptr;
+        const int32_t* blocks = nullptr;
+    };
+    DeviceQueries deviceQueries(const SeqRows* seqs, int64_t nSeqs, int64_t T);
 
 private:
     // cuda_moe.cu: the router's two launches, writing idx [T, topk] / weight [T, topk] in device memory.

@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(256) indexerScoreKernel(ScoreArgs a) {
     float* ksh = qsh + H * Dp;
     float* qsc = ksh + 8 * D;
     float* wsh = qsc + H;
-    const int64_t t = a.t0 + blockIdx.y, p = a.pos0 + t, nc = (p + 1) / a.kp;
+    const int64_t t = a.t0 + blockIdx.y, p = a.qPos[t], nc = (p + 1) / a.kp;
     const int64_t j0 = int64_t(blockIdx.x) * 8 * a.poolsPerWarp;
     if (nc <= a.K || j0 >= nc) return;  // all candidates are taken without scores / nothing here
 
@@ -169,12 +169,13 @@ __global__ void __launch_bounds__(256) indexerScoreKernel(ScoreArgs a) {
     __syncthreads();
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, l = lane & 7, hq = lane >> 3;
+    const int32_t* blocks = a.blocks + a.qTable[t];
     float* kw = ksh + warp * D;
     for (int64_t jj = 0; jj < a.poolsPerWarp; ++jj) {
         const int64_t j = j0 + warp * a.poolsPerWarp + jj;
         if (j >= nc) break;  // uniform over the warp
         const int64_t tok = j * a.kp;
-        const int64_t slot = (int64_t(a.blocks[tok / a.blockSize]) * a.blockSize + tok % a.blockSize) / a.kp;
+        const int64_t slot = (int64_t(blocks[tok / a.blockSize]) * a.blockSize + tok % a.blockSize) / a.kp;
         const uint8_t* e = a.store + slot * a.kb;
         float ks = 1.0f;
         if (a.fp8) {
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(kTopThreads) indexerTopKernel(TopArgs a) {
     __shared__ int scan[33];
     __shared__ int sDigit, sNeed, sEq;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t t = a.t0 + blockIdx.x, p = a.pos0 + t, nc = (p + 1) / a.kp, kp = a.kp;
+    const int64_t t = a.t0 + blockIdx.x, p = a.qPos[t], nc = (p + 1) / a.kp, kp = a.kp;
     int32_t* out = a.idx + t * a.width;
     int64_t chosen;
     int tied = 0;
@@ -373,22 +374,44 @@ void CudaBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t
 void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp,
                                 int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages,
                                 int64_t pos0, const Buffer& idx, IndexerStats* stats) {
-    GraphOp op(*this, false, "indexerSelect", {gk(T), gk(H)});
+    const SeqRows one{pages, pos0, T};
+    indexerSelectBatch(q, w, &one, 1, H, D, kp, topk, dt, poolStore, idx, &stats);
+}
+
+void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H,
+                                     int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore,
+                                     const Buffer& idx, IndexerStats* const* stats) {
     const size_t kb = indexerKeyBytes(dt, D);
     TS_CHECK(kp > 0 && topk >= kp, "indexerSelect: index_topk must be at least index_kpool");
     const int64_t K = topk / kp, width = topk + kp - 1;
+    int64_t T = 0, ncMax = 0;  // ncMax: complete pools visible to the latest query
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        const SeqRows& sq = seqs[s];
+        TS_CHECK(sq.rows >= 0 && sq.pos0 >= 0, "indexerSelect: negative rows or position");
+        TS_CHECK(sq.pages.blockSize == seqs[0].pages.blockSize && sq.pages.blockSize > 0,
+                 "indexerSelect: the sequences' page tables differ in block size");
+        T += sq.rows;
+        if (sq.rows > 0) ncMax = std::max(ncMax, (sq.pos0 + sq.rows) / kp);
+    }
+    GraphOp op(*this, false, "indexerSelect", {gk(T), gk(H)});
     if (T <= 0) return;
     TS_CHECK(T <= 0x7fffffff && H > 0 && D > 0, "indexerSelect: bad shape");
     const bool fp8 = dt == KvCacheDtype::Fp8;
-    const bool wantHash = stats && stats->selectionHash.size() == size_t(T);
+    const int64_t blockSize = seqs[0].pages.blockSize;
+    // Hashes when any sequence asks (its selectionHash sized to its rows); the others' rows hash from 0, unread.
+    bool wantHash = false, wantStats = false;
+    for (int64_t s = 0; s < nSeqs; ++s)
+        if (stats && stats[s]) {
+            wantStats = true;
+            wantHash = wantHash || (seqs[s].rows > 0 && stats[s]->selectionHash.size() == size_t(seqs[s].rows));
+        }
     cudaStream_t st = stream();
-    const int64_t ncMax = (pos0 + T) / kp;  // complete pools visible to the last query
 
     // The fast path at GLM-5.3-Flash's widths (cuda_indexer_select.cu): its score kernel quantises q itself.
     const bool fast = idxsel::fastSelect();
     const auto addr = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
     const bool fastScore =
-        fast && idxsel::fastScoreShape(H, D, kp, pages.blockSize,
+        fast && idxsel::fastScoreShape(H, D, kp, blockSize,
                                        addr(q.f32()) % 16 == 0 && addr(poolStore.bytes()) % (fp8 ? 4 : 16) == 0);
     const bool fastTop = fast && idxsel::fastTopFits(std::max<int64_t>(ncMax, 1), K, size_t(props().sharedMemPerBlockOptin));
     const float* dq = q.f32();
@@ -407,19 +430,27 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
     auto* flagMem = static_cast<uint8_t*>(scratch(kScratchC, size_t(T) * 12));
     auto* hashes = reinterpret_cast<uint64_t*>(flagMem);
     auto* ties = reinterpret_cast<int32_t*>(flagMem + size_t(T) * 8);
-    if (wantHash)
-        TS_CUDA_CHECK(cudaMemcpyAsync(hashes, stats->selectionHash.data(), size_t(T) * 8, cudaMemcpyHostToDevice, st));
-
-    if (ncMax > K) {
-        // The device reads pool slots through the page table unchecked: bound them here once (the blocks
-        // holding pools 0..ncMax−1), so a bad table is an error, not a stray read.
-        TS_CHECK((ncMax - 1) * kp < pages.capacity(), "indexerSelect: pools beyond the sequence's pages");
-        int64_t maxBlock = 0;
-        for (int64_t b = 0; b <= (ncMax - 1) * kp / pages.blockSize; ++b) maxBlock = std::max<int64_t>(maxBlock, pages.blocks[b]);
-        TS_CHECK(size_t((maxBlock + 1) * pages.blockSize / kp) * kb <= poolStore.size(),
-                 "indexerSelect: pool slot outside the store");
+    std::vector<uint64_t> hostHash;
+    if (wantHash) {
+        hostHash.assign(size_t(T), 0);
+        for (int64_t s = 0, r0 = 0; s < nSeqs; r0 += seqs[s].rows, ++s)
+            if (stats[s] && seqs[s].rows > 0 && stats[s]->selectionHash.size() == size_t(seqs[s].rows))
+                std::copy(stats[s]->selectionHash.begin(), stats[s]->selectionHash.end(), hostHash.begin() + r0);
+        TS_CUDA_CHECK(cudaMemcpyAsync(hashes, hostHash.data(), size_t(T) * 8, cudaMemcpyHostToDevice, st));
     }
-    const int32_t* dBlocks = devicePages(pages);
+
+    // The device reads pool slots through the page tables unchecked: bound them here once (the blocks holding
+    // each sequence's pools 0..nc−1), so a bad table is an error, not a stray read.
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        const SeqRows& sq = seqs[s];
+        const int64_t nc = sq.rows > 0 ? (sq.pos0 + sq.rows) / kp : 0;
+        if (nc <= K) continue;
+        TS_CHECK((nc - 1) * kp < sq.pages.capacity(), "indexerSelect: pools beyond the sequence's pages");
+        int64_t maxBlock = 0;
+        for (int64_t b = 0; b <= (nc - 1) * kp / blockSize; ++b) maxBlock = std::max<int64_t>(maxBlock, sq.pages.blocks[b]);
+        TS_CHECK(size_t((maxBlock + 1) * blockSize / kp) * kb <= poolStore.size(), "indexerSelect: pool slot outside the store");
+    }
+    const DeviceQueries dqr = deviceQueries(seqs, nSeqs, T);
     ScoreArgs sa{};
     sa.q = dq;
     sa.qScale = dqs;
@@ -428,14 +459,15 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
     sa.kb = int64_t(kb);
     sa.fp8 = fp8;
     sa.aligned4 = reinterpret_cast<uintptr_t>(poolStore.bytes()) % 4 == 0;
-    sa.blocks = dBlocks;
-    sa.blockSize = pages.blockSize;
+    sa.blocks = dqr.blocks;
+    sa.qPos = dqr.qPos;
+    sa.qTable = dqr.qTable;
+    sa.blockSize = blockSize;
     sa.H = H;
     sa.D = D;
     sa.Dp = (D + 31) / 32 * 32 + 8;  // 4 heads' rows land 8 banks apart
     sa.kp = kp;
     sa.K = K;
-    sa.pos0 = pos0;
     sa.ncMax = std::max<int64_t>(ncMax, 1);
     sa.softmaxScale = 1.0f / std::sqrt(float(D));  // = the CPU's softmaxScale
     sa.hs = 1.0f / std::sqrt(float(D));            // = cpu::hadamard's scale
@@ -460,11 +492,11 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
     sa.scores = scores;
     TopArgs ta{};
     ta.scores = scores;
+    ta.qPos = dqr.qPos;
     ta.ncMax = sa.ncMax;
     ta.kp = kp;
     ta.K = K;
     ta.width = width;
-    ta.pos0 = pos0;
     ta.idx = idx.i32();
     ta.ties = ties;
     ta.hashes = wantHash ? hashes : nullptr;
@@ -489,17 +521,22 @@ void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int
         }
     }
 
-    if (stats) {
+    if (wantStats) {
         std::vector<int32_t> tied(static_cast<size_t>(T));
         TS_CUDA_CHECK(cudaMemcpyAsync(tied.data(), ties, size_t(T) * 4, cudaMemcpyDeviceToHost, st));
-        if (wantHash)
-            TS_CUDA_CHECK(cudaMemcpyAsync(stats->selectionHash.data(), hashes, size_t(T) * 8, cudaMemcpyDeviceToHost, st));
+        if (wantHash) TS_CUDA_CHECK(cudaMemcpyAsync(hostHash.data(), hashes, size_t(T) * 8, cudaMemcpyDeviceToHost, st));
         TS_CUDA_CHECK(cudaStreamSynchronize(st));
-        for (int64_t t = 0; t < T; ++t)
-            if (tied[size_t(t)]) {
-                if (stats->firstTiedQuery < 0) stats->firstTiedQuery = t;
-                ++stats->tiedQueries;
-            }
+        for (int64_t s = 0, r0 = 0; s < nSeqs; r0 += seqs[s].rows, ++s) {
+            IndexerStats* out = stats[s];
+            if (!out) continue;
+            for (int64_t t = 0; t < seqs[s].rows; ++t)
+                if (tied[size_t(r0 + t)]) {
+                    if (out->firstTiedQuery < 0) out->firstTiedQuery = t;
+                    ++out->tiedQueries;
+                }
+            if (wantHash && seqs[s].rows > 0 && out->selectionHash.size() == size_t(seqs[s].rows))
+                std::copy(hostHash.begin() + r0, hostHash.begin() + r0 + seqs[s].rows, out->selectionHash.begin());
+        }
     }
 }
 

@@ -17,9 +17,11 @@ struct ScoreArgs {
     const uint8_t* store;
     int64_t kb;
     int fp8, aligned4;
-    const int32_t* blocks;
+    const int32_t* blocks;  // the sequences' page tables, concatenated
+    const int32_t* qPos;    // [T] each query's absolute position
+    const int32_t* qTable;  // [T] where its sequence's page table starts in `blocks`
     int64_t blockSize;
-    int64_t H, D, Dp, kp, K, pos0, t0, ncMax;
+    int64_t H, D, Dp, kp, K, t0, ncMax;
     int64_t poolsPerWarp;  // general: a block scores 8 · poolsPerWarp consecutive pools of one query; fast: 4 ·
     float softmaxScale;
     float hs;             // the fast kernel's Hadamard scale 1/sqrt(D), as cpu::hadamard computes it
@@ -28,7 +30,8 @@ struct ScoreArgs {
 
 struct TopArgs {
     const float* scores;  // [chunk T, ncMax]
-    int64_t ncMax, kp, K, width, pos0, t0;
+    const int32_t* qPos;  // [T] each query's absolute position
+    int64_t ncMax, kp, K, width, t0;
     int32_t* idx;         // [T, width]
     int32_t* ties;        // [T]
     uint64_t* hashes;     // [T] (seeded) or null

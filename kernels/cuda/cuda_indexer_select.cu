@@ -155,14 +155,15 @@ struct KeyWords {
 
 // Pool j's cache entry (the page table maps whole pools: blockSize % kp == 0; pb = blockSize / kp; pools and
 // blocks of one sequence count below 2^31).
-__device__ __forceinline__ const uint8_t* poolEntry(const ScoreArgs& a, int pb, int j) {
-    return a.store + (int64_t(a.blocks[j / pb]) * pb + j % pb) * a.kb;
+__device__ __forceinline__ const uint8_t* poolEntry(const ScoreArgs& a, const int32_t* blocks, int pb, int j) {
+    return a.store + (int64_t(blocks[j / pb]) * pb + j % pb) * a.kb;
 }
 
 template <bool FP8>
-__device__ __forceinline__ void loadBatch(const ScoreArgs& a, int pb, int jb, int j1, int lane, KeyWords<FP8>& kw) {
+__device__ __forceinline__ void loadBatch(const ScoreArgs& a, const int32_t* blocks, int pb, int jb, int j1, int lane,
+                                          KeyWords<FP8>& kw) {
     // Lane b < 8 finds pool jb + b's entry; every lane then loads its part of each.
-    const uint8_t* mine = jb + (lane & 7) < j1 ? poolEntry(a, pb, jb + (lane & 7)) : a.store;
+    const uint8_t* mine = jb + (lane & 7) < j1 ? poolEntry(a, blocks, pb, jb + (lane & 7)) : a.store;
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
         const auto e = reinterpret_cast<const uint8_t*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(mine), b));
@@ -184,15 +185,16 @@ __global__ void __launch_bounds__(kThreads) indexerScore128Kernel(ScoreArgs a) {
     __shared__ __align__(16) ScoreSmem sm;
     pdlWait();  // before any early exit too: a later kernel's wait covers this one's predecessors only through it
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t t = a.t0 + blockIdx.y, p = a.pos0 + t, nc = (p + 1) / a.kp;
+    const int64_t t = a.t0 + blockIdx.y, p = a.qPos[t], nc = (p + 1) / a.kp;
     const int64_t jBlock = int64_t(blockIdx.x) * kWarps * a.poolsPerWarp;
     if (nc <= a.K || jBlock >= nc) return;  // all candidates are taken without scores / nothing here
 
     // This warp's pools; their first batch of keys is loaded before q is made (it does not depend on q).
     const int j0 = int(jBlock + warp * a.poolsPerWarp), j1 = int(imin64(nc, j0 + a.poolsPerWarp));
     const int pb = int(a.blockSize / a.kp);
+    const int32_t* blocks = a.blocks + a.qTable[t];  // t's sequence's page table
     KeyWords<FP8> kw;
-    if (j0 < j1) loadBatch<FP8>(a, pb, j0, j1, lane, kw);
+    if (j0 < j1) loadBatch<FP8>(a, blocks, pb, j0, j1, lane, kw);
     prepareQ<FP8>(a, t, warp, lane, sm);
     __syncthreads();
     float qv[kD];
@@ -221,7 +223,7 @@ __global__ void __launch_bounds__(kThreads) indexerScore128Kernel(ScoreArgs a) {
             ksb[b] = FP8 ? kw.ks[b] : 1.0f;
         }
         __syncwarp();
-        if (jb + kBatch < j1) loadBatch<FP8>(a, pb, jb + kBatch, j1, lane, kw);  // the next batch in flight
+        if (jb + kBatch < j1) loadBatch<FP8>(a, blocks, pb, jb + kBatch, j1, lane, kw);  // the next batch in flight
         // Two pools at a time: 16 independent accumulator chains per lane (a warp issues every ~3.4 cycles with 8).
 #pragma unroll
         for (int b = 0; b < kBatch; b += 2) {
@@ -341,7 +343,7 @@ __global__ void __launch_bounds__(kTopThreads) indexerTopSmemKernel(TopArgs a) {
     __shared__ TopShared sh;
     pdlWait();  // the scores
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int64_t t = a.t0 + blockIdx.x, p = a.pos0 + t, nc = (p + 1) / a.kp, kp = a.kp;
+    const int64_t t = a.t0 + blockIdx.x, p = a.qPos[t], nc = (p + 1) / a.kp, kp = a.kp;
     int32_t* out = a.idx + t * a.width;
     int32_t* chosenPools = reinterpret_cast<int32_t*>(keys + a.ncMax);
     uint32_t* list = keys + a.ncMax + a.K;

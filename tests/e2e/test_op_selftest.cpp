@@ -199,7 +199,8 @@ private slots:
                                "concatColumns", "repeatRows", "mhcPre", "mhcPost", "mhcHead", "causalConvSilu",
                                "kdaGate", "kdaRecurrent", "gatedRmsnorm", "mlaCacheWrite", "mlaAbsorbQ", "mlaSparseAttention",
                                "mlaUpV", "indexerCacheWrite", "indexerSelect", "moeRoute", "gatherRows",
-                               "scatterAddRows", "sampleRows"}) {
+                               "scatterAddRows", "sampleRows", "mlaCacheWriteBatch", "mlaSparseAttentionBatch",
+                               "indexerSelectBatch"}) {
             bool found = false;
             for (const auto& o : ops) found = found || o.find(op) != std::string::npos;
             QVERIFY2(found, op);

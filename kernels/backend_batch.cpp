@@ -1,0 +1,64 @@
+// The batched paged-cache ops' default: the per-sequence op on each sequence's rows, in sequence order. This is
+// the definition of what a backend's own batched form must compute (the self-test compares the two).
+#include "backend.h"
+#include "core/error.h"
+
+namespace ts {
+namespace {
+
+int64_t totalRows(const SeqRows* seqs, int64_t nSeqs) {
+    TS_CHECK(nSeqs >= 0 && (nSeqs == 0 || seqs), "batched op: no sequences given");
+    int64_t T = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        TS_CHECK(seqs[s].rows >= 0 && seqs[s].pos0 >= 0, "batched op: negative rows or position");
+        T += seqs[s].rows;
+    }
+    return T;
+}
+
+}  // namespace
+
+void Backend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt,
+                                 const Buffer& cache) {
+    totalRows(seqs, nSeqs);
+    int64_t r0 = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        const SeqRows& q = seqs[s];
+        if (q.rows > 0) mlaCacheWrite(c.viewF32(size_t(r0 * R), size_t(q.rows * R)), q.rows, R, dt, cache, q.pages, q.pos0);
+        r0 += q.rows;
+    }
+}
+
+void Backend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R,
+                                      const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width,
+                                      float scale, const Buffer& oLat) {
+    totalRows(seqs, nSeqs);
+    int64_t r0 = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        const SeqRows& q = seqs[s];
+        if (q.rows > 0)
+            mlaSparseAttention(qLat.viewF32(size_t(r0 * H * R), size_t(q.rows * H * R)), q.rows, H, R, cache, dt, q.pages,
+                               idx.view(size_t(r0 * width) * 4, size_t(q.rows * width) * 4), width, scale,
+                               oLat.viewF32(size_t(r0 * H * R), size_t(q.rows * H * R)));
+        r0 += q.rows;
+    }
+}
+
+void Backend::indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H,
+                                 int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore,
+                                 const Buffer& idx, IndexerStats* const* stats) {
+    totalRows(seqs, nSeqs);
+    TS_CHECK(kp > 0 && topk >= kp, "indexerSelect: index_topk must be at least index_kpool");
+    const int64_t width = topk + kp - 1;
+    int64_t r0 = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        const SeqRows& sq = seqs[s];
+        if (sq.rows > 0)
+            indexerSelect(q.viewF32(size_t(r0 * H * D), size_t(sq.rows * H * D)), w.viewF32(size_t(r0 * H), size_t(sq.rows * H)),
+                          sq.rows, H, D, kp, topk, dt, poolStore, sq.pages, sq.pos0,
+                          idx.view(size_t(r0 * width) * 4, size_t(sq.rows * width) * 4), stats ? stats[s] : nullptr);
+        r0 += sq.rows;
+    }
+}
+
+}  // namespace ts
