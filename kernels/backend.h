@@ -262,6 +262,15 @@ public:
     // q scaled by Dk^-1/2; beta = sigmoid(betaLogits[T, H]). qkv: [T, 3, H, Dk] (conv output); out [T, H, Dv].
     virtual void kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g,
                               const Buffer& betaLogits, const Buffer& state, const Buffer& out) = 0;
+    // Batched forms of causalConvSilu and kdaRecurrent: the step's sequences in one call, sequence s with its own
+    // state (convStates[s] / states[s]) and rows[s] rows following the previous sequence's (T = Σ rows). Each
+    // computes exactly what the per-sequence op computes on each sequence's rows — the default implementation
+    // (backend_batch.cpp) is that loop; the CUDA backend runs decode-sized steps (every sequence < 16 rows) as one
+    // launch sequence. x / out must not overlap here.
+    virtual void causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K,
+                                     const Buffer& w, const Buffer* convStates, const Buffer& out);
+    virtual void kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int64_t nSeqs, int64_t H, int64_t Dk,
+                                   const Buffer& g, const Buffer& betaLogits, const Buffer* states, const Buffer& out);
     // o[T, H, Dv] ← rmsnorm(o, w[Dv], eps) · sigmoid(gate[T, H, Dv])  (in place)
     virtual void gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
                               const Buffer& gate) = 0;

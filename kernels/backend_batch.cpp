@@ -1,5 +1,6 @@
-// The batched paged-cache ops' default: the per-sequence op on each sequence's rows, in sequence order. This is
-// the definition of what a backend's own batched form must compute (the self-test compares the two).
+// The batched ops' default: the per-sequence op on each sequence's rows, in sequence order — the paged-cache ops
+// (the latent write, the indexer select, sparse attention) and the KDA state ops (conv, recurrence). This is the
+// definition of what a backend's own batched form must compute (the self-test compares the two).
 #include "backend.h"
 #include "core/error.h"
 
@@ -17,6 +18,34 @@ int64_t totalRows(const SeqRows* seqs, int64_t nSeqs) {
 }
 
 }  // namespace
+
+void Backend::causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K,
+                                  const Buffer& w, const Buffer* convStates, const Buffer& out) {
+    TS_CHECK(nSeqs >= 0 && (nSeqs == 0 || (rows && convStates)), "causalConvSiluBatch: no sequences given");
+    int64_t r0 = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        TS_CHECK(rows[s] >= 0, "causalConvSiluBatch: negative rows");
+        if (rows[s] > 0)
+            causalConvSilu(x.viewF32(size_t(r0 * C), size_t(rows[s] * C)), rows[s], C, K, w, convStates[s],
+                           out.viewF32(size_t(r0 * C), size_t(rows[s] * C)));
+        r0 += rows[s];
+    }
+}
+
+void Backend::kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int64_t nSeqs, int64_t H, int64_t Dk,
+                                const Buffer& g, const Buffer& betaLogits, const Buffer* states, const Buffer& out) {
+    TS_CHECK(nSeqs >= 0 && (nSeqs == 0 || (rows && states)), "kdaRecurrentBatch: no sequences given");
+    const int64_t C = H * Dk;
+    int64_t r0 = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        TS_CHECK(rows[s] >= 0, "kdaRecurrentBatch: negative rows");
+        const int64_t n = rows[s];
+        if (n > 0)
+            kdaRecurrent(qkv.viewF32(size_t(r0 * 3 * C), size_t(n * 3 * C)), n, H, Dk, g.viewF32(size_t(r0 * C), size_t(n * C)),
+                         betaLogits.viewF32(size_t(r0 * H), size_t(n * H)), states[s], out.viewF32(size_t(r0 * C), size_t(n * C)));
+        r0 += n;
+    }
+}
 
 void Backend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt,
                                  const Buffer& cache) {

@@ -150,6 +150,14 @@ void ProfilingBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T
 }
 
 // The batched forms keep their own rows: one call of the inner backend's batched op (not its per-sequence calls).
+void ProfilingBackend::causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K, const Buffer& w, const Buffer* convStates, const Buffer& out) {
+    timed("causalConvSiluBatch", [&] { m_inner->causalConvSiluBatch(x, rows, nSeqs, C, K, w, convStates, out); });
+}
+
+void ProfilingBackend::kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int64_t nSeqs, int64_t H, int64_t Dk, const Buffer& g, const Buffer& betaLogits, const Buffer* states, const Buffer& out) {
+    timed("kdaRecurrentBatch", [&] { m_inner->kdaRecurrentBatch(qkv, rows, nSeqs, H, Dk, g, betaLogits, states, out); });
+}
+
 void ProfilingBackend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt, const Buffer& cache) {
     timed("mlaCacheWriteBatch", [&] { m_inner->mlaCacheWriteBatch(c, seqs, nSeqs, R, dt, cache); });
 }

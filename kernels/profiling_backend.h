@@ -59,6 +59,8 @@ public:
     void mlaUpV(const Buffer& oLat, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb, const Buffer& o) override;
     void indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp, const Buffer& ape, KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore, const PageTable& pages, int64_t pos0) override;
     void indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages, int64_t pos0, const Buffer& idx, IndexerStats* stats) override;
+    void causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K, const Buffer& w, const Buffer* convStates, const Buffer& out) override;
+    void kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int64_t nSeqs, int64_t H, int64_t Dk, const Buffer& g, const Buffer& betaLogits, const Buffer* states, const Buffer& out) override;
     void mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt, const Buffer& cache) override;
     void mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R, const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width, float scale, const Buffer& oLat) override;
     void indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const Buffer& idx, IndexerStats* const* stats) override;

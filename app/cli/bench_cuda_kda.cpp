@@ -3,7 +3,8 @@
 // - decode (T = 1): the state is the traffic, read once and written once per call, so the figure of
 //   merit is achieved bandwidth = 2 · state bytes / time (compare with the copy bandwidth that
 //   bench-device measures first; q, k, v, g, β and the output add 0.2% and are not counted);
-// - decode of 4 sequences, one call each (as the model runs a batch: one state per sequence);
+// - decode of 4 sequences, one call each, and in one batched call (kdaRecurrentBatch: the model's path; one
+//   state per sequence);
 // - prefill through the recurrent kernel (T = 256 in one call, 64 heads): µs per token;
 // - prefill, chunked vs recurrent, at T = 4096 with GLM-5.3-Flash's per-rank width at TP 2 (32 heads ×
 //   128): µs per token and layer (one call = one layer of one sequence) and the speed-up;
@@ -114,6 +115,16 @@ nlohmann::json benchKdaDecode(Backend& backend, int reps) {
         std::printf("  decode T=1, 4 sequences: %9.2f us/step  %8.1f GB/s (state read + write)\n", s * 1e6, gbps);
         rows.push_back({{"case", "decode"}, {"T", 1}, {"sequences", seqs}, {"H", H}, {"Dk", Dk},
                         {"us_per_step", s * 1e6}, {"state_bytes_rw", 2.0 * stateBytes * seqs}, {"GBps", gbps}});
+        // The same step as one batched call: the 4 rows side by side, each sequence on its own state.
+        const KdaBenchInputs all = makeInputs(backend, rng, seqs, H, Dk);
+        const std::vector<int64_t> rowsPer(size_t(seqs), 1);
+        const double sb = medianSeconds(backend, reps, 20, [&] {
+            backend.kdaRecurrentBatch(all.qkv, rowsPer.data(), seqs, H, Dk, all.g, all.beta, states.data(), all.out);
+        });
+        const double gbpsB = 2.0 * stateBytes * seqs / sb / 1e9;
+        std::printf("  decode T=1, 4 sequences, one call: %9.2f us/step  %8.1f GB/s (state read + write)\n", sb * 1e6, gbpsB);
+        rows.push_back({{"case", "decode_batched"}, {"T", 1}, {"sequences", seqs}, {"H", H}, {"Dk", Dk},
+                        {"us_per_step", sb * 1e6}, {"state_bytes_rw", 2.0 * stateBytes * seqs}, {"GBps", gbpsB}});
     }
     {  // prefill through the recurrent kernel
         const int64_t T = 256;

@@ -19,13 +19,20 @@ namespace {
 Buffer allocF(Backend& b, int64_t n) { return b.allocUninit(static_cast<size_t>(n) * 4); }
 Buffer allocZeroF(Backend& b, int64_t n) { return b.alloc(static_cast<size_t>(n) * 4); }
 
+// Whether the ops with per-sequence state or pages take a step's sequences in one batched call (Backend::…Batch);
+// TS_SEQ_BATCH=0 (read once; an A/B switch) makes them the per-sequence calls of before.
+bool seqBatch() {
+    static const bool on = envSwitch("TS_SEQ_BATCH", true);
+    return on;
+}
+
 // Runs of consecutive sequences whose paged cache (cacheOf(step): the latents or the pooled keys of one layer) is
 // one buffer, with one dtype and block size — in the runtime's pool, every sequence of the step — handed to
 // fn(first sequence, the run's SeqRows) for one batched call; a run's rows are contiguous (rowStart order).
-// TS_SEQ_BATCH=0 (read once; an A/B switch) makes every run one sequence: the per-sequence calls of before.
+// Without seqBatch() every run is one sequence.
 template <class BatchT, class CacheOf, class Fn>
 void forEachCacheRun(const BatchT& bt, const CacheOf& cacheOf, const Fn& fn) {
-    static const bool batched = envSwitch("TS_SEQ_BATCH", true);
+    const bool batched = seqBatch();
     const size_t n = bt.steps->size();
     std::vector<SeqRows> run;
     for (size_t s0 = 0; s0 < n;) {
@@ -75,16 +82,25 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     Buffer beta = allocF(b, T * H);
     b.linear(x, T, w.bProj, beta);
 
-    // The recurrent part runs per sequence, on its rows, with its own conv tail and state.
+    // The recurrent part: each sequence on its rows with its own conv tail and state — the step's sequences in
+    // one batched call of each op (or one call per sequence without seqBatch()).
     Buffer o = allocF(b, T * C);  // [T, H, Dv], written per sequence (their rows cover [0, T))
-    for (size_t s = 0; s < bt.steps->size(); ++s) {
-        const int64_t r0 = bt.rowStart[s], n = bt.rows(s);
-        LayerState& ls = bt.step(s).caches.layers[L];
+    const size_t nSeqs = bt.steps->size();
+    std::vector<int64_t> rows(nSeqs);
+    std::vector<Buffer> convs(nSeqs), states(nSeqs);
+    for (size_t s = 0; s < nSeqs; ++s) {
+        rows[s] = bt.rows(s);
+        convs[s] = bt.step(s).caches.layers[L].conv;
+        states[s] = bt.step(s).caches.layers[L].recurrent;
+    }
+    const size_t per = seqBatch() ? nSeqs : 1;  // sequences per call
+    for (size_t s0 = 0; s0 < nSeqs; s0 += per) {
+        const int64_t r0 = bt.rowStart[s0], n = bt.rowStart[s0 + per] - r0, cnt = int64_t(per);
         const Buffer qkvS = qkv.viewF32(size_t(r0 * 3 * C), size_t(n * 3 * C));
-        b.causalConvSilu(qkvRaw.viewF32(size_t(r0 * 3 * C), size_t(n * 3 * C)), n, 3 * C, K, w.convW, ls.conv, qkvS);
-        b.kdaRecurrent(qkvS, n, H, Dk, g.viewF32(size_t(r0 * C), size_t(n * C)),
-                       beta.viewF32(size_t(r0 * H), size_t(n * H)), ls.recurrent,
-                       o.viewF32(size_t(r0 * C), size_t(n * C)));
+        b.causalConvSiluBatch(qkvRaw.viewF32(size_t(r0 * 3 * C), size_t(n * 3 * C)), &rows[s0], cnt, 3 * C, K, w.convW,
+                              &convs[s0], qkvS);
+        b.kdaRecurrentBatch(qkvS, &rows[s0], cnt, H, Dk, g.viewF32(size_t(r0 * C), size_t(n * C)),
+                            beta.viewF32(size_t(r0 * H), size_t(n * H)), &states[s0], o.viewF32(size_t(r0 * C), size_t(n * C)));
     }
 
     Buffer gate = allocF(b, T * C);

@@ -224,6 +224,62 @@ std::vector<OpResult> kdaRecurrentCase(Context& ctx, const char* label, std::vec
     return r;
 }
 
+// One step of several sequences through the batched KDA state ops (causalConvSiluBatch, then kdaRecurrentBatch on
+// its output), each sequence with its own conv state and recurrent state and `rows[s]` rows (0 allowed). The
+// reference backend's batched ops are the per-sequence loop; on the device under test they are its own (on CUDA
+// one launch of each kernel when every sequence is below the chunked threshold, else the loop). Outputs and every
+// sequence's final states are compared with the per-op bounds above (conv states bit for bit).
+std::vector<OpResult> kdaStepCase(Context& ctx, const char* label, std::vector<int64_t> rows, int64_t H, int64_t Dk, int K) {
+    const int64_t C = H * Dk, n = int64_t(rows.size());
+    int64_t T = 0;
+    for (int64_t r : rows) T += r;
+    const std::vector<float> w = ctx.randn(size_t(3 * C * K), 0.5f);
+    std::vector<std::vector<float>> conv0, state0;
+    for (int64_t s = 0; s < n; ++s) {
+        conv0.push_back(ctx.randn(size_t((K - 1) * 3 * C)));
+        state0.push_back(ctx.randn(size_t(H * Dk * Dk), 0.3f));
+    }
+    const std::vector<float> x = ctx.randn(size_t(T * 3 * C)), g = ctx.uniform(size_t(T * C), -3.0f, -0.001f),
+                             beta = ctx.randn(size_t(T * H));
+    auto [ref, dut] = onBoth(ctx, [&](Backend& b) {
+        std::vector<Buffer> convs, states;
+        for (int64_t s = 0; s < n; ++s) {
+            convs.push_back(Context::put(b, conv0[size_t(s)]));
+            states.push_back(Context::put(b, state0[size_t(s)]));
+        }
+        const Buffer convOut = Context::poisoned(b, size_t(T * 3 * C) * 4), out = Context::poisoned(b, size_t(T * C) * 4);
+        b.causalConvSiluBatch(Context::put(b, x), rows.data(), n, 3 * C, K, Context::put(b, w), convs.data(), convOut);
+        b.kdaRecurrentBatch(convOut, rows.data(), n, H, Dk, Context::put(b, g), Context::put(b, beta), states.data(), out);
+        Outs o{Context::getF32(b, convOut, size_t(T * 3 * C)), Context::getF32(b, out, size_t(T * C))};
+        for (int64_t s = 0; s < n; ++s) {
+            o.push_back(Context::getF32(b, convs[size_t(s)], size_t((K - 1) * 3 * C)));
+            o.push_back(Context::getF32(b, states[size_t(s)], size_t(H * Dk * Dk)));
+        }
+        return o;
+    });
+    std::string rs;
+    for (int64_t r : rows) {
+        if (!rs.empty()) rs += ',';
+        rs += str(r);
+    }
+    const std::string sh = std::string(label) + " rows=" + rs + " H=" + str(H) + " Dk=" + str(Dk) + " K=" + str(int64_t(K));
+    std::vector<OpResult> r = {
+        Context::compare(kFamily, "causalConvSiluBatch.out", sh, ref[0], dut[0], 1e-6, 1e-5),
+        Context::compare(kFamily, "kdaRecurrentBatch.out", sh, ref[1], dut[1], 5e-6, 5e-5)};
+    std::vector<int32_t> convRef, convDut;
+    std::vector<float> stRef, stDut;
+    for (int64_t s = 0; s < n; ++s) {
+        const auto a = bitsOf(ref[size_t(2 + 2 * s)]), d = bitsOf(dut[size_t(2 + 2 * s)]);
+        convRef.insert(convRef.end(), a.begin(), a.end());
+        convDut.insert(convDut.end(), d.begin(), d.end());
+        stRef.insert(stRef.end(), ref[size_t(3 + 2 * s)].begin(), ref[size_t(3 + 2 * s)].end());
+        stDut.insert(stDut.end(), dut[size_t(3 + 2 * s)].begin(), dut[size_t(3 + 2 * s)].end());
+    }
+    if (K > 1) r.push_back(Context::compareExact(kFamily, "causalConvSiluBatch.state", sh + " (every sequence)", convRef, convDut));
+    r.push_back(Context::compare(kFamily, "kdaRecurrentBatch.state", sh + " (every sequence)", stRef, stDut, 5e-6, 5e-5));
+    return r;
+}
+
 std::vector<OpResult> gatedRmsnormCase(Context& ctx, const char* label, int64_t T, int64_t H, int64_t Dv, float eps) {
     const std::vector<float> o = ctx.randn(size_t(T * H * Dv)), gate = ctx.randn(size_t(T * H * Dv), 2.0f);
     const std::vector<float> w = ctx.uniform(size_t(Dv), 0.5f, 1.5f);
@@ -340,6 +396,15 @@ void addMhcKdaCases(std::vector<Case>& out) {
     });
     add("kdaRecurrent chunk real", [](Context& c) { return kdaRecurrentCase(c, "chunk real", {100, 1}, 64, 128, -0.5f); });
     add("kdaRecurrent long odd Dk=48", [](Context& c) { return kdaRecurrentCase(c, "long odd", {100}, 3, 48, -0.2f); });
+
+    // A step of several sequences through the batched conv and recurrence: the real widths at decode (4 sequences
+    // of 1 row), a speculative verify mix with a sequence without rows, a step with a prefill past the chunked
+    // threshold (the per-sequence calls on CUDA), tiny_a and odd widths (Dk = 48, K = 2).
+    add("kda step real decode", [](Context& c) { return kdaStepCase(c, "real", {1, 1, 1, 1}, 64, 128, 4); });
+    add("kda step real verify", [](Context& c) { return kdaStepCase(c, "real", {8, 1, 0, 3}, 64, 128, 4); });
+    add("kda step mixed prefill", [](Context& c) { return kdaStepCase(c, "mixed", {20, 1, 2}, 4, 64, 4); });
+    add("kda step tiny_a", [](Context& c) { return kdaStepCase(c, "tiny_a", {1, 2, 1}, 4, 32, 4); });
+    add("kda step odd", [](Context& c) { return kdaStepCase(c, "odd", {2, 1, 5}, 3, 48, 2); });
 
     add("gatedRmsnorm real T=1", [](Context& c) { return gatedRmsnormCase(c, "real", 1, 64, 128, 1e-5f); });
     add("gatedRmsnorm real T=5", [](Context& c) { return gatedRmsnormCase(c, "real", 5, 64, 128, 1e-5f); });

@@ -81,6 +81,12 @@ public:
                       const Buffer& state, const Buffer& out) override;
     void gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
                       const Buffer& gate) override;
+    // Decode-sized steps (every sequence below the chunked prefill's threshold) in one launch sequence over all
+    // sequences; other steps take the per-sequence loop.
+    void causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K, const Buffer& w,
+                             const Buffer* convStates, const Buffer& out) override;
+    void kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int64_t nSeqs, int64_t H, int64_t Dk, const Buffer& g,
+                           const Buffer& betaLogits, const Buffer* states, const Buffer& out) override;
 
     // cuda_attention.cu
     void mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDtype dt, const Buffer& cache,

@@ -39,15 +39,21 @@
 //   read + written). Prefill (T ≥ 16, Dk ∈ {32, 64, 128}) goes to the chunked form instead
 //   (cuda_kda_chunk.cu: all chunks' intra-chunk work in parallel, then one sequential step per 32
 //   tokens instead of per token; TS_KDA_CHUNK=0 keeps every call on this kernel).
+// - causalConvSiluBatch / kdaRecurrentBatch: a step's sequences, each with its own state, in one launch of each
+//   kernel above (the sequence on grid y / z, its rows and state pointer from one upload: SeqStates) when every
+//   sequence is below the chunked threshold (decode, speculative verify); otherwise the per-sequence calls.
 // - gatedRmsnorm: one warp per (t, h) row.
 //
 // Test:      twinspark-cli selftest --backend cuda --filter mhc_kda   (cases: engine/selftest/cases_mhc_kda.cpp)
 // Benchmark: twinspark-cli bench-device --what kda (app/cli/bench_cuda_kda.cpp: decode µs per call and
-//            achieved state bandwidth, prefill µs per token: recurrent vs chunked); --what mhc
+//            achieved state bandwidth, 4 sequences in 4 calls and in one batched call, prefill µs per token: recurrent vs chunked); --what mhc
 //            (app/cli/bench_cuda_mhc.cpp: mhcPre µs per call, one launch vs two, and the Sinkhorn's share)
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "core/env_switch.h"
@@ -60,6 +66,9 @@ namespace ts {
 // without a chunked variant, too little shared memory).
 bool kdaChunkedPrefill(CudaBackend& be, const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g,
                        const Buffer& betaLogits, const Buffer& state, const Buffer& out);
+namespace kdacuda {
+int64_t chunkMinTokensNow();  // cuda_kda_chunk.cu: the chunked path's threshold in tokens (0: off)
+}  // namespace kdacuda
 
 // mhcPre in one launch (the default) or two: TS_MHC_FUSED (read once), or a run-time override
 // (mhcSetFusedPre, kernels/exl3_tune.h) for the A/B benchmark and the self-test's bit-for-bit check.
@@ -467,9 +476,25 @@ __global__ void mhcHeadKernel(const float* __restrict__ streams, int64_t T, int6
 // ---------------------------------------------------------------------------------------------------
 // KDA
 
+// A batched call's sequences (causalConvSiluBatch, kdaRecurrentBatch): sequence s = blockIdx.y (conv) or
+// blockIdx.z (recurrence) owns rows [rowStart[s], rowStart[s + 1]) and its state states[s]. Null: one sequence,
+// the kernel's own arguments.
+struct SeqStates {
+    const int32_t* rowStart = nullptr;  // [nSeqs + 1]
+    float* const* states = nullptr;     // [nSeqs] device pointers
+};
+
 // out[t, c] = silu(Σ_i w[c, i] · window[t + i]) where window = [state (K−1 rows, oldest first); x (T rows)].
 __global__ void convSiluKernel(const float* __restrict__ x, int64_t T, int64_t C, int K, const float* __restrict__ w,
-                               const float* __restrict__ state, float* __restrict__ out) {
+                               const float* __restrict__ state, float* __restrict__ out, SeqStates seqs) {
+    if (seqs.rowStart) {
+        const int s = blockIdx.y;
+        const int64_t r0 = seqs.rowStart[s];
+        T = seqs.rowStart[s + 1] - r0;
+        x += r0 * C;
+        out += r0 * C;
+        state = seqs.states[s];
+    }
     const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (idx >= T * C) return;
     const int64_t t = idx / C, c = idx % C;
@@ -484,7 +509,15 @@ __global__ void convSiluKernel(const float* __restrict__ x, int64_t T, int64_t C
 
 // state[i, c] = window[T + i] for i < K−1 (the last K−1 inputs, oldest first). Ascending i reads only
 // rows above the one it writes (T ≥ 1), so the shift is safe in place.
-__global__ void convStateKernel(const float* __restrict__ x, int64_t T, int64_t C, int K, float* state) {
+__global__ void convStateKernel(const float* __restrict__ x, int64_t T, int64_t C, int K, float* state, SeqStates seqs) {
+    if (seqs.rowStart) {
+        const int s = blockIdx.y;
+        const int64_t r0 = seqs.rowStart[s];
+        T = seqs.rowStart[s + 1] - r0;
+        if (T <= 0) return;  // a sequence without rows keeps its state
+        x += r0 * C;
+        state = seqs.states[s];
+    }
     const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (c >= C) return;
     for (int i = 0; i < K - 1; ++i) {
@@ -527,8 +560,18 @@ __global__ void kdaGateKernel(float* __restrict__ f, int64_t T, int64_t H, int64
 template <int R, int MAXT>
 __global__ void __launch_bounds__(MAXT) kdaRecurrentKernel(const float* __restrict__ qkv, int64_t T, int H, int Dk,
                                    const float* __restrict__ g, const float* __restrict__ betaLogits,
-                                   float* __restrict__ state, float* __restrict__ out, float qScale) {
+                                   float* __restrict__ state, float* __restrict__ out, float qScale, SeqStates seqs) {
     extern __shared__ float sh[];
+    if (seqs.rowStart) {  // sequence blockIdx.z of a batched call: its rows and its state
+        const int s = blockIdx.z;
+        const int64_t r0 = seqs.rowStart[s], HD = int64_t(H) * Dk;
+        T = seqs.rowStart[s + 1] - r0;
+        qkv += r0 * 3 * HD;
+        g += r0 * HD;
+        betaLogits += r0 * H;
+        out += r0 * HD;
+        state = seqs.states[s];
+    }
     const int Dv = Dk, RG = blockDim.y;
     float* stage = sh;               // [2][3·Dk]
     float* wsum = stage + 6 * Dk;    // [2][64]: warp partial Σq² at [0, 32), Σk² at [32, 64)
@@ -654,14 +697,15 @@ __global__ void __launch_bounds__(MAXT) kdaRecurrentKernel(const float* __restri
     }
 }
 
+// seqs.rowStart: a batched call of nSeqs sequences (grid.z), T unused; else one sequence of T rows.
 template <int R, int MAXT>
 void launchKdaRecurrent(cudaStream_t st, const float* qkv, int64_t T, int H, int Dk, const float* g, const float* beta,
-                        float* state, float* out) {
+                        float* state, float* out, SeqStates seqs = {}, int64_t nSeqs = 1) {
     const int RG = (Dk + R - 1) / R;
-    const dim3 block{32u, unsigned(RG)}, grid{unsigned(H), unsigned((Dk + 31) / 32)};
+    const dim3 block{32u, unsigned(RG)}, grid{unsigned(H), unsigned((Dk + 31) / 32), unsigned(nSeqs)};
     const size_t smem = size_t(6 * Dk + 128 + 4 * RG * 32) * sizeof(float);
     TS_CHECK(32 * RG <= MAXT, "kdaRecurrent: block too large");
-    kdaRecurrentKernel<R, MAXT><<<grid, block, smem, st>>>(qkv, T, H, Dk, g, beta, state, out, 1.0f / sqrtf(float(Dk)));
+    kdaRecurrentKernel<R, MAXT><<<grid, block, smem, st>>>(qkv, T, H, Dk, g, beta, state, out, 1.0f / sqrtf(float(Dk)), seqs);
 }
 
 // o[r, j] ← w[j] · (o[r, j] · inv_r) · sigmoid(gate[r, j]), one warp per row r of Dv.
@@ -791,10 +835,58 @@ void CudaBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, c
         TS_CUDA_CHECK(cudaMemcpyAsync(copyOf, x.f32(), bytes, cudaMemcpyDeviceToDevice, stream()));
         xs = copyOf;
     }
-    convSiluKernel<<<blocksFor(T * C, 256), 256, 0, stream()>>>(xs, T, C, K, w.f32(), convState.f32(), out.f32());
+    convSiluKernel<<<blocksFor(T * C, 256), 256, 0, stream()>>>(xs, T, C, K, w.f32(), convState.f32(), out.f32(), SeqStates{});
     TS_CUDA_LAUNCH_CHECK();
     if (K > 1) {  // after the conv (stream order): it read the old state
-        convStateKernel<<<blocksFor(C, 256), 256, 0, stream()>>>(xs, T, C, K, convState.f32());
+        convStateKernel<<<blocksFor(C, 256), 256, 0, stream()>>>(xs, T, C, K, convState.f32(), SeqStates{});
+        TS_CUDA_LAUNCH_CHECK();
+    }
+}
+
+namespace {
+// A batched call's rows and states on the device (kScratchIds): the states' pointers [nSeqs] then rowStart
+// [nSeqs + 1]. Checks that every state holds `stateBytes`.
+SeqStates uploadSeqStates(CudaBackend& be, const int64_t* rows, int64_t nSeqs, const Buffer* states, size_t stateBytes,
+                          const char* op) {
+    std::vector<int32_t> h(size_t(3 * nSeqs + 1));
+    int64_t r0 = 0;
+    int32_t* rowStart = h.data() + 2 * nSeqs;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        TS_CHECK(rows[s] >= 0, std::string(op) + ": negative rows");
+        TS_CHECK(states[s].size() >= stateBytes, std::string(op) + ": a sequence's state is too small");
+        const auto p = reinterpret_cast<uintptr_t>(states[s].f32());
+        std::memcpy(h.data() + 2 * s, &p, sizeof(p));
+        rowStart[s] = int32_t(r0);
+        r0 += rows[s];
+    }
+    TS_CHECK(r0 <= int64_t(0x7fffffff), std::string(op) + ": too many rows");
+    rowStart[nSeqs] = int32_t(r0);
+    const int32_t* d = be.uploadInts(CudaBackend::kScratchIds, h.data(), int64_t(h.size()));
+    return SeqStates{d + 2 * nSeqs, reinterpret_cast<float* const*>(d)};
+}
+}  // namespace
+
+void CudaBackend::causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K,
+                                      const Buffer& w, const Buffer* convStates, const Buffer& out) {
+    TS_CHECK(K >= 1, "causalConvSilu: K must be ≥ 1");
+    int64_t T = 0, maxRows = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        T += rows[s];
+        maxRows = std::max(maxRows, rows[s]);
+    }
+    if (nSeqs <= 1 || T <= 0 || C <= 0 || nSeqs > 65535) {
+        Backend::causalConvSiluBatch(x, rows, nSeqs, C, K, w, convStates, out);
+        return;
+    }
+    GraphOp op(*this, false, "causalConvSiluBatch", {gk(T), gk(C)});
+    TS_CHECK(!overlaps(x, size_t(T * C) * 4, out, size_t(T * C) * 4), "causalConvSiluBatch: x and out overlap");
+    const SeqStates seqs = uploadSeqStates(*this, rows, nSeqs, convStates, size_t((K - 1) * C) * 4, "causalConvSilu");
+    const dim3 convGrid{unsigned(blocksFor(maxRows * C, 256)), unsigned(nSeqs)};
+    convSiluKernel<<<convGrid, 256, 0, stream()>>>(x.f32(), 0, C, K, w.f32(), nullptr, out.f32(), seqs);
+    TS_CUDA_LAUNCH_CHECK();
+    if (K > 1) {  // after the conv (stream order): it read the old states
+        const dim3 stateGrid{unsigned(blocksFor(C, 256)), unsigned(nSeqs)};
+        convStateKernel<<<stateGrid, 256, 0, stream()>>>(x.f32(), 0, C, K, nullptr, seqs);
         TS_CUDA_LAUNCH_CHECK();
     }
 }
@@ -823,6 +915,28 @@ void CudaBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t 
     if (Dk <= 128) launchKdaRecurrent<8, 512>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
     else if (Dk <= 256) launchKdaRecurrent<16, 512>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
     else launchKdaRecurrent<32, 1024>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int64_t nSeqs, int64_t H, int64_t Dk,
+                                    const Buffer& g, const Buffer& betaLogits, const Buffer* states, const Buffer& out) {
+    // One launch over every sequence for decode-sized steps: each sequence below the chunked prefill's threshold
+    // (the recurrent kernel's calls); otherwise each sequence's own call (a long prefill takes the chunked path).
+    const int64_t chunkFrom = kdacuda::chunkMinTokensNow();  // 0: the chunked path is off
+    int64_t T = 0;
+    bool recurrentOnly = true;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        T += rows[s];
+        recurrentOnly = recurrentOnly && (chunkFrom == 0 || rows[s] < chunkFrom);
+    }
+    if (nSeqs <= 1 || T <= 0 || !recurrentOnly || Dk > 128 || Dk < 1 || nSeqs > 65535) {
+        Backend::kdaRecurrentBatch(qkv, rows, nSeqs, H, Dk, g, betaLogits, states, out);
+        return;
+    }
+    GraphOp op(*this, false, "kdaRecurrentBatch", {gk(T), gk(H)});
+    const SeqStates seqs = uploadSeqStates(*this, rows, nSeqs, states, size_t(H * Dk * Dk) * 4, "kdaRecurrent");
+    launchKdaRecurrent<8, 512>(stream(), qkv.f32(), 0, int(H), int(Dk), g.f32(), betaLogits.f32(), nullptr, out.f32(),
+                               seqs, nSeqs);
     TS_CUDA_LAUNCH_CHECK();
 }
 
