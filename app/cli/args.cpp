@@ -1,5 +1,8 @@
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -73,6 +76,21 @@ int64_t Args::getInt(const std::string& name, int64_t def, int64_t min, int64_t 
         fail(ErrorKind::InvalidArgument, "--" + name + " must be an integer in [" + std::to_string(min) + ", " +
                                              std::to_string(max) + "], got '" + *v + "'");
     return x;
+}
+
+std::string Args::requireTextOrFile(const std::string& name) const {
+    const std::string v = require(name);
+    if (v.empty() || v[0] != '@') return v;
+    const std::string path = v.substr(1);
+    std::ifstream in(path, std::ios::binary);
+    if (path.empty() || !in) fail(ErrorKind::InvalidArgument, "--" + name + ": cannot read '" + path + "'");
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) fail(ErrorKind::InvalidArgument, "--" + name + ": cannot read '" + path + "'");
+    std::string s = text.str();
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    if (s.empty()) fail(ErrorKind::InvalidArgument, "--" + name + ": '" + path + "' is empty");
+    return s;
 }
 
 std::vector<int32_t> Args::parseIds(const std::string& option, const std::string& text) {

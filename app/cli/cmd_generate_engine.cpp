@@ -122,7 +122,7 @@ int generateWithEngine(const Args& args) {
     } else {
         if (args.flag("no-thinking") || args.get("system"))
             fail(ErrorKind::InvalidArgument, "--system and --no-thinking go with --prompt");
-        prompts = parsePromptLists(args.require("prompt-ids"));
+        prompts = parsePromptLists(args.requireTextOrFile("prompt-ids"));
         if (int64_t(prompts.size()) > concurrency)
             fail(ErrorKind::InvalidArgument, "--prompt-ids gives " + std::to_string(prompts.size()) +
                                                  " prompts (';'-separated) for --concurrency " + std::to_string(concurrency));

@@ -30,13 +30,14 @@ int cmdLogits(const Args& args) {
         std::printf("twinspark-cli logits --model DIR --prompt-ids 1,2,3 --out FILE.safetensors\n"
                     "    [--kv-cache-dtype fp8|fp32] [--chunk N] [--threads N]\n"
                     "Writes the full-forward logits as one F32 tensor 'logits' [tokens, vocab]. --chunk N prefills\n"
-                    "in chunks of N tokens (the result is identical to one prefill).\n");
+                    "in chunks of N tokens (the result is identical to one prefill). --prompt-ids @FILE reads the\n"
+                    "list from FILE (for lists longer than a command line allows).\n");
         return 0;
     }
     auto opts = kModelOptions;
     opts.insert({"prompt-ids", "out", "chunk"});
     args.accept(opts);
-    const auto ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));
+    const auto ids = Args::parseIds("prompt-ids", args.requireTextOrFile("prompt-ids"));
     const std::string out = args.require("out");
     const int64_t chunk = args.getInt("chunk", 0, 0, INT32_MAX);
     LoadedModel l = loadModel(args);
@@ -77,7 +78,8 @@ int cmdGenerate(const Args& args) {
                     "through the engine (continuous batching); --concurrency N runs N copies at once and reports\n"
                     "the aggregate speed, and the decode-only speed while all N run (decode_tok_s in --json).\n"
                     "With --concurrency, --prompt-ids \"1,2;3,4\" gives the requests different prompts (request i\n"
-                    "takes list i mod count), and --max-tokens \"30;20;10\" different limits (likewise).\n");
+                    "takes list i mod count), and --max-tokens \"30;20;10\" different limits (likewise).\n"
+                    "--prompt-ids @FILE reads the list(s) from FILE (long prompts: one argument holds ~18k ids).\n");
         return 0;
     }
     auto opts = kModelOptions;
@@ -90,7 +92,7 @@ int cmdGenerate(const Args& args) {
     }
     if (args.flag("no-thinking") || args.get("system") || args.get("seed"))
         fail(ErrorKind::InvalidArgument, "--system, --no-thinking and --seed go with --prompt");
-    const auto ids = Args::parseIds("prompt-ids", args.require("prompt-ids"));
+    const auto ids = Args::parseIds("prompt-ids", args.requireTextOrFile("prompt-ids"));
     const int64_t maxTokens = args.getInt("max-tokens", 32, 1, 1 << 20);
     const bool ignoreEos = args.flag("ignore-eos");
     LoadedModel l = loadModel(args, args.flag("profile-ops"));

@@ -23,6 +23,9 @@ public:
     int64_t getInt(const std::string& name, int64_t def, int64_t min, int64_t max) const;
     // "1,2,3" -> ids; every element must be an integer in [0, 2^31).
     static std::vector<int32_t> parseIds(const std::string& option, const std::string& text);
+    // require(name), where "@PATH" stands for the contents of the file PATH with its trailing whitespace (a final
+    // newline) dropped: for id lists longer than one command-line argument may be (Linux: 128 KiB, ~18k ids).
+    std::string requireTextOrFile(const std::string& name) const;
 
 private:
     std::map<std::string, std::string> m_values;

@@ -19,10 +19,12 @@ SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L$SL}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 AB="$OUT/ab.txt"
 for b in ${AB_BATCHES:-1 4}; do
-  IDS=$(python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP")
+  # The ids go through a file (--prompt-ids @FILE): one argument holds ~18k ids, less than 2 × 16k-token prompts.
+  IDS="/tmp/ab_prompts_b$b.ids"
+  python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP" >"$IDS"
   for setting in ${AB_VARS-TS_MOE_DEVICE_ROUTE=1 TS_MOE_DEVICE_ROUTE=0}; do
     tag=$(echo "$setting" | tr '=' '_')
-    env "$setting" $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b \
+    env "$setting" $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@$IDS" --concurrency $b \
       --max-tokens "$SN" --ignore-eos --json "$OUT/ab_b${b}_$tag.json" >/dev/null 2>"$OUT/ab_b${b}_$tag.err"
     echo "batch $b, $setting: rc $? $(grep -E 'decode with|rror' "$OUT/ab_b${b}_$tag.err" | tail -1)" | tee -a "$AB"
   done
@@ -43,11 +45,12 @@ if len(toks) > 1:
     print(f"batch {b}: tokens {'identical' if same else 'DIFFER'} across {', '.join(toks)}")
 PY
 done
-IDS=$(python3 tools/device/slice_roofline.py prompts --batch 1 --length "$SP")
+IDS=/tmp/ab_prompts_b1.ids
+python3 tools/device/slice_roofline.py prompts --batch 1 --length "$SP" >"$IDS"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ "${NCU_ON:-1}" = 1 ] && [ -n "$NCU" ]; then
   timeout 300 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency 1 --max-tokens 10 --ignore-eos \
+    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@$IDS" --concurrency 1 --max-tokens 10 --ignore-eos \
     >"$OUT/ncu.csv" 2>"$OUT/ncu.err"
   echo "ncu rc $?" | tee -a "$OUT/busy.txt"
   python3 tools/device/gpu_busy.py "$OUT/ncu.csv" --skip 2 --top 25 --json "$OUT/busy.json" 2>&1 | tee -a "$OUT/busy.txt"
@@ -56,7 +59,7 @@ else
   echo "no ncu on this machine" | tee -a "$OUT/busy.txt"
 fi
 if [ "${PROFILE:-1}" = 1 ]; then
-  $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --max-tokens 32 --ignore-eos --profile-ops \
+  $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@$IDS" --max-tokens 32 --ignore-eos --profile-ops \
     >/dev/null 2>"$OUT/profile_b1.txt"
   tail -40 "$OUT/profile_b1.txt"
 fi

@@ -21,16 +21,18 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
 KERNEL=${KERNEL:-exl3MoeKernel}; TAG=${TAG:-moe}
 for b in ${BATCHES:-1 4}; do
-  IDS=$(python3 tools/device/slice_roofline.py prompts --batch $b --length 256)
+  IDS=/tmp/moe_prompts_b$b.ids
+  python3 tools/device/slice_roofline.py prompts --batch $b --length 256 >"$IDS"
   # Default: skip the prefill's 4 MoE launches and the first decode step's 4: layer 1 of the second decode step.
   timeout 120 "$NCU" --clock-control none --set detailed -k "regex:$KERNEL" -s "${SKIP:-8}" -c "${COUNT:-1}" \
-    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b --max-tokens 6 --ignore-eos \
+    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@$IDS" --concurrency $b --max-tokens 6 --ignore-eos \
     >"$OUT/ncu_${TAG}_b$b.txt" 2>&1
   echo "ncu $TAG batch $b: rc $?"
 done
-IDS=$(python3 tools/device/slice_roofline.py prompts --batch 4 --length 256)
+IDS=/tmp/moe_prompts_b4.ids
+python3 tools/device/slice_roofline.py prompts --batch 4 --length 256 >"$IDS"
 timeout 150 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-  $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency 4 --max-tokens 10 --ignore-eos \
+  $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@$IDS" --concurrency 4 --max-tokens 10 --ignore-eos \
   >"$OUT/ncu_b4.csv" 2>"$OUT/ncu_b4.err"
 python3 tools/device/gpu_busy.py "$OUT/ncu_b4.csv" --skip 2 --top 16 --json "$OUT/busy_b4.json" | tee "$OUT/busy_b4.txt"
 xz -9 "$OUT/ncu_b4.csv"

@@ -111,8 +111,8 @@ if [ "${SLICE:-1}" = 1 ]; then
     [ $src -eq 0 ] || break
     sb=$(date +%s)
     rm -f "/tmp/slice_b$b.json"
-    IDS=$(python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP")
-    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "$IDS" --concurrency $b --max-tokens "$SN" \
+    python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP" >"/tmp/slice_b$b.ids"  # @FILE: long prompts
+    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@/tmp/slice_b$b.ids" --concurrency $b --max-tokens "$SN" \
       --ignore-eos --json "/tmp/slice_b$b.json" >/dev/null 2>"/tmp/slice_b$b.err"
     rc=$?
     echo "slice: batch $b: rc $rc in $(( $(date +%s) - sb )) s (load + prefill + decode): $(grep -E 'decode with|rror' "/tmp/slice_b$b.err" | tail -1)" | tee -a "$ST"

@@ -156,6 +156,47 @@ private slots:
         QVERIFY2(r.err.contains("2 prompts"), qPrintable(r.err));
     }
 
+    // --prompt-ids @FILE: the list(s) from a file (a final newline dropped) give the same tokens as on the command
+    // line, on the reference path and through the engine; a missing or empty file is a clear error.
+    void promptIdsFromFile() {
+        QTemporaryDir tmp;
+        const QString a = "5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20", b = "40,41,42,43,44,45,46,47,48,49,50";
+        auto write = [&](const QString& name, const QByteArray& text) {
+            QFile f(tmp.filePath(name));
+            if (!f.open(QIODevice::WriteOnly)) return QString();
+            f.write(text);
+            return f.fileName();
+        };
+        const QString one = write("a.ids", a.toUtf8() + "\n"), two = write("ab.ids", (a + ";" + b).toUtf8() + "\r\n\n");
+        QVERIFY(!one.isEmpty() && !two.isEmpty());
+        const QStringList tail = {"--model", kTinyA, "--max-tokens", "8", "--ignore-eos"};
+        Run direct = cli(QStringList{"generate", "--prompt-ids", a} + tail);
+        Run fromFile = cli(QStringList{"generate", "--prompt-ids", "@" + one} + tail);
+        QVERIFY2(direct.code == 0 && fromFile.code == 0, qPrintable(direct.err + fromFile.err));
+        QCOMPARE(fromFile.out.trimmed(), direct.out.trimmed());
+        const QString jd = tmp.filePath("d.json"), jf = tmp.filePath("f.json");
+        Run engDirect = cli(QStringList{"generate", "--prompt-ids", a + ";" + b, "--concurrency", "2", "--json", jd} + tail);
+        Run engFile = cli(QStringList{"generate", "--prompt-ids", "@" + two, "--concurrency", "2", "--json", jf} + tail);
+        QVERIFY2(engDirect.code == 0 && engFile.code == 0, qPrintable(engDirect.err + engFile.err));
+        auto tokens = [](const QString& path) {
+            QFile f(path);
+            return f.open(QIODevice::ReadOnly) ? nlohmann::json::parse(f.readAll().toStdString())["tokens"] : nlohmann::json();
+        };
+        const auto td = tokens(jd), tf = tokens(jf);
+        QCOMPARE(td.size(), size_t(2));
+        QVERIFY(td == tf);
+        QVERIFY(td[0] != td[1]);  // two prompts, not one read twice
+
+        Run missing = cli(QStringList{"generate", "--prompt-ids", "@" + tmp.filePath("none.ids")} + tail);
+        QVERIFY(missing.code != 0);
+        QVERIFY2(missing.err.contains("--prompt-ids: cannot read"), qPrintable(missing.err));
+        Run empty = cli(QStringList{"generate", "--prompt-ids", "@" + write("empty.ids", "\n")} + tail);
+        QVERIFY(empty.code != 0);
+        QVERIFY2(empty.err.contains("is empty"), qPrintable(empty.err));
+        Run logits = cli({"logits", "--model", kTinyA, "--prompt-ids", "@" + one, "--out", tmp.filePath("l.safetensors")});
+        QVERIFY2(logits.code == 0, qPrintable(logits.err));
+    }
+
     // --max-tokens "12;5;9": each request its own limit (request i takes list i mod count), so they finish
     // one after another and the batch shrinks; a greedy request's tokens are a prefix of the longest run.
     void perRequestMaxTokens() {
