@@ -128,6 +128,10 @@ struct SeqRows {
     int64_t pos0 = 0;
     int64_t rows = 0;
 };
+// The rows of a batched call (Σ rows), each sequence checked first: rows and pos0 ≥ 0, and with oneBlockSize every
+// page table's block size equal to the first's and positive (the kernels that read one block size for the call).
+// `op` names the op in the error (backend_batch.cpp).
+int64_t seqRowsTotal(const SeqRows* seqs, int64_t nSeqs, const char* op, bool oneBlockSize = false);
 
 // Top-k pool selection of one query, produced by indexerSelect.
 struct IndexerStats {

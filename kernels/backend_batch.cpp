@@ -1,23 +1,24 @@
 // The batched ops' default: the per-sequence op on each sequence's rows, in sequence order — the paged-cache ops
 // (the latent write, the indexer select, sparse attention) and the KDA state ops (conv, recurrence). This is the
 // definition of what a backend's own batched form must compute (the self-test compares the two).
+#include <string>
+
 #include "backend.h"
 #include "core/error.h"
 
 namespace ts {
-namespace {
 
-int64_t totalRows(const SeqRows* seqs, int64_t nSeqs) {
-    TS_CHECK(nSeqs >= 0 && (nSeqs == 0 || seqs), "batched op: no sequences given");
+int64_t seqRowsTotal(const SeqRows* seqs, int64_t nSeqs, const char* op, bool oneBlockSize) {
+    TS_CHECK(nSeqs >= 0 && (nSeqs == 0 || seqs), std::string(op) + ": no sequences given");
     int64_t T = 0;
     for (int64_t s = 0; s < nSeqs; ++s) {
-        TS_CHECK(seqs[s].rows >= 0 && seqs[s].pos0 >= 0, "batched op: negative rows or position");
+        TS_CHECK(seqs[s].rows >= 0 && seqs[s].pos0 >= 0, std::string(op) + ": negative rows or position");
+        TS_CHECK(!oneBlockSize || (seqs[s].pages.blockSize == seqs[0].pages.blockSize && seqs[s].pages.blockSize > 0),
+                 std::string(op) + ": the sequences' page tables differ in block size");
         T += seqs[s].rows;
     }
     return T;
 }
-
-}  // namespace
 
 void Backend::causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K,
                                   const Buffer& w, const Buffer* convStates, const Buffer& out) {
@@ -49,7 +50,7 @@ void Backend::kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int64_t 
 
 void Backend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt,
                                  const Buffer& cache) {
-    totalRows(seqs, nSeqs);
+    seqRowsTotal(seqs, nSeqs, "mlaCacheWrite");
     int64_t r0 = 0;
     for (int64_t s = 0; s < nSeqs; ++s) {
         const SeqRows& q = seqs[s];
@@ -61,7 +62,7 @@ void Backend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t n
 void Backend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R,
                                       const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width,
                                       float scale, const Buffer& oLat) {
-    totalRows(seqs, nSeqs);
+    seqRowsTotal(seqs, nSeqs, "mlaSparseAttention");
     int64_t r0 = 0;
     for (int64_t s = 0; s < nSeqs; ++s) {
         const SeqRows& q = seqs[s];
@@ -76,7 +77,7 @@ void Backend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, i
 void Backend::indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H,
                                  int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore,
                                  const Buffer& idx, IndexerStats* const* stats) {
-    totalRows(seqs, nSeqs);
+    seqRowsTotal(seqs, nSeqs, "indexerSelect");
     TS_CHECK(kp > 0 && topk >= kp, "indexerSelect: index_topk must be at least index_kpool");
     const int64_t width = topk + kp - 1;
     int64_t r0 = 0;

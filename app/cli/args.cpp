@@ -1,6 +1,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -82,8 +83,11 @@ std::string Args::requireTextOrFile(const std::string& name) const {
     const std::string v = require(name);
     if (v.empty() || v[0] != '@') return v;
     const std::string path = v.substr(1);
+    std::error_code ec;
+    if (path.empty() || !std::filesystem::is_regular_file(path, ec))  // a directory opens, then reads as nothing
+        fail(ErrorKind::InvalidArgument, "--" + name + ": cannot read '" + path + "' (not a file)");
     std::ifstream in(path, std::ios::binary);
-    if (path.empty() || !in) fail(ErrorKind::InvalidArgument, "--" + name + ": cannot read '" + path + "'");
+    if (!in) fail(ErrorKind::InvalidArgument, "--" + name + ": cannot read '" + path + "'");
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) fail(ErrorKind::InvalidArgument, "--" + name + ": cannot read '" + path + "'");

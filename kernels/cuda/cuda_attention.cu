@@ -622,12 +622,9 @@ void CudaBackend::mlaCacheWrite(const Buffer& c, int64_t T, int64_t R, KvCacheDt
 void CudaBackend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt,
                                      const Buffer& cache) {
     const size_t eb = mlaCacheEntryBytes(dt, R);
-    int64_t T = 0;
-    for (int64_t s = 0; s < nSeqs; ++s) {
-        TS_CHECK(seqs[s].rows >= 0 && seqs[s].pos0 >= 0, "mlaCacheWrite: negative rows or position");
+    const int64_t T = seqRowsTotal(seqs, nSeqs, "mlaCacheWrite");
+    for (int64_t s = 0; s < nSeqs; ++s)
         TS_CHECK(seqs[s].pos0 + seqs[s].rows <= seqs[s].pages.capacity(), "mlaCacheWrite: positions beyond the sequence's pages");
-        T += seqs[s].rows;
-    }
     GraphOp op(*this, false, "mlaCacheWrite", {gk(T), gk(R)});
     if (T <= 0 || R <= 0) return;
     TS_CHECK(T <= 0x7fffffff, "mlaCacheWrite: too many tokens");
@@ -713,13 +710,7 @@ void CudaBackend::mlaSparseAttention(const Buffer& qLat, int64_t T, int64_t H, i
 void CudaBackend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R,
                                           const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width,
                                           float scale, const Buffer& oLat) {
-    int64_t T = 0;
-    for (int64_t s = 0; s < nSeqs; ++s) {
-        TS_CHECK(seqs[s].rows >= 0, "mlaSparseAttention: negative rows");
-        TS_CHECK(seqs[s].pages.blockSize == seqs[0].pages.blockSize && seqs[s].pages.blockSize > 0,
-                 "mlaSparseAttention: the sequences' page tables differ in block size");
-        T += seqs[s].rows;
-    }
+    const int64_t T = seqRowsTotal(seqs, nSeqs, "mlaSparseAttention", true);
     GraphOp op(*this, false, "mlaSparseAttention", {gk(T), gk(H), gk(width)});
     if (T <= 0 || H <= 0 || R <= 0) return;
     TS_CHECK(R <= 128 * 16, "mlaSparseAttention: latent wider than 2048");

@@ -384,15 +384,10 @@ void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const Seq
     const size_t kb = indexerKeyBytes(dt, D);
     TS_CHECK(kp > 0 && topk >= kp, "indexerSelect: index_topk must be at least index_kpool");
     const int64_t K = topk / kp, width = topk + kp - 1;
-    int64_t T = 0, ncMax = 0;  // ncMax: complete pools visible to the latest query
-    for (int64_t s = 0; s < nSeqs; ++s) {
-        const SeqRows& sq = seqs[s];
-        TS_CHECK(sq.rows >= 0 && sq.pos0 >= 0, "indexerSelect: negative rows or position");
-        TS_CHECK(sq.pages.blockSize == seqs[0].pages.blockSize && sq.pages.blockSize > 0,
-                 "indexerSelect: the sequences' page tables differ in block size");
-        T += sq.rows;
-        if (sq.rows > 0) ncMax = std::max(ncMax, (sq.pos0 + sq.rows) / kp);
-    }
+    const int64_t T = seqRowsTotal(seqs, nSeqs, "indexerSelect", true);
+    int64_t ncMax = 0;  // complete pools visible to the latest query
+    for (int64_t s = 0; s < nSeqs; ++s)
+        if (seqs[s].rows > 0) ncMax = std::max(ncMax, (seqs[s].pos0 + seqs[s].rows) / kp);
     GraphOp op(*this, false, "indexerSelect", {gk(T), gk(H)});
     if (T <= 0) return;
     TS_CHECK(T <= 0x7fffffff && H > 0 && D > 0, "indexerSelect: bad shape");

@@ -190,6 +190,9 @@ private slots:
         Run missing = cli(QStringList{"generate", "--prompt-ids", "@" + tmp.filePath("none.ids")} + tail);
         QVERIFY(missing.code != 0);
         QVERIFY2(missing.err.contains("--prompt-ids: cannot read"), qPrintable(missing.err));
+        Run dir = cli(QStringList{"generate", "--prompt-ids", "@" + tmp.path()} + tail);
+        QVERIFY(dir.code != 0);
+        QVERIFY2(dir.err.contains("not a file"), qPrintable(dir.err));
         Run empty = cli(QStringList{"generate", "--prompt-ids", "@" + write("empty.ids", "\n")} + tail);
         QVERIFY(empty.code != 0);
         QVERIFY2(empty.err.contains("is empty"), qPrintable(empty.err));
