@@ -47,6 +47,8 @@ int64_t fp8ConversionMismatches();
 namespace mathcuda {  // cuda_math.cu
 int setOneTokenMode(int mode);
 int oneTokenMode();
+int setMultiTokenMode(int mode);
+int multiTokenMode();
 }  // namespace mathcuda
 namespace kdacuda {  // cuda_kda_chunk.cu
 int64_t setChunkMinTokens(int64_t t);
@@ -65,6 +67,8 @@ bool indexerFastSelect() { return idxsel::fastSelect(); }
 int64_t indexerFp8ConversionMismatches() { return idxsel::fp8ConversionMismatches(); }
 int gemvSetOneTokenMode(int mode) { return mathcuda::setOneTokenMode(mode); }
 int gemvOneTokenMode() { return mathcuda::oneTokenMode(); }
+int gemvSetMultiTokenMode(int mode) { return mathcuda::setMultiTokenMode(mode); }
+int gemvMultiTokenMode() { return mathcuda::multiTokenMode(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3SetSmemLimitKiB(int kib) { return exl3cuda::setSmemLimitKiB(kib); }
 bool exl3PrefillJobs(int bits) { return exl3cuda::prefillJobs(bits); }
@@ -107,6 +111,8 @@ bool indexerFastSelect() { return false; }
 int64_t indexerFp8ConversionMismatches() { return -1; }
 int gemvSetOneTokenMode(int) { return -1; }
 int gemvOneTokenMode() { return -1; }
+int gemvSetMultiTokenMode(int) { return -1; }
+int gemvMultiTokenMode() { return -1; }
 #endif
 
 void checkBackendName(const std::string& name) {

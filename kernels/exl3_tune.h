@@ -111,13 +111,16 @@ bool indexerFastSelect();
 // check that the shortcut is exact. −1 without CUDA.
 int64_t indexerFp8ConversionMismatches();
 
-// The one-token dense GEMV on the GPU (kernels/cuda/cuda_math.cu, linear at T = 1), for A/B runs (bench-device
-// --what gemv): mode 1 (default) K split over a block's 8 warps, 4 rows per block; 2 the same with 2 rows per
-// block (the same bits); 0 one warp per whole row (the kernel before; another summation order). TS_GEMV1 (read
-// once) picks it; gemvSetOneTokenMode(0..2) overrides it from now on, −1 restores the environment's; returns
-// the previous override (−1: none). gemvOneTokenMode: the mode in force now (−1 without CUDA).
+// The dense GEMV on the GPU at T ≤ 8 (kernels/cuda/cuda_math.cu, ModeSwitch), for A/B runs (bench-device --what
+// gemv). One token (TS_GEMV1, read once): 1 (default) K split over a block's 8 warps, 4 rows per block; 2 the same
+// with 2 rows per block (the same bits); 0 one warp per whole row (the kernel before; another summation order).
+// 2–8 tokens (TS_GEMV_MULTI): 1 (default) K split over a block's warps, 4 rows per block, held to 3 blocks per SM at
+// 3–4 tokens; 2 the same never held (the kernel before; the same bits); 0 whole rows per warp (another order). gemvSet…Mode(m) overrides the environment from now on, −1 restores it; returns the previous override
+// (−1: none). gemv…Mode: the mode in force now (−1 without CUDA).
 int gemvSetOneTokenMode(int mode);
 int gemvOneTokenMode();
+int gemvSetMultiTokenMode(int mode);
+int gemvMultiTokenMode();
 
 // Sets one of the run-time overrides above (a setter that returns the previous override, −1 or 0 for none) for
 // its lifetime, then restores the previous one, also when the code in between throws: bench-device times each

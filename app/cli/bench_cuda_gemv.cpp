@@ -1,18 +1,20 @@
-// `bench-device --what gemv`: the dense one-token GEMV (Backend::linear at T = 1, BF16 weights) at the shapes a
+// `bench-device --what gemv`: the dense GEMV (Backend::linear at T = 1, 2, 4, 8 tokens, BF16 weights) at the shapes a
 // GLM-5.3-Flash decode step spends half its kernel time in (the full-width slice's Nsight table: 48 GEMVs,
 // 784 of 1,585 µs per batch-1 step): the KDA q / k / v projections (4096 → 8192) and o (8192 → 4096), the
 // shared expert's gate / up (4096 → 2048) and down (2048 → 4096), MLA q_a (4096 → 1536), and the chain of a
 // KDA layer's seven projections as a decode step runs them. Each shape cycles through enough weight copies
 // (≥ 100 MB) that L2 (50 MB on the H200) does not hold them, calls back to back in one stream, so a kernel's
 // start overlaps its predecessor's end where programmatic dependent launch allows it.
-// Every one-token mode of the CUDA backend is timed (gemvSetOneTokenMode, kernels/exl3_tune.h: 0 one warp per
-// whole row, the kernel before; 1 K split over a block's 8 warps with 4 rows per block — the default —; 2 the
-// same with 2 rows per block); the override is restored afterwards. Other backends ignore the modes (the columns are then the same computation).
+// Every mode of the CUDA backend at each T is timed (gemvSetOneTokenMode / gemvSetMultiTokenMode, kernels/exl3_tune.h:
+// the split-K kernel's forms and whole rows per warp); the override is restored
+// afterwards. Other backends ignore the modes (the columns are then the same computation).
 // Figures: µs per call and weight bytes read per second against the device-to-device copy bandwidth.
 // Only the Backend interface is used: it builds without CUDA and runs on any backend.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +24,6 @@
 namespace ts::cli {
 
 namespace {
-
-using GemvModeScope = OverrideScope<gemvSetOneTokenMode>;  // the variant for its lifetime, then the previous override
 
 // BF16 weights with std ~1/sqrt(K) from a cheap generator (the values do not matter to the speed, but they
 // are finite and of a realistic magnitude): sign, exponent near 2^-6, random mantissa.
@@ -52,7 +52,7 @@ nlohmann::json benchGemv(Backend& backend, int reps, double copyBw) {
     const Shape shapes[] = {{"kda q/k/v 4096->8192", 8192, 4096},   {"kda o 8192->4096", 4096, 8192},
                             {"shared gate/up 4096->2048", 2048, 4096}, {"shared down 2048->4096", 4096, 2048},
                             {"mla q_a 4096->1536", 1536, 4096}};
-    const int modes[] = {0, 1, 2};
+    const int tokenCounts[] = {1, 2, 4, 8};  // the decode step's batches (one token per sequence)
     const double minSetBytes = 100e6;
     // Host copies stay alive for the run: the backend keys its uploads by the host address.
     std::vector<std::vector<uint16_t>> host;
@@ -69,43 +69,16 @@ nlohmann::json benchGemv(Backend& backend, int reps, double copyBw) {
         }
         return ws;
     };
-    std::vector<float> xHost(8192);
+    const int64_t maxT = 8, maxWidth = 8192;
+    std::vector<float> xHost(size_t(maxT * maxWidth));
     for (size_t i = 0; i < xHost.size(); ++i) xHost[i] = float(int(i % 17) - 8) / 8.0f;
     const Buffer x = backend.upload(xHost.data(), xHost.size() * 4);
-    const Buffer y = backend.alloc(size_t(16384) * 4);
+    const Buffer y = backend.alloc(size_t(maxT * maxWidth) * 4);
 
-    nlohmann::json rows = nlohmann::json::array();
-    std::printf("dense GEMV, T = 1, BF16 weights (Backend::linear): us per call back to back, weight GB/s and %% of "
-                "copy bandwidth; modes (kernels/exl3_tune.h): 0 a warp per row, 1 K split over 8 warps, 4 rows per block "
-                "(default), 2 the same, 2 rows per block\n");
-    std::printf("  %-28s | %8s", "shape", "MB");
-    for (int m : modes) std::printf(" | mode %d: us GB/s  %%  ", m);
-    std::printf("\n");
-    auto report = [&](const std::string& name, double bytesPerCall, const std::vector<double>& us) {
-        std::printf("  %-28s | %8.1f", name.c_str(), bytesPerCall / 1e6);
-        nlohmann::json modeRows = nlohmann::json::object();
-        for (size_t i = 0; i < us.size(); ++i) {
-            const double gbs = bytesPerCall / (us[i] * 1e-6) / 1e9;
-            std::printf(" | %6.2f %4.0f %4.1f", us[i], gbs, 100.0 * gbs * 1e9 / copyBw);
-            modeRows[std::to_string(modes[i])] = {{"us", us[i]}, {"GBps", gbs}, {"of_copy", gbs * 1e9 / copyBw}};
-        }
-        std::printf("\n");
-        rows.push_back({{"shape", name}, {"MB_per_call", bytesPerCall / 1e6}, {"modes", modeRows}});
-    };
+    std::vector<std::vector<WeightView>> sets;
     for (const Shape& s : shapes) {
         const double bytes = double(s.N * s.K) * 2.0;
-        const int copies = std::max(2, int(minSetBytes / bytes + 0.999));
-        const std::vector<WeightView> ws = makeCopies(s, copies);
-        std::vector<double> us;
-        for (int m : modes) {
-            GemvModeScope scope(m);
-            size_t i = 0;
-            us.push_back(1e6 * medianSeconds(backend, reps, copies * 4, [&] {
-                             backend.linear(x, 1, ws[i], y);
-                             i = (i + 1) % ws.size();
-                         }));
-        }
-        report(s.name, bytes, us);
+        sets.push_back(makeCopies(s, std::max(2, int(minSetBytes / bytes + 0.999))));
     }
     // A KDA layer's projections in a decode step's order: q, k, v, o, then the shared expert's gate, up, down
     // (two chains' worth of copies, 640 MB, alternate).
@@ -117,16 +90,58 @@ nlohmann::json benchGemv(Backend& backend, int reps, double copyBw) {
         chainBytes += double(s.N * s.K) * 2.0;
         for (auto& c : chains) c.push_back(makeCopies(s, 1)[0]);
     }
-    std::vector<double> us;
-    for (int m : modes) {
-        GemvModeScope scope(m);
-        size_t i = 0;
-        us.push_back(1e6 * medianSeconds(backend, reps, 4, [&] {
-                         for (const WeightView& w : chains[i]) backend.linear(x, 1, w, y);
-                         i ^= 1;
-                     }));
+
+    nlohmann::json rows = nlohmann::json::array();
+    std::printf("dense GEMV, BF16 weights (Backend::linear) at T tokens: us per call back to back, weight GB/s and %% of "
+                "copy bandwidth, per mode (kernels/exl3_tune.h; T = 1: 0 a warp per row, 1 K split over 8 warps with 4 rows "
+                "per block (default), 2 the same with 2 rows; T > 1: 0 whole rows per warp, 1 K split with 4 rows per block, "
+                "held to 3 blocks per SM at 3-4 tokens (default), 2 the same never held)\n");
+    for (const int T : tokenCounts) {
+        const int nModes = 3;
+        // The variant for its lifetime (OverrideScope), then the previous override.
+        auto timeMode = [&](int mode, const std::function<void()>& call, int callsPerRep) {
+            std::optional<OverrideScope<gemvSetOneTokenMode>> one;
+            std::optional<OverrideScope<gemvSetMultiTokenMode>> multi;
+            if (T == 1) one.emplace(mode);
+            else multi.emplace(mode);
+            return 1e6 * medianSeconds(backend, reps, callsPerRep, call);
+        };
+        std::printf("  T = %d\n  %-28s | %8s", T, "shape", "MB");
+        for (int m = 0; m < nModes; ++m) std::printf(" | mode %d: us GB/s  %%  ", m);
+        std::printf("\n");
+        auto report = [&](const std::string& name, double bytesPerCall, const std::vector<double>& us) {
+            std::printf("  %-28s | %8.1f", name.c_str(), bytesPerCall / 1e6);
+            nlohmann::json modeRows = nlohmann::json::object();
+            for (size_t i = 0; i < us.size(); ++i) {
+                const double gbs = bytesPerCall / (us[i] * 1e-6) / 1e9;
+                std::printf(" | %6.2f %4.0f %4.1f", us[i], gbs, 100.0 * gbs * 1e9 / copyBw);
+                modeRows[std::to_string(i)] = {{"us", us[i]}, {"GBps", gbs}, {"of_copy", gbs * 1e9 / copyBw}};
+            }
+            std::printf("\n");
+            rows.push_back({{"shape", name}, {"T", T}, {"MB_per_call", bytesPerCall / 1e6}, {"modes", modeRows}});
+        };
+        for (size_t si = 0; si < std::size(shapes); ++si) {
+            const std::vector<WeightView>& ws = sets[si];
+            std::vector<double> us;
+            for (int m = 0; m < nModes; ++m) {
+                size_t i = 0;
+                us.push_back(timeMode(m, [&] {
+                    backend.linear(x, T, ws[i], y);
+                    i = (i + 1) % ws.size();
+                }, int(ws.size()) * 4));
+            }
+            report(shapes[si].name, double(shapes[si].N * shapes[si].K) * 2.0, us);
+        }
+        std::vector<double> us;
+        for (int m = 0; m < nModes; ++m) {
+            size_t i = 0;
+            us.push_back(timeMode(m, [&] {
+                for (const WeightView& w : chains[i]) backend.linear(x, T, w, y);
+                i ^= 1;
+            }, 4));
+        }
+        report("KDA layer chain (7 GEMVs)", chainBytes, us);
     }
-    report("KDA layer chain (7 GEMVs)", chainBytes, us);
     return rows;
 }
 

@@ -14,8 +14,8 @@
 //   a sequential fp32 sum of K products has an error of ≈ u·√(K/2)·σ(y)/√3 ≈ 1.6e-6 at K = 4096 and
 //   2.8e-6 at K = 12288 (u = 6e-8); the maximum over ~50k outputs is ≈ 5σ. atol = rtol = 1e-4 leaves
 //   ≥ 7× margin and still fails a kernel that rounds x to bf16 (≈ 2e-3 error at |y| ~ 1). On the CUDA
-//   backend the one-token GEMV's other modes (gemvSetOneTokenMode) run too: the split-K ones must give each
-//   other's bits, the whole-row one (another summation order) the tolerance above.
+//   backend the GEMV's other modes at T ≤ 8 (gemvSetOneTokenMode, gemvSetMultiTokenMode) run too: the split-K
+//   ones must give each other's bits, the whole-row one (another summation order) the tolerance above.
 // - rmsnorm: the mean square is a sum of positive terms (relative order noise ≤ ~1e-6); rtol 1e-5.
 // - layernorm: mean in double on both sides; the variance is a sequential fp32 sum on the CPU (relative
 //   noise ≈ u·√D/3 = 1.3e-6 at D = 4096, shared by a whole row), so an output term |(x − m)·inv·w| ≤ 6
@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,23 +88,27 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int
         const std::string sh = std::string(label) + " T=" + str(T) + " " + str(K) + "->" + str(N) + " " + dt(dtype) +
                                (xOffset ? " x+" + str(xOffset) : "");
         r.push_back(Context::compare(kFamily, "linear", sh, ref[0], dut[0], 1e-4, 1e-4));
-        // The CUDA backend's other one-token GEMV modes (kernels/exl3_tune.h): 1 and 2 (K split over a block's
-        // warps, 4 or 2 rows per block) must give each other's bits; 0 (a warp per row) sums in another order
-        // and meets the CPU's tolerance.
-        if (T == 1 && ctx.dut().name() == "cuda") {
-            const int def = gemvOneTokenMode();
-            for (int mode = 0; mode <= 2; ++mode) {
+        // The CUDA backend's other GEMV modes at this T (kernels/exl3_tune.h): the split-K ones (1 and 2: at one
+        // token 4 or 2 rows per block, at several held to fewer registers or not) must give each other's bits; 0 (whole rows per warp) sums in another order and meets the
+        // CPU's tolerance.
+        if (T <= 8 && ctx.dut().name() == "cuda") {
+            const bool one = T == 1;
+            const int def = one ? gemvOneTokenMode() : gemvMultiTokenMode(), modes = 3;
+            for (int mode = 0; mode < modes; ++mode) {
                 if (mode == def) continue;
                 std::vector<float> other;
                 {
-                    const TuneOverride<gemvSetOneTokenMode> flip(mode);
+                    std::optional<TuneOverride<gemvSetOneTokenMode>> flipOne;
+                    std::optional<TuneOverride<gemvSetMultiTokenMode>> flipMulti;
+                    if (one) flipOne.emplace(mode);
+                    else flipMulti.emplace(mode);
                     other = run(ctx.dut())[0];
                 }
+                const std::string op = "linear T=" + str(T) + " mode " + str(mode);
                 if (mode != 0 && def != 0)
-                    r.push_back(Context::compareExact(kFamily, "linear T=1 mode " + str(mode) + " vs " + str(def), sh,
-                                                      bitsOf(dut[0]), bitsOf(other)));
+                    r.push_back(Context::compareExact(kFamily, op + " vs " + str(def), sh, bitsOf(dut[0]), bitsOf(other)));
                 else
-                    r.push_back(Context::compare(kFamily, "linear T=1 mode " + str(mode), sh, ref[0], other, 1e-4, 1e-4));
+                    r.push_back(Context::compare(kFamily, op, sh, ref[0], other, 1e-4, 1e-4));
             }
         }
     }

@@ -7,9 +7,10 @@
 //   * T ≤ 8: a memory-bound GEMV, gemvSplitKernel<dtype, NT, 4, STREAM>: a block of 8 warps owns 4 rows and
 //     splits K across its warps (each x piece feeds 4 rows), the warps' sums added in shared memory in warp
 //     order; weights in 16-byte loads that do not allocate in L1 (STREAM, TS_GEMV_STREAM=0 turns that off).
-//     Whole rows per warp (gemvVecKernel, R = 1, 2, 4 with NT) left too few warps for an H200 at T ≥ 2
-//     (TS_GEMV_SPLIT=0 restores it for A/B) and too many dependent loads per warp at T = 1 (TS_GEMV1=0
-//     restores it there: bench-device --what gemv, 13 % slower over a KDA layer's projections on the H200).
+//     At 3–4 tokens gemvSplitBoundedKernel, the same held to 80 registers (3 blocks per SM instead of 2).
+//     Whole rows per warp (gemvVecKernel, R = 1, 2, 4 with NT) left too few warps for an H200 at
+//     T ≥ 2 and too many dependent loads per warp at T = 1 (bench-device --what gemv, 13 % slower over a KDA
+//     layer's projections on the H200). The modes (TS_GEMV1, TS_GEMV_MULTI) pick among them: see ModeSwitch.
 //     Fallback gemvScalarKernel when K % 8 ≠ 0 or x is not 16-byte aligned (a view).
 //   * T > 8, BF16/F16 weights: a tiled SIMT GEMM (gemmKernel<dtype>): 64 tokens × 128 rows per block of
 //     256 threads, k-tiles of 16 staged in shared memory as fp32 (weights widened on load, register
@@ -37,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "core/env_switch.h"
 #include "cuda/cuda_backend.h"
@@ -76,18 +78,34 @@ __global__ void embeddingKernel(const int32_t* __restrict__ ids, const void* __r
 
 // acc[r][t] += x[t, k .. k+8) · w[r][0 .. 8) for the NT tokens and R weight rows of one 16-byte piece of
 // each row: the x piece of a token is loaded once and feeds the R rows. Both GEMV kernels' inner step.
-template <int NT, int R>
+// HALVES: the piece in two halves of 4 elements, each token's x loaded per half (one float4), so that fewer x
+// registers are live at once (the same products in the same order per acc[r][t]: the same bits).
+template <int NT, int R, bool HALVES = false>
 __device__ __forceinline__ void fmaPiece(const float* __restrict__ x, int64_t K, int64_t k, const float (&w)[R][8],
                                          float (&acc)[R][NT]) {
+    if constexpr (HALVES) {
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-        const float4* xp = reinterpret_cast<const float4*>(x + t * K + k);
-        const float4 a = __ldg(xp), b = __ldg(xp + 1);
-        const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int r = 0; r < R; ++r)
+            for (int t = 0; t < NT; ++t) {
+                const float4 a = __ldg(reinterpret_cast<const float4*>(x + t * K + k) + h);
+                const float xv[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
-            for (int q = 0; q < 8; ++q) acc[r][t] = fmaf(xv[q], w[r][q], acc[r][t]);
+                for (int r = 0; r < R; ++r)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) acc[r][t] = fmaf(xv[q], w[r][4 * h + q], acc[r][t]);
+            }
+    } else {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            const float4* xp = reinterpret_cast<const float4*>(x + t * K + k);
+            const float4 a = __ldg(xp), b = __ldg(xp + 1);
+            const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+                for (int q = 0; q < 8; ++q) acc[r][t] = fmaf(xv[q], w[r][q], acc[r][t]);
+        }
     }
 }
 
@@ -146,9 +164,10 @@ __global__ void __launch_bounds__(kThreads) gemvVecKernel(const float* __restric
 // achieved occupancy, 30 µs for 16 MiB).
 constexpr int kSplitWarps = kThreads / 32;
 
-template <int DT, int NT, int R, bool STREAM>
-__global__ void __launch_bounds__(kThreads) gemvSplitKernel(const float* __restrict__ x, const void* __restrict__ W,
-                                                            float* __restrict__ y, int64_t N, int64_t K) {
+// The body of gemvSplitKernel (HALVES false) and gemvSplitBoundedKernel (true).
+template <int DT, int NT, int R, bool STREAM, bool HALVES>
+__device__ __forceinline__ void gemvSplit(const float* __restrict__ x, const void* __restrict__ W,
+                                          float* __restrict__ y, int64_t N, int64_t K) {
     __shared__ float part[kSplitWarps][R * NT];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t row0 = int64_t(blockIdx.x) * R;
@@ -166,7 +185,7 @@ __global__ void __launch_bounds__(kThreads) gemvSplitKernel(const float* __restr
 #pragma unroll
                 for (int q = 0; q < 8; ++q) w[r][q] = 0.0f;
         }
-        fmaPiece<NT, R>(x, K, k, w, acc);
+        fmaPiece<NT, R, HALVES>(x, K, k, w, acc);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -183,6 +202,23 @@ __global__ void __launch_bounds__(kThreads) gemvSplitKernel(const float* __restr
         for (int wv = 0; wv < kSplitWarps; ++wv) v += part[wv][i];
         if (row0 + r < N) y[int64_t(t) * N + row0 + r] = v;
     }
+}
+
+template <int DT, int NT, int R, bool STREAM>
+__global__ void __launch_bounds__(kThreads) gemvSplitKernel(const float* __restrict__ x, const void* __restrict__ W,
+                                                            float* __restrict__ y, int64_t N, int64_t K) {
+    gemvSplit<DT, NT, R, STREAM, false>(x, W, y, N, K);
+}
+
+// The same held to 3 blocks per SM (80 registers), with the x pieces loaded per half (fmaPiece's HALVES) so that
+// fewer are live at once: the form for NT = 3, 4, which unbounded take 88–92 registers — 2 blocks of 8 warps per
+// SM on an H200, and a 4-token projection ran at ~60 % of a 1-token one's bandwidth. H200 (bench-device --what
+// gemv, T = 4): a KDA layer's 7 projections 144.1 → 135.9 µs; slice decode at batch 4 +5.0 %.
+template <int DT, int NT, int R, bool STREAM>
+__global__ void __launch_bounds__(kThreads, 3)
+    gemvSplitBoundedKernel(const float* __restrict__ x, const void* __restrict__ W, float* __restrict__ y,
+                           int64_t N, int64_t K) {
+    gemvSplit<DT, NT, R, STREAM, true>(x, W, y, N, K);
 }
 
 // Any K, any x alignment, T ≤ 8: one warp per row, scalar loads.
@@ -213,66 +249,88 @@ bool gemvStreamLoads() {
     return on;
 }
 
-// TS_GEMV_SPLIT=0: the multi-token GEMV gives each warp whole rows (gemvVecKernel) instead of splitting K
-// across a block's warps (gemvSplitKernel, the default). A/B switch.
-bool gemvSplitK() {
-    static const bool on = envSwitch("TS_GEMV_SPLIT", true);
-    return on;
-}
-
 }  // namespace
 
-// TS_GEMV1 (read once; gemvSetOneTokenMode overrides it at run time, kernels/exl3_tune.h): the one-token GEMV
-// (any weight dtype). 1 (default): gemvSplitKernel<DT, 1, 4> — K split over a block's 8 warps, 4 rows per
-// block; 2: the same with 2 rows per block (the same bits: a row's sums do not depend on its neighbours);
-// 0: gemvVecKernel<DT, 1, 1>, one warp per whole row (the kernel before; another summation order). A/B
-// switch: bench-device --what gemv times every mode (docs/PERFORMANCE.md).
+// The GEMV variants for T ≤ 8 (A/B: bench-device --what gemv times every mode at T = 1, 2, 4, 8; the self-test
+// runs the modes not in force). Modes, by the kernel that runs:
+//   one token  (TS_GEMV1,      gemvSetOneTokenMode):   0 gemvVecKernel<DT, 1, 1> (a warp per whole row: another
+//              summation order); 1 (default) gemvSplitKernel<DT, 1, 4>; 2 the same, 2 rows per block
+//   2–8 tokens (TS_GEMV_MULTI, gemvSetMultiTokenMode): 0 gemvVecKernel (whole rows per warp: another summation
+//              order); 1 (default) gemvSplitBoundedKernel<DT, NT, 4> at 3–4 tokens, gemvSplitKernel<DT, NT, 4>
+//              otherwise; 2 gemvSplitKernel<DT, NT, 4> at every T (the kernel before the bounded one)
+// Modes 1–2 give the same bits at every T: a row's sums do not depend on its neighbours or on the registers the
+// kernel is held to. The environment is read once; set…Mode(m) overrides it from then on, −1
+// restores it.
 namespace mathcuda {
 namespace {
-std::atomic<int> g_gemv1Override{-1};
-constexpr int kOneTokenModes = 3;
-}  // namespace
-int setOneTokenMode(int mode) { return g_gemv1Override.exchange(mode >= 0 && mode < kOneTokenModes ? mode : -1); }
-int oneTokenMode() {
-    const int o = g_gemv1Override.load(std::memory_order_relaxed);
-    if (o >= 0) return o;
-    static const int fromEnv = [] {
-        const int64_t v = envCount("TS_GEMV1", 1);
-        if (v >= kOneTokenModes) {
-            std::fprintf(stderr, "TS_GEMV1=%lld: expected 0, 1 or 2; using 1\n", static_cast<long long>(v));
-            return 1;
-        }
-        return int(v);
-    }();
-    return fromEnv;
+int envMode(const char* name, int modes, int def) {
+    const int64_t v = envCount(name, def);
+    if (v >= modes) {
+        std::fprintf(stderr, "%s=%lld: expected 0..%d; using %d\n", name, static_cast<long long>(v), modes - 1, def);
+        return def;
+    }
+    return int(v);
 }
+// One mode variable: the environment's value (read once, a bad one reported), unless overridden.
+struct ModeSwitch {
+    const char* env;
+    int modes, def;
+    std::atomic<int> override{-1};
+    std::once_flag once;
+    int fromEnv = 0;
+    int set(int mode) { return override.exchange(mode >= 0 && mode < modes ? mode : -1); }
+    int now() {
+        std::call_once(once, [this] { fromEnv = envMode(env, modes, def); });
+        const int o = override.load(std::memory_order_relaxed);
+        return o >= 0 ? o : fromEnv;
+    }
+};
+ModeSwitch g_one{"TS_GEMV1", 3, 1};
+ModeSwitch g_multi{"TS_GEMV_MULTI", 3, 1};
+}  // namespace
+int setOneTokenMode(int mode) { return g_one.set(mode); }
+int oneTokenMode() { return g_one.now(); }
+int setMultiTokenMode(int mode) { return g_multi.set(mode); }
+int multiTokenMode() { return g_multi.now(); }
 }  // namespace mathcuda
 
 namespace {
 
-template <int DT, int NT, int RS>
+template <int DT, int NT, int RS, bool BOUNDED = false>
 void gemvSplitLaunch(const float* x, const void* W, float* y, int64_t N, int64_t K, cudaStream_t s) {
     const unsigned grid = unsigned((N + RS - 1) / RS);
-    if (gemvStreamLoads()) gemvSplitKernel<DT, NT, RS, true><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
-    else gemvSplitKernel<DT, NT, RS, false><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+    const bool stream = gemvStreamLoads();
+    if constexpr (BOUNDED) {
+        if (stream) gemvSplitBoundedKernel<DT, NT, RS, true><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+        else gemvSplitBoundedKernel<DT, NT, RS, false><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+    } else {
+        if (stream) gemvSplitKernel<DT, NT, RS, true><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+        else gemvSplitKernel<DT, NT, RS, false><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+    }
 }
 
 template <int DT, int NT>
 void launchGemvVec(const float* x, const void* W, float* y, int64_t N, int64_t K, cudaStream_t s) {
+    const int mode = NT == 1 ? mathcuda::oneTokenMode() : mathcuda::multiTokenMode();
     if constexpr (NT == 1) {
         // One token (every decode projection at batch 1): K split over the block's warps, so that each warp
         // has a few weight loads to wait for instead of a whole row's (one warp per row left a 4096 × 2048
         // projection at 2 TB/s and a 4096 × 8192 one in two waves at 4 blocks per SM).
-        const int mode = mathcuda::oneTokenMode();
-        if (mode != 0) {
-            if (mode == 1) gemvSplitLaunch<DT, 1, 4>(x, W, y, N, K, s);
-            else gemvSplitLaunch<DT, 1, 2>(x, W, y, N, K, s);
-            return;
+        switch (mode) {
+        case 1: gemvSplitLaunch<DT, 1, 4>(x, W, y, N, K, s); return;
+        case 2: gemvSplitLaunch<DT, 1, 2>(x, W, y, N, K, s); return;
+        default: break;
         }
-    }
-    if (NT >= 2 && gemvSplitK()) {
-        gemvSplitLaunch<DT, NT, 4>(x, W, y, N, K, s);  // 4 rows per block: each x piece feeds 4 rows
-        return;
+    } else {
+        // 4 rows per block: each x piece feeds 4 rows. At 3–4 tokens the bounded kernel (3 blocks per SM
+        // instead of 2); at 2 the unbounded one already fits 4 (64 registers) and bounding it cost 79; at 5–8
+        // bounding leaves 2 (121–128 registers, with spills at 8) and measured slower at 8.
+        constexpr bool bounded = NT == 3 || NT == 4;
+        switch (mode) {
+        case 1: gemvSplitLaunch<DT, NT, 4, bounded>(x, W, y, N, K, s); return;
+        case 2: gemvSplitLaunch<DT, NT, 4>(x, W, y, N, K, s); return;
+        default: break;
+        }
     }
     constexpr int R = NT <= 2 ? 1 : (NT <= 4 ? 2 : 4);
     const int64_t warps = (N + R - 1) / R;
