@@ -1,4 +1,4 @@
-// `bench-device --what gemv`: the dense GEMV (Backend::linear at T = 1, 2, 4, 8 tokens, BF16 weights) at the shapes a
+// `bench-device --what gemv`: the dense GEMV (Backend::linear at T = 1, 2, 3, 4, 8 tokens, BF16 weights) at the shapes a
 // GLM-5.3-Flash decode step spends half its kernel time in (the full-width slice's Nsight table: 48 GEMVs,
 // 784 of 1,585 µs per batch-1 step): the KDA q / k / v projections (4096 → 8192) and o (8192 → 4096), the
 // shared expert's gate / up (4096 → 2048) and down (2048 → 4096), MLA q_a (4096 → 1536), and the chain of a
@@ -52,7 +52,7 @@ nlohmann::json benchGemv(Backend& backend, int reps, double copyBw) {
     const Shape shapes[] = {{"kda q/k/v 4096->8192", 8192, 4096},   {"kda o 8192->4096", 4096, 8192},
                             {"shared gate/up 4096->2048", 2048, 4096}, {"shared down 2048->4096", 4096, 2048},
                             {"mla q_a 4096->1536", 1536, 4096}};
-    const int tokenCounts[] = {1, 2, 4, 8};  // the decode step's batches (one token per sequence)
+    const int tokenCounts[] = {1, 2, 3, 4, 8};  // the decode step's batches (one token per sequence)
     const double minSetBytes = 100e6;
     // Host copies stay alive for the run: the backend keys its uploads by the host address.
     std::vector<std::vector<uint16_t>> host;

@@ -251,7 +251,7 @@ bool gemvStreamLoads() {
 
 }  // namespace
 
-// The GEMV variants for T ≤ 8 (A/B: bench-device --what gemv times every mode at T = 1, 2, 4, 8; the self-test
+// The GEMV variants for T ≤ 8 (A/B: bench-device --what gemv times every mode at T = 1, 2, 3, 4, 8; the self-test
 // runs the modes not in force). Modes, by the kernel that runs:
 //   one token  (TS_GEMV1,      gemvSetOneTokenMode):   0 gemvVecKernel<DT, 1, 1> (a warp per whole row: another
 //              summation order); 1 (default) gemvSplitKernel<DT, 1, 4>; 2 the same, 2 rows per block
