@@ -9,6 +9,8 @@
 # Results: $OUT/selftest.{txt,json}, $OUT/bench.{txt,json}, $OUT/build.log, $OUT/slice.{txt,json} (benchmark 3),
 # $OUT/graphs.txt (decode graphs against eager through the engine, per model).
 # Exit status: the self-test's, or 1 when the graphs check fails.
+# PREBUILT=1: no build here — the binary scripts/gpu/prebuilt.sh built on the other machine (carried
+#      build-dev/twinspark-cli.xz and build-dev/lib); saves the ~4–5 minutes a build takes of the call.
 # Env: ARCHS (default 90a: the H200; the fat binary 90a;120a;121a is what CI and release builds compile),
 #      FILTER (self-test --filter), GRAPHS_CHECK (1; 0 skips the graphs-against-eager run), GRAPHS_MODELS
 #      (space list of model dirs for it; default both embedded models), BENCH (bench-device --what, default
@@ -25,18 +27,34 @@ ARCHS=${ARCHS:-90a}
 MODELS=${MODELS:-tests/golden/data/tiny_a,tests/golden/data/tiny_b,resources/models/glm5-next-tiny,resources/models/glm5-next-tiny-exl3}
 BENCH=${BENCH:-exl3,mla,kda,mhc,gemv}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-[ -f "$DEPS/deps.tar.xz" ] && [ ! -d "$DEPS/usr" ] && tar xJf "$DEPS/deps.tar.xz" -C "$DEPS"
-[ -d "$DEPS/usr/include/nlohmann" ] || { echo "missing $DEPS: run scripts/gpu/prepare_deps.sh here and carry .device-deps"; exit 2; }
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$OUT/gpu.txt"
 t0=$(date +%s)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTWINSPARK_GUI=OFF -DTWINSPARK_SERVER=OFF \
-  -DTWINSPARK_TESTS=OFF -DTWINSPARK_CUDA=ON "-DTWINSPARK_CUDA_ARCHS=$ARCHS" -DCMAKE_PREFIX_PATH="$DEPS/usr" \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/build.log" 2>&1 &&
-cmake --build build-gpu -j"$(nproc)" --target twinspark-cli >>"$OUT/build.log" 2>&1
-rc=$?
-echo "build: rc $rc in $(( $(date +%s) - t0 )) s"
+if [ "${PREBUILT:-0}" = 1 ]; then  # the binary built here by scripts/gpu/prebuilt.sh, carried compressed
+  [ -f build-dev/twinspark-cli.xz ] || { echo "PREBUILT=1: carry build-dev/twinspark-cli.xz and build-dev/lib (prebuilt.sh)"; exit 2; }
+  mkdir -p build-gpu/app && xz -dc build-dev/twinspark-cli.xz >build-gpu/app/twinspark-cli && chmod +x build-gpu/app/twinspark-cli
+  export LD_LIBRARY_PATH="$PWD/build-dev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  rc=0
+else
+  [ -f "$DEPS/deps.tar.xz" ] && [ ! -d "$DEPS/usr" ] && tar xJf "$DEPS/deps.tar.xz" -C "$DEPS"
+  [ -d "$DEPS/usr/include/nlohmann" ] || { echo "missing $DEPS: run scripts/gpu/prepare_deps.sh here and carry .device-deps"; exit 2; }
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTWINSPARK_GUI=OFF -DTWINSPARK_SERVER=OFF \
+    -DTWINSPARK_TESTS=OFF -DTWINSPARK_CUDA=ON "-DTWINSPARK_CUDA_ARCHS=$ARCHS" -DCMAKE_PREFIX_PATH="$DEPS/usr" \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/build.log" 2>&1 &&
+  cmake --build build-gpu -j"$(nproc)" --target twinspark-cli >>"$OUT/build.log" 2>&1
+  rc=$?
+fi
+echo "build: rc $rc in $(( $(date +%s) - t0 )) s${PREBUILT:+ (PREBUILT=$PREBUILT)}"
 if [ $rc -ne 0 ]; then grep -E "error|Error" "$OUT/build.log" | head -40; exit $rc; fi
 CLI=build-gpu/app/twinspark-cli
+# Model directories left here by `device_tree.sh stash --room` are not in the tree: their rows are skipped.
+present() {
+  local out=() d
+  for d in $(echo "$1" | tr ',' ' '); do
+    if [ -f "$d/config.json" ]; then out+=("$d"); else echo "suite: $d is not in this tree: skipped" >&2; fi
+  done
+  (IFS=$2; echo "${out[*]}")
+}
+MODELS=$(present "$MODELS" ,)
 $CLI selftest --backend cuda ${FILTER:+--filter "$FILTER"} --model "$MODELS" --json "$OUT/selftest.json" \
   2>&1 | tee "$OUT/selftest.txt"
 st=${PIPESTATUS[0]}
@@ -46,7 +64,7 @@ fi
 # Benchmark 4: the whole small models, our CUDA engine vs transformers (bf16, eager) on the same GPU.
 if [ "${BENCH_MODEL:-1}" = 1 ]; then
   IDS=$(python3 -c "import random; r=random.Random(1); print(','.join(str(r.randrange(0, 380)) for _ in range(64)))")
-  for m in tests/golden/data/tiny_a resources/models/glm5-next-tiny; do
+  for m in $(present "tests/golden/data/tiny_a resources/models/glm5-next-tiny" " "); do
     n=$(basename "$m")
     for be in cuda cpu; do
       $CLI generate --backend $be --model "$m" --prompt-ids "$IDS" --max-tokens 64 --ignore-eos \
@@ -54,8 +72,9 @@ if [ "${BENCH_MODEL:-1}" = 1 ]; then
     done
     python3 tools/device/bench_transformers_decode.py "$m" 64 >"$OUT/hf_$n.json" 2>"$OUT/hf_$n.txt"; tail -2 "$OUT/hf_$n.txt"
   done
-  $CLI generate --backend cuda --model resources/models/glm5-next-tiny --prompt "Count from 1 to 40." \
-    --concurrency 4 --max-tokens 64 --ignore-eos --json "$OUT/gen_engine_c4.json" 2>&1 >/dev/null | tail -1
+  [ -f resources/models/glm5-next-tiny/config.json ] &&
+    $CLI generate --backend cuda --model resources/models/glm5-next-tiny --prompt "Count from 1 to 40." \
+      --concurrency 4 --max-tokens 64 --ignore-eos --json "$OUT/gen_engine_c4.json" 2>&1 >/dev/null | tail -1
 fi
 # Decode graphs against eager (TS_CUDA_GRAPHS=0) through the engine, for each of GRAPHS_MODELS (default: the
 # EXL3 embedded model and the BF16 one; both MoEs take a graphed device path), four requests with their own
@@ -64,7 +83,7 @@ fi
 # replayed. Results: $OUT/graphs.txt, $OUT/graphs_<model>_g{0,1}.json.
 if [ "${GRAPHS_CHECK:-1}" = 1 ]; then
   GIDS=$(python3 -c "import random; r=random.Random(7); print(';'.join(','.join(str(r.randrange(0, 1920)) for _ in range(n)) for n in (40, 55, 70, 85)))")
-  for GM in ${GRAPHS_MODELS:-resources/models/glm5-next-tiny-exl3 resources/models/glm5-next-tiny}; do
+  for GM in $(present "${GRAPHS_MODELS:-resources/models/glm5-next-tiny-exl3 resources/models/glm5-next-tiny}" " "); do
     gn=$(basename "$GM")
     for g in 0 1; do
       TS_CUDA_GRAPHS=$g $CLI generate --backend cuda --model "$GM" --prompt-ids "$GIDS" --concurrency 4 \
