@@ -2,8 +2,8 @@
 # Run HERE: build the GPU machine's twinspark-cli on this machine, so that a device call spends its time on
 # the GPU instead of ~4–5 minutes of building (measured: a binary built here runs there — the device image is
 # Ubuntu 24.04 with glibc 2.39, newer than this machine's Debian 12 — eighteenth session, docs/PERFORMANCE.md).
-# The build is run_gpu_suite.sh's configuration (Release, GUI / server / tests off, CUDA for ARCHS, the
-# header-only deps of .device-deps) in build-dev/; the binary is stripped and xz-compressed to
+# The build is run_gpu_suite.sh's configuration (configure_device.sh: Release, GUI / server / tests off, CUDA
+# for ARCHS, the deps of .device-deps) in build-dev/; the binary is stripped and xz-compressed to
 # build-dev/twinspark-cli.xz (~15 MB), and the shared libraries it needs beyond the CUDA toolkit's and the C/C++
 # runtime's are copied to build-dev/lib. The tree plus that file exceed the call's 64 MiB unless the BF16
 # embedded model stays here: `device_tree.sh stash --room`.
@@ -17,9 +17,7 @@ B=build-dev
 ARCHS=${ARCHS:-90a}
 mkdir -p "$B/deps" "$B/lib"
 [ -d "$B/deps/usr/include/nlohmann" ] || tar xJf .device-deps/deps.tar.xz -C "$B/deps"
-cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTWINSPARK_GUI=OFF -DTWINSPARK_SERVER=OFF \
-  -DTWINSPARK_TESTS=OFF -DTWINSPARK_CUDA=ON "-DTWINSPARK_CUDA_ARCHS=$ARCHS" -DCMAKE_PREFIX_PATH="$PWD/$B/deps/usr" \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$B/configure.log"
+bash scripts/gpu/configure_device.sh "$B" "$PWD/$B/deps/usr" "$ARCHS" >"$B/configure.log"
 ninja -C "$B" ${JOBS:+-j"$JOBS"} twinspark-cli
 strip -o "$B/twinspark-cli.stripped" "$B/app/twinspark-cli"
 xz -9 -T0 -c "$B/twinspark-cli.stripped" >"$B/twinspark-cli.xz"

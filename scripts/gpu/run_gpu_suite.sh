@@ -37,9 +37,7 @@ if [ "${PREBUILT:-0}" = 1 ]; then  # the binary built here by scripts/gpu/prebui
 else
   [ -f "$DEPS/deps.tar.xz" ] && [ ! -d "$DEPS/usr" ] && tar xJf "$DEPS/deps.tar.xz" -C "$DEPS"
   [ -d "$DEPS/usr/include/nlohmann" ] || { echo "missing $DEPS: run scripts/gpu/prepare_deps.sh here and carry .device-deps"; exit 2; }
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTWINSPARK_GUI=OFF -DTWINSPARK_SERVER=OFF \
-    -DTWINSPARK_TESTS=OFF -DTWINSPARK_CUDA=ON "-DTWINSPARK_CUDA_ARCHS=$ARCHS" -DCMAKE_PREFIX_PATH="$DEPS/usr" \
-    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/build.log" 2>&1 &&
+  bash scripts/gpu/configure_device.sh build-gpu "$DEPS/usr" "$ARCHS" >"$OUT/build.log" 2>&1 &&
   cmake --build build-gpu -j"$(nproc)" --target twinspark-cli >>"$OUT/build.log" 2>&1
   rc=$?
 fi
