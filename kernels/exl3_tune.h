@@ -13,7 +13,7 @@ namespace ts {
 // experts in one launch (the default) or, for A/B comparisons, in the earlier two launches (gate/up +
 // swiglu, then down + combine; a third, the combine, when the step has more than 256 (token, expert)
 // pairs). One launch needs gate/up and down to share K and codebook (converters normally make them so);
-// otherwise the call takes two launches whatever the switch. The environment picks with TS_EXL3_TUNE bit 4 (= two launches, docs/PERFORMANCE.md); n = 1 or 2
+// otherwise the call takes two launches whatever the switch. The environment picks with TS_EXL3_TUNE bit 4 (= two launches, docs/PERFORMANCE_EXL3.md); n = 1 or 2
 // overrides it from now on, n = 0 restores the environment's choice. Returns the previous override (0:
 // none). Both variants compute bit-identical results.
 int exl3MoeSetLaunches(int n);
@@ -26,7 +26,7 @@ int exl3MoeLaunches();
 // on unless TS_MOE_DEVICE_ROUTE=0 (A/B; a value other than 0 or 1 is reported on stderr); false without CUDA.
 bool moeDeviceRouting();
 // The unit that EXL3 jobs planned as one stage per slice (decode steps of up to ~8–12 rows per matrix) run on,
-// as TS_EXL3_TUNE sets it (bits 8 and 16, docs/PERFORMANCE.md): "streaming, shared-memory ring" (the default),
+// as TS_EXL3_TUNE sets it (bits 8 and 16, docs/PERFORMANCE_EXL3.md): "streaming, shared-memory ring" (the default),
 // "streaming, register ring" or "staged", with ", one-stage slices" under bit 64, ", launched without PDL"
 // under bit 32 and ", slices of N k-tiles" under TS_EXL3_KSL=N (decode plans' slice length forced, for A/B
 // runs); "none" without CUDA.

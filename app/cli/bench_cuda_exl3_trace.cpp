@@ -4,7 +4,7 @@
 // wait), activations staged (the block barrier behind the input transform), each warp's loop end, and the
 // unit's end (sums out, arrival counted, the epilogue if it was the last). This file turns a traced launch
 // into phase statistics, a timeline of how many units are in each phase and per-SM ends — the measurements
-// of docs/PERFORMANCE.md's ninth-session block.
+// of docs/PERFORMANCE_EXL3.md's ninth-session block.
 //
 // Each configuration is traced alone (the GPU idle before it: what a launch costs from cold) and as the last
 // two of five back-to-back calls (the benchmark's situation: with PDL a call's blocks start while the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute's view of the fused EXL3 MoE kernel (exl3MoeKernel) inside a full-width slice decode step
 # (batch 1 and 4), and the kernels' own time per decode step at batch 4: the diagnostics behind the EXL3
-# bandwidth target of issue 6 (docs/PERFORMANCE.md, benchmark 1). Needs build-gpu (run_gpu_suite.sh first, in the
+# bandwidth target of issue 6 (docs/PERFORMANCE_EXL3.md). Needs build-gpu (run_gpu_suite.sh first, in the
 # same device call) and ncu (CUDA toolkit). About 2 minutes.
 #   device: bash scripts/gpu/profile_moe_kernel.sh "$OUT"
 # Results: $OUT/ncu_moe_b{1,4}.txt (ncu --set detailed of one decode-step MoE launch), $OUT/busy_b4.{txt,json}.

@@ -1,5 +1,5 @@
 // bench-device --what exl3-trace's analysis (app/cli/bench_cuda_exl3_trace.cpp) on trace words written here:
-// the numbers docs/PERFORMANCE.md quotes from the H200 come out of this code, so its phases, per-SM ends and
+// the numbers docs/PERFORMANCE_EXL3.md quotes from the H200 come out of this code, so its phases, per-SM ends and
 // concurrency are checked against units whose times are known.
 #include <QtTest>
 
