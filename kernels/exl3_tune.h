@@ -113,9 +113,13 @@ int64_t indexerFp8ConversionMismatches();
 
 // The dense GEMV on the GPU at T ≤ 8 (kernels/cuda/cuda_math.cu, ModeSwitch), for A/B runs (bench-device --what
 // gemv). One token (TS_GEMV1, read once): 1 (default) K split over a block's 8 warps, 4 rows per block; 2 the same
-// with 2 rows per block (the same bits); 0 one warp per whole row (the kernel before; another summation order).
-// 2–8 tokens (TS_GEMV_MULTI): 1 (default) K split over a block's warps, 4 rows per block, held to 3 blocks per SM at
-// 3–4 tokens; 2 the same never held (the kernel before; the same bits); 0 whole rows per warp (another order). gemvSet…Mode(m) overrides the environment from now on, −1 restores it; returns the previous override
+// with 2 rows per block (the same bits); 0 one warp per whole row (another summation order); 3 the tensor-core GEMV
+// (kernels/cuda/cuda_gemv_tc.cu: x exact as three bf16 pieces, another order) with programmatic dependent launch,
+// 4 the same launched plainly (the same bits as 3). 2–8 tokens (TS_GEMV_MULTI): 1 (default) the split-K kernel at 2
+// tokens, the tensor-core GEMV at 3–8; 2 the split-K kernel at every T; 3 / 4 the tensor-core GEMV at every T (PDL /
+// plainly); 5 the split-K kernel held to 3 blocks per SM at 3–4 tokens (the default before the tensor cores);
+// 0 whole rows per warp. The tensor-core modes apply to BF16 weights; F16 / F32 run a split-K kernel there.
+// gemvSet…Mode(m) overrides the environment from now on, −1 restores it; returns the previous override
 // (−1: none). gemv…Mode: the mode in force now (−1 without CUDA).
 int gemvSetOneTokenMode(int mode);
 int gemvOneTokenMode();

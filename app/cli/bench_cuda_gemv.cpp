@@ -6,7 +6,7 @@
 // (≥ 100 MB) that L2 (50 MB on the H200) does not hold them, calls back to back in one stream, so a kernel's
 // start overlaps its predecessor's end where programmatic dependent launch allows it.
 // Every mode of the CUDA backend at each T is timed (gemvSetOneTokenMode / gemvSetMultiTokenMode, kernels/exl3_tune.h:
-// the split-K kernel's forms and whole rows per warp); the override is restored
+// the split-K kernel's forms, whole rows per warp, the tensor-core GEMV); the override is restored
 // afterwards. Other backends ignore the modes (the columns are then the same computation).
 // Figures: µs per call and weight bytes read per second against the device-to-device copy bandwidth.
 // Only the Backend interface is used: it builds without CUDA and runs on any backend.
@@ -94,10 +94,12 @@ nlohmann::json benchGemv(Backend& backend, int reps, double copyBw) {
     nlohmann::json rows = nlohmann::json::array();
     std::printf("dense GEMV, BF16 weights (Backend::linear) at T tokens: us per call back to back, weight GB/s and %% of "
                 "copy bandwidth, per mode (kernels/exl3_tune.h; T = 1: 0 a warp per row, 1 K split over 8 warps with 4 rows "
-                "per block (default), 2 the same with 2 rows; T > 1: 0 whole rows per warp, 1 K split with 4 rows per block, "
-                "held to 3 blocks per SM at 3-4 tokens (default), 2 the same never held)\n");
+                "per block (default), 2 the same with 2 rows, 3 tensor cores with programmatic dependent launch, 4 the same "
+                "launched plainly; T > 1: 0 whole rows per warp, 1 default (K split at 2 tokens, tensor cores at 3-8), 2 K "
+                "split never held, 3 tensor cores (PDL), 4 the same launched plainly, 5 K split held to 3 blocks per SM at "
+                "3-4 tokens)\n");
     for (const int T : tokenCounts) {
-        const int nModes = 3;
+        const int nModes = T == 1 ? 5 : 6;
         // The variant for its lifetime (OverrideScope), then the previous override.
         auto timeMode = [&](int mode, const std::function<void()>& call, int callsPerRep) {
             std::optional<OverrideScope<gemvSetOneTokenMode>> one;

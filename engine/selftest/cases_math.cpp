@@ -15,7 +15,8 @@
 //   2.8e-6 at K = 12288 (u = 6e-8); the maximum over ~50k outputs is ≈ 5σ. atol = rtol = 1e-4 leaves
 //   ≥ 7× margin and still fails a kernel that rounds x to bf16 (≈ 2e-3 error at |y| ~ 1). On the CUDA
 //   backend the GEMV's other modes at T ≤ 8 (gemvSetOneTokenMode, gemvSetMultiTokenMode) run too: the split-K
-//   ones must give each other's bits, the whole-row one (another summation order) the tolerance above.
+//   ones must give each other's bits, the whole-row and tensor-core ones (other summation orders; the latter
+//   with x in three exact bf16 pieces) the tolerance above.
 // - rmsnorm: the mean square is a sum of positive terms (relative order noise ≤ ~1e-6); rtol 1e-5.
 // - layernorm: mean in double on both sides; the variance is a sequential fp32 sum on the CPU (relative
 //   noise ≈ u·√D/3 = 1.3e-6 at D = 4096, shared by a whole row), so an output term |(x − m)·inv·w| ≤ 6
@@ -23,10 +24,12 @@
 // - swiglu: expf (≤ 2 ulp on the GPU) and one division: a few ulp, rtol 1e-5.
 // - embedding, add, scale, zero, concatColumns, repeatRows: the same single IEEE operation or a copy on
 //   both sides: compared bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -88,16 +91,34 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int
         const std::string sh = std::string(label) + " T=" + str(T) + " " + str(K) + "->" + str(N) + " " + dt(dtype) +
                                (xOffset ? " x+" + str(xOffset) : "");
         r.push_back(Context::compare(kFamily, "linear", sh, ref[0], dut[0], 1e-4, 1e-4));
-        // The CUDA backend's other GEMV modes at this T (kernels/exl3_tune.h): the split-K ones (1 and 2: at one
-        // token 4 or 2 rows per block, at several held to fewer registers or not) must give each other's bits;
-        // 0 (whole rows per warp) sums in another order and meets the CPU's tolerance. Not where the GEMV takes
-        // its scalar fallback (K % 8 ≠ 0, x not 16-byte aligned): every mode runs that same kernel there.
+        // The CUDA backend's other GEMV modes at this T (kernels/exl3_tune.h). Forms of one kernel family must give
+        // each other's bits: the split-K kernel's (4 or 2 rows per block, held to fewer registers or not, PDL or
+        // not) and the tensor-core GEMV's (with and without programmatic dependent launch); whole rows per warp and
+        // the tensor cores sum in other orders and meet the CPU's tolerance. Not where the GEMV takes its scalar
+        // fallback (K % 8 ≠ 0, x not 16-byte aligned): every mode runs that same kernel there; and for F16 / F32
+        // weights the tensor-core modes run a split-K kernel (skipped).
         const bool vectorGemv = K % 8 == 0 && (xOffset * 4) % 16 == 0;
         if (T <= 8 && vectorGemv && ctx.dut().name() == "cuda") {
-            const bool one = T == 1;
-            const int def = one ? gemvOneTokenMode() : gemvMultiTokenMode(), modes = 3;
+            const bool one = T == 1, bf16 = dtype == DType::BF16;
+            const int def = one ? gemvOneTokenMode() : gemvMultiTokenMode(), modes = one ? 5 : 6;
+            // The kernel a mode runs at this T for these weights (cuda_math.cu, ModeSwitch), as family:variant; a mode
+            // that runs the same kernel as the default or as a mode already checked is skipped (it could not fail).
+            auto kernelOf = [&](int m) -> std::string {
+                const bool held = T == 3 || T == 4;
+                if (m == 0) return "rows";
+                if (one) return m == 2 ? "split:2rows" : (bf16 && m >= 3) ? (m == 3 ? "tc:pdl" : "tc:plain") : "split:4rows";
+                if (bf16 && (m == 3 || m == 4 || (m == 1 && T >= 3))) return m == 4 ? "tc:plain" : "tc:pdl";
+                return (held && m != 2) ? "split:held" : "split:unheld";
+            };
+            auto familyOf = [](const std::string& k) { return k.substr(0, k.find(':')); };
+            std::vector<std::string> seen{kernelOf(def)};
+            // The first result of each family (the default's, then the first mode checked): the family's other
+            // forms are compared with it bit for bit, a new family with the CPU.
+            std::map<std::string, std::pair<int, std::vector<float>>> firstOf{{familyOf(seen[0]), {def, dut[0]}}};
             for (int mode = 0; mode < modes; ++mode) {
-                if (mode == def) continue;
+                const std::string kernel = kernelOf(mode);
+                if (std::find(seen.begin(), seen.end(), kernel) != seen.end()) continue;
+                seen.push_back(kernel);
                 std::vector<float> other;
                 {
                     std::optional<TuneOverride<gemvSetOneTokenMode>> flipOne;
@@ -107,10 +128,14 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int
                     other = run(ctx.dut())[0];
                 }
                 const std::string op = "linear T=" + str(T) + " mode " + str(mode);
-                if (mode != 0 && def != 0)
-                    r.push_back(Context::compareExact(kFamily, op + " vs " + str(def), sh, bitsOf(dut[0]), bitsOf(other)));
-                else
+                const auto first = firstOf.find(familyOf(kernel));
+                if (first != firstOf.end()) {
+                    r.push_back(Context::compareExact(kFamily, op + " vs " + str(first->second.first), sh,
+                                                      bitsOf(first->second.second), bitsOf(other)));
+                } else {
                     r.push_back(Context::compare(kFamily, op, sh, ref[0], other, 1e-4, 1e-4));
+                    firstOf.emplace(familyOf(kernel), std::make_pair(mode, std::move(other)));
+                }
             }
         }
     }
@@ -245,6 +270,10 @@ void addMathCases(std::vector<Case>& out) {
     add("linear gemm tails", [](Context& c) { return linearCase(c, "gemm", 200, 4096, D::BF16, {17, 65, 130}); });
     add("linear gemm f16", [](Context& c) { return linearCase(c, "gemm", 2048, 512, D::F16, {3, 20}); });
     add("linear few rows", [](Context& c) { return linearCase(c, "few rows", 66, 4096, D::BF16, {1, 3, 8}); });
+    // the tensor-core GEMV's tails: K a multiple of 8 but not of 64 (a short last slice), several row blocks per
+    // block with a partial last one
+    add("linear k tail", [](Context& c) { return linearCase(c, "k tail", 40, 264, D::BF16, {2, 8}); });
+    add("linear wide rows", [](Context& c) { return linearCase(c, "wide rows", 12296, 512, D::BF16, {1, 4, 7}); });
     // tiny models
     add("linear tiny_a", [](Context& c) { return linearCase(c, "tiny_a", 256, 128, D::BF16, {1, 5, 16}); });
     add("linear embedded", [](Context& c) { return linearCase(c, "embedded", 512, 256, D::BF16, {1, 3, 24}); });

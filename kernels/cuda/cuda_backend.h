@@ -239,6 +239,10 @@ private:
     // cuda_exl3.cu: y[T, p.outFeatures()] = x[T, p.inFeatures()] · Wᵀ for a packed EXL3 linear (called by
     // linear() in cuda_math.cu for w.packed).
     void exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y);
+    // cuda_gemv_tc.cu: y[T, N] = x[T, K] · Wᵀ on the tensor cores for BF16 W, 1 ≤ T ≤ 8, K % 8 == 0, x 16-byte
+    // aligned (the GEMV modes 3 and 4 of cuda_math.cu; pdl: launched with programmatic dependent launch).
+    void gemvTensorCores(const float* x, const void* W, float* y, int64_t T, int64_t N, int64_t K, bool pdl);
+    Buffer m_gemvPart, m_gemvCounters;  // its cross-block split-K partials and arrival counters (zero between calls)
     // cuda_exl3.cu: the EXL3 state (created on first use).
     Exl3Cache& exl3Cache();
     std::shared_ptr<Exl3Cache> m_exl3;

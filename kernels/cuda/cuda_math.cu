@@ -4,10 +4,11 @@
 //
 // Variants
 // - linear (dense; y[T, N] = x[T, K] · Wᵀ, W [N, K] row-major, x kept in fp32, fp32 accumulation):
-//   * T ≤ 8: a memory-bound GEMV, gemvSplitKernel<dtype, NT, 4, STREAM>: a block of 8 warps owns 4 rows and
+//   * T ≤ 8: a memory-bound GEMV. BF16 weights at 3–8 tokens: the tensor-core GEMV (cuda_gemv_tc.cu; x split
+//     into three exact bf16 pieces). Otherwise gemvSplitKernel<dtype, NT, 4, STREAM>: a block of 8 warps owns 4 rows and
 //     splits K across its warps (each x piece feeds 4 rows), the warps' sums added in shared memory in warp
 //     order; weights in 16-byte loads that do not allocate in L1 (STREAM, TS_GEMV_STREAM=0 turns that off).
-//     At 3–4 tokens gemvSplitBoundedKernel, the same held to 80 registers (3 blocks per SM instead of 2).
+//     For F16 / F32 at 3–4 tokens gemvSplitBoundedKernel, the same held to 80 registers (3 blocks per SM instead of 2).
 //     Whole rows per warp (gemvVecKernel, R = 1, 2, 4 with NT) left too few warps for an H200 at
 //     T ≥ 2 and too many dependent loads per warp at T = 1 (bench-device --what gemv, 13 % slower over a KDA
 //     layer's projections on the H200). The modes (TS_GEMV1, TS_GEMV_MULTI) pick among them: see ModeSwitch.
@@ -254,12 +255,21 @@ bool gemvStreamLoads() {
 // The GEMV variants for T ≤ 8 (A/B: bench-device --what gemv times every mode at T = 1, 2, 3, 4, 8; the self-test
 // runs the modes not in force). Modes, by the kernel that runs:
 //   one token  (TS_GEMV1,      gemvSetOneTokenMode):   0 gemvVecKernel<DT, 1, 1> (a warp per whole row: another
-//              summation order); 1 (default) gemvSplitKernel<DT, 1, 4>; 2 the same, 2 rows per block
+//              summation order); 1 (default) gemvSplitKernel<DT, 1, 4>; 2 the same, 2 rows per block;
+//              3 the tensor-core GEMV (cuda_gemv_tc.cu) with programmatic dependent launch, 4 the same launched plainly
 //   2–8 tokens (TS_GEMV_MULTI, gemvSetMultiTokenMode): 0 gemvVecKernel (whole rows per warp: another summation
-//              order); 1 (default) gemvSplitBoundedKernel<DT, NT, 4> at 3–4 tokens, gemvSplitKernel<DT, NT, 4>
-//              otherwise; 2 gemvSplitKernel<DT, NT, 4> at every T (the kernel before the bounded one)
-// Modes 1–2 give the same bits at every T: a row's sums do not depend on its neighbours or on the registers the
-// kernel is held to. The environment is read once; set…Mode(m) overrides it from then on, −1
+//              order); 1 (default) gemvSplitKernel<DT, 2, 4> at 2 tokens, the tensor-core GEMV (PDL) at 3–8;
+//              2 gemvSplitKernel<DT, NT, 4> at every T; 3 the tensor-core GEMV (PDL) at every T, 4 the same launched
+//              plainly; 5 the split-K kernel held to 3 blocks per SM at 3–4 tokens (gemvSplitBoundedKernel: the
+//              default before the tensor-core GEMV), unheld otherwise
+//   The tensor-core GEMV takes BF16 weights only: for F16 / F32 modes 3 and 4 run the default's split-K kernel and
+//   mode 1 the split-K kernel held at 3–4 tokens (as mode 5).
+//   H200, bench-device --what gemv (docs/PERFORMANCE.md, nineteenth session): at 3–8 tokens the tensor cores
+//   read a KDA layer's seven projections at ~70 % of copy bandwidth (the split-K kernel 62 % at 3, 55 % at 4,
+//   40 % at 8); at 1–2 tokens the split-K kernel stays ahead (82 / 76 % against 72 / 71 %).
+// The split-K forms (T = 1: 1, 2; T > 1: 2, 5, and 1 at 2 tokens) give the same bits at every T, and so do the
+// two tensor-core forms: a row's sums do not depend on its neighbours, the registers the kernel is held to or
+// how it is launched. The environment is read once; set…Mode(m) overrides it from then on, −1
 // restores it.
 namespace mathcuda {
 namespace {
@@ -285,8 +295,8 @@ struct ModeSwitch {
         return o >= 0 ? o : fromEnv;
     }
 };
-ModeSwitch g_one{"TS_GEMV1", 3, 1};
-ModeSwitch g_multi{"TS_GEMV_MULTI", 3, 1};
+ModeSwitch g_one{"TS_GEMV1", 5, 1};
+ModeSwitch g_multi{"TS_GEMV_MULTI", 6, 1};
 }  // namespace
 int setOneTokenMode(int mode) { return g_one.set(mode); }
 int oneTokenMode() { return g_one.now(); }
@@ -317,7 +327,9 @@ void launchGemvVec(const float* x, const void* W, float* y, int64_t N, int64_t K
         // has a few weight loads to wait for instead of a whole row's (one warp per row left a 4096 × 2048
         // projection at 2 TB/s and a 4096 × 8192 one in two waves at 4 blocks per SM).
         switch (mode) {
-        case 1: gemvSplitLaunch<DT, 1, 4>(x, W, y, N, K, s); return;
+        case 1:
+        case 3:  // the tensor-core modes: BF16 only (CudaBackend::linear); other dtypes take the default
+        case 4: gemvSplitLaunch<DT, 1, 4>(x, W, y, N, K, s); return;
         case 2: gemvSplitLaunch<DT, 1, 2>(x, W, y, N, K, s); return;
         default: break;
         }
@@ -327,7 +339,10 @@ void launchGemvVec(const float* x, const void* W, float* y, int64_t N, int64_t K
         // bounding leaves 2 (121–128 registers, with spills at 8) and measured slower at 8.
         constexpr bool bounded = NT == 3 || NT == 4;
         switch (mode) {
-        case 1: gemvSplitLaunch<DT, NT, 4, bounded>(x, W, y, N, K, s); return;
+        case 1:  // BF16 weights at 3–8 tokens go to the tensor cores (CudaBackend::linear) before this
+        case 3:
+        case 4:
+        case 5: gemvSplitLaunch<DT, NT, 4, bounded>(x, W, y, N, K, s); return;
         case 2: gemvSplitLaunch<DT, NT, 4>(x, W, y, N, K, s); return;
         default: break;
         }
@@ -595,6 +610,11 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
     float* Y = y.f32();
     if (T <= 8) {
         if (K % 8 == 0 && aligned16(X)) {
+            const int mode = T == 1 ? mathcuda::oneTokenMode() : mathcuda::multiTokenMode();
+            if (dt == 0 && (mode == 3 || mode == 4 || (mode == 1 && T >= 3))) {
+                gemvTensorCores(X, W, Y, T, N, K, mode != 4);
+                return;
+            }
             if (dt == 0) dispatchGemvVec<0>(int(T), X, W, Y, N, K, m_stream);
             else if (dt == 1) dispatchGemvVec<1>(int(T), X, W, Y, N, K, m_stream);
             else dispatchGemvVec<2>(int(T), X, W, Y, N, K, m_stream);

@@ -74,7 +74,9 @@ private slots:
         QCOMPARE(gemvOneTokenMode(), 1);
         QCOMPARE(gemvSetOneTokenMode(-1), 1);     // back to the environment's
         QCOMPARE(gemvOneTokenMode(), 2);
-        QCOMPARE(gemvSetOneTokenMode(3), -1);     // out of range: none
+        QCOMPARE(gemvSetOneTokenMode(3), -1);     // the tensor-core GEMV
+        QCOMPARE(gemvOneTokenMode(), 3);
+        QCOMPARE(gemvSetOneTokenMode(5), 3);      // out of range: none
         QCOMPARE(gemvOneTokenMode(), 2);
     }
 
