@@ -49,6 +49,9 @@ int setOneTokenMode(int mode);
 int oneTokenMode();
 int setMultiTokenMode(int mode);
 int multiTokenMode();
+int setManyTokenMode(int mode);
+int manyTokenMode();
+int64_t cublasMinTokens();
 }  // namespace mathcuda
 namespace kdacuda {  // cuda_kda_chunk.cu
 int64_t setChunkMinTokens(int64_t t);
@@ -69,6 +72,9 @@ int gemvSetOneTokenMode(int mode) { return mathcuda::setOneTokenMode(mode); }
 int gemvOneTokenMode() { return mathcuda::oneTokenMode(); }
 int gemvSetMultiTokenMode(int mode) { return mathcuda::setMultiTokenMode(mode); }
 int gemvMultiTokenMode() { return mathcuda::multiTokenMode(); }
+int gemmSetMode(int mode) { return mathcuda::setManyTokenMode(mode); }
+int gemmMode() { return mathcuda::manyTokenMode(); }
+int64_t gemmCublasMinTokens() { return mathcuda::cublasMinTokens(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3SetSmemLimitKiB(int kib) { return exl3cuda::setSmemLimitKiB(kib); }
 bool exl3PrefillJobs(int bits) { return exl3cuda::prefillJobs(bits); }
@@ -113,6 +119,9 @@ int gemvSetOneTokenMode(int) { return -1; }
 int gemvOneTokenMode() { return -1; }
 int gemvSetMultiTokenMode(int) { return -1; }
 int gemvMultiTokenMode() { return -1; }
+int gemmSetMode(int) { return -1; }
+int gemmMode() { return -1; }
+int64_t gemmCublasMinTokens() { return 0; }
 #endif
 
 void checkBackendName(const std::string& name) {

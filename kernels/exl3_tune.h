@@ -125,6 +125,13 @@ int gemvSetOneTokenMode(int mode);
 int gemvOneTokenMode();
 int gemvSetMultiTokenMode(int mode);
 int gemvMultiTokenMode();
+// Above 8 tokens, BF16 weights (TS_GEMM, read once): 0 the tiled SIMT GEMM; 1 the tensor-core kernel of
+// cuda_gemv_tc.cu (x exact as three bf16 pieces; 2, 4 or 8 token groups per warp, launches of ≤ 64 tokens —
+// TS_GEMM_TC_GROUPS caps the groups); 2 cuBLAS on the same three pieces (cuda_gemm_pieces.cu); 3 (default) 1 below
+// gemmCublasMinTokens() tokens (TS_GEMM_CUBLAS_MIN, read once; default 64), 2 from there. Same override rules.
+int gemmSetMode(int mode);
+int gemmMode();
+int64_t gemmCublasMinTokens();
 
 // Sets one of the run-time overrides above (a setter that returns the previous override, −1 or 0 for none) for
 // its lifetime, then restores the previous one, also when the code in between throws: bench-device times each

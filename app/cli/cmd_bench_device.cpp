@@ -23,8 +23,8 @@ int cmdBenchDevice(const Args& args) {
         std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda,mhc,gemv] [--reps 20] [--json FILE]\n"
                     "--what also takes exl3-moe (only the fused MoE layer), exl3-gemv4 (only the GEMV at K = 4) and\n"
                     "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4);\n"
-                    "mhc times the mHC pre op (one launch vs two) at decode and prefill sizes; gemv the dense one-token\n"
-                    "BF16 GEMV at a decode step's shapes, in each of the CUDA backend's one-token modes.\n"
+                    "mhc times the mHC pre op (one launch vs two) at decode and prefill sizes; gemv the dense BF16\n"
+                    "GEMV / GEMM at a decode step's shapes, 1 to 4,096 tokens, in each of the CUDA backend's modes.\n"
                     "Times the device kernels at GLM-5.3-Flash's real widths; bandwidth is reported as a fraction\n"
                     "of the measured device-to-device copy bandwidth (read + write). --what \"\" measures only that\n"
                     "copy bandwidth (scripts/gpu/run_gpu_suite.sh uses it for benchmark 3).\n");

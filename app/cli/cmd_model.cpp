@@ -72,8 +72,11 @@ int cmdGenerate(const Args& args) {
         std::printf("twinspark-cli generate --model DIR (--prompt-ids 1,2,3 | --prompt \"text\" [--system S] [--no-thinking])\n"
                     "    [--max-tokens N] [--ignore-eos] [--concurrency N] [--temperature T --seed S]\n"
                     "    [--kv-cache-dtype fp8|fp32] [--threads N] [--backend auto|cpu|cuda] [--json FILE] [--profile-ops]\n"
+                    "    [--warmup]\n"
                     "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed\n"
-                    "(--profile-ops: also a per-op time table of the decode steps, every op synchronized).\n"
+                    "(--profile-ops: also per-op time tables of the prefill and of the decode steps, every op\n"
+                    "synchronized; --warmup: the prompt is prefilled once on a discarded sequence first, so that the\n"
+                    "timed prefill carries no first-use costs such as scratch allocations).\n"
                     "--prompt: the text is chat-formatted with the model's template and tokenizer, and generated\n"
                     "through the engine (continuous batching); --concurrency N runs N copies at once and reports\n"
                     "the aggregate speed, and the decode-only speed while all N run (decode_tok_s in --json).\n"
@@ -84,10 +87,10 @@ int cmdGenerate(const Args& args) {
     }
     auto opts = kModelOptions;
     opts.insert({"prompt-ids", "prompt", "system", "max-tokens", "json", "concurrency", "temperature", "seed"});
-    args.accept(opts, {"ignore-eos", "no-thinking", "profile-ops"});
+    args.accept(opts, {"ignore-eos", "no-thinking", "profile-ops", "warmup"});
     if (args.get("prompt") || args.get("concurrency") || args.get("temperature")) {
-        if (args.flag("profile-ops"))
-            fail(ErrorKind::InvalidArgument, "--profile-ops goes with --prompt-ids alone (the one-sequence path)");
+        if (args.flag("profile-ops") || args.flag("warmup"))
+            fail(ErrorKind::InvalidArgument, "--profile-ops and --warmup go with --prompt-ids alone (the one-sequence path)");
         return generateWithEngine(args);
     }
     if (args.flag("no-thinking") || args.get("system") || args.get("seed"))
@@ -98,6 +101,13 @@ int cmdGenerate(const Args& args) {
     LoadedModel l = loadModel(args, args.flag("profile-ops"));
     auto* prof = dynamic_cast<ProfilingBackend*>(l.backend.get());
     l.model->checkIds(ids.data(), int64_t(ids.size()));
+    if (args.flag("warmup")) {
+        // One untimed prefill of the same prompt on a sequence of its own, dropped after: the timed one below then
+        // finds the backend's scratch buffers and library handles made.
+        auto scratch = l.model->newSequence(l.dt);
+        (void)l.model->forward(ids.data(), int64_t(ids.size()), *scratch, true);
+        if (prof) prof->reset();
+    }
     auto state = l.model->newSequence(l.dt);
     const auto& eos = l.model->text().eos_token_ids;
 
@@ -107,7 +117,11 @@ int cmdGenerate(const Args& args) {
     const auto t0 = std::chrono::steady_clock::now();
     ForwardResult r = l.model->forward(ids.data(), int64_t(ids.size()), *state, true);
     const auto t1 = std::chrono::steady_clock::now();
-    if (prof) prof->reset();  // profile the decode steps only
+    if (prof) {  // the prefill's table, then the decode steps' own
+        std::fprintf(stderr, "per-op time of the prefill, %zu tokens (each op synchronized: attribution, not speed):\n%s",
+                     ids.size(), prof->report().c_str());
+        prof->reset();
+    }
     std::vector<int32_t> out;
     int32_t next = argmax(r.logits);
     std::string finish = "length";

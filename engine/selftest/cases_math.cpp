@@ -16,7 +16,8 @@
 //   ≥ 7× margin and still fails a kernel that rounds x to bf16 (≈ 2e-3 error at |y| ~ 1). On the CUDA
 //   backend the GEMV's other modes at T ≤ 8 (gemvSetOneTokenMode, gemvSetMultiTokenMode) run too: the split-K
 //   ones must give each other's bits, the whole-row and tensor-core ones (other summation orders; the latter
-//   with x in three exact bf16 pieces) the tolerance above.
+//   with x in three exact bf16 pieces) the tolerance above; above 8 tokens (BF16) every GEMM kernel not in force
+//   (gemmSetMode: the SIMT GEMM, the tensor-core kernel, cuBLAS on three bf16 pieces) the same tolerance.
 // - rmsnorm: the mean square is a sum of positive terms (relative order noise ≤ ~1e-6); rtol 1e-5.
 // - layernorm: mean in double on both sides; the variance is a sequential fp32 sum on the CPU (relative
 //   noise ≈ u·√D/3 = 1.3e-6 at D = 4096, shared by a whole row), so an output term |(x − m)·inv·w| ≤ 6
@@ -136,6 +137,22 @@ std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t N, int
                     r.push_back(Context::compare(kFamily, op, sh, ref[0], other, 1e-4, 1e-4));
                     firstOf.emplace(familyOf(kernel), std::make_pair(mode, std::move(other)));
                 }
+            }
+        }
+        // Above 8 tokens (BF16, vector contract): each GEMM kernel not in force at this T (gemmSetMode: 0 the SIMT
+        // GEMM, 1 the tensor-core kernel, 2 cuBLAS on three bf16 pieces; 3 picks 1 or 2 by T) against the CPU.
+        if (T > 8 && vectorGemv && dtype == DType::BF16 && ctx.dut().name() == "cuda") {
+            const auto kernelOf = [&](int m) { return m == 3 ? (T < gemmCublasMinTokens() ? 1 : 2) : m; };
+            const int inForce = kernelOf(gemmMode());
+            for (int mode = 0; mode < 3; ++mode) {
+                if (mode == inForce) continue;
+                std::vector<float> y;
+                {
+                    TuneOverride<gemmSetMode> flip(mode);
+                    y = run(ctx.dut())[0];
+                }
+                r.push_back(Context::compare(kFamily, "linear T=" + str(T) + " gemm mode " + str(mode), sh, ref[0], y,
+                                             1e-4, 1e-4));
             }
         }
     }
@@ -273,7 +290,7 @@ void addMathCases(std::vector<Case>& out) {
     // the tensor-core GEMV's tails: K a multiple of 8 but not of 64 (a short last slice), several row blocks per
     // block with a partial last one
     add("linear k tail", [](Context& c) { return linearCase(c, "k tail", 40, 264, D::BF16, {2, 8}); });
-    add("linear wide rows", [](Context& c) { return linearCase(c, "wide rows", 12296, 512, D::BF16, {1, 4, 7}); });
+    add("linear wide rows", [](Context& c) { return linearCase(c, "wide rows", 12296, 512, D::BF16, {1, 4, 7, 33}); });
     // tiny models
     add("linear tiny_a", [](Context& c) { return linearCase(c, "tiny_a", 256, 128, D::BF16, {1, 5, 16}); });
     add("linear embedded", [](Context& c) { return linearCase(c, "embedded", 512, 256, D::BF16, {1, 3, 24}); });

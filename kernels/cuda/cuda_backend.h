@@ -210,7 +210,7 @@ public:
     // Device scratch that stays valid until the next call with the same slot (stream order makes reuse
     // safe). Grown on demand; never shrinks.
     enum ScratchSlot : int { kScratchPages, kScratchIds, kScratchSel, kScratchScale, kScratchA, kScratchB,
-                             kScratchC, kScratchD, kScratchCount };
+                             kScratchC, kScratchD, kScratchGemm, kScratchCount };
     void* scratch(ScratchSlot slot, size_t bytes);
     // Copies n host values into a scratch slot and returns the device pointer.
     const int32_t* uploadInts(ScratchSlot slot, const int32_t* host, int64_t n);
@@ -239,9 +239,13 @@ private:
     // cuda_exl3.cu: y[T, p.outFeatures()] = x[T, p.inFeatures()] · Wᵀ for a packed EXL3 linear (called by
     // linear() in cuda_math.cu for w.packed).
     void exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y);
-    // cuda_gemv_tc.cu: y[T, N] = x[T, K] · Wᵀ on the tensor cores for BF16 W, 1 ≤ T ≤ 8, K % 8 == 0, x 16-byte
-    // aligned (the GEMV modes 3 and 4 of cuda_math.cu; pdl: launched with programmatic dependent launch).
+    // cuda_gemv_tc.cu: y[T, N] = x[T, K] · Wᵀ on the tensor cores for BF16 W, T ≥ 1, K % 8 == 0, x 16-byte aligned
+    // (cuda_math.cu's GEMV modes 3 and 4 at T ≤ 8 and GEMM modes above; pdl: launched with programmatic dependent
+    // launch).
     void gemvTensorCores(const float* x, const void* W, float* y, int64_t T, int64_t N, int64_t K, bool pdl);
+    // cuda_gemm_pieces.cu: the same product on cuBLAS, x as three exact bf16 pieces (BF16 W, K % 8 == 0, x 16-byte
+    // aligned; the GEMM modes of prefill-sized steps). Uses the kScratchGemm slot.
+    void gemmCublasPieces(const float* x, const void* W, float* y, int64_t T, int64_t N, int64_t K);
     Buffer m_gemvPart, m_gemvCounters;  // its cross-block split-K partials and arrival counters (zero between calls)
     // cuda_exl3.cu: the EXL3 state (created on first use).
     Exl3Cache& exl3Cache();

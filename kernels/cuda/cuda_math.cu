@@ -13,7 +13,11 @@
 //     T ≥ 2 and too many dependent loads per warp at T = 1 (bench-device --what gemv, 13 % slower over a KDA
 //     layer's projections on the H200). The modes (TS_GEMV1, TS_GEMV_MULTI) pick among them: see ModeSwitch.
 //     Fallback gemvScalarKernel when K % 8 ≠ 0 or x is not 16-byte aligned (a view).
-//   * T > 8, BF16/F16 weights: a tiled SIMT GEMM (gemmKernel<dtype>): 64 tokens × 128 rows per block of
+//   * T > 8, BF16 weights, K % 8 == 0, x 16-byte aligned (TS_GEMM, gemmSetMode: see ModeSwitch): below
+//     gemmCublasMinTokens() (TS_GEMM_CUBLAS_MIN) tokens the tensor-core kernel of cuda_gemv_tc.cu in launches of
+//     ≤ 64 tokens (it reads the weights once per launch: bandwidth-bound sizes), from there cuBLAS with x as three
+//     exact bf16 pieces (cuda_gemm_pieces.cu: compute-bound sizes). H200 figures: docs/PERFORMANCE.md.
+//   * T > 8, otherwise BF16/F16 weights (and BF16 under TS_GEMM=0): a tiled SIMT GEMM (gemmKernel<dtype>): 64 tokens × 128 rows per block of
 //     256 threads, k-tiles of 16 staged in shared memory as fp32 (weights widened on load, register
 //     prefetch of the next tile), 4×8 outputs per thread, fp32 FMA. No tensor cores: x stays exact fp32.
 //   * T > 8, F32 weights: cublasSgemm (the backend sets CUBLAS_DEFAULT_MATH, so no TF32).
@@ -264,6 +268,9 @@ bool gemvStreamLoads() {
 //              default before the tensor-core GEMV), unheld otherwise
 //   The tensor-core GEMV takes BF16 weights only: for F16 / F32 modes 3 and 4 run the default's split-K kernel and
 //   mode 1 the split-K kernel held at 3–4 tokens (as mode 5).
+//   > 8 tokens (TS_GEMM, gemmSetMode; BF16 weights with the vector contract, else the SIMT GEMM or cuBLAS SGEMM):
+//              0 gemmKernel (SIMT, fp32 FMA); 1 the tensor-core kernel (launches of 64 tokens); 2 cuBLAS on three
+//              bf16 pieces; 3 (default) 1 below gemmCublasMinTokens() tokens, 2 from there.
 //   H200, bench-device --what gemv (docs/PERFORMANCE.md, nineteenth session): at 3–8 tokens the tensor cores
 //   read a KDA layer's seven projections at ~70 % of copy bandwidth (the split-K kernel 62 % at 3, 55 % at 4,
 //   40 % at 8); at 1–2 tokens the split-K kernel stays ahead (82 / 76 % against 72 / 71 %).
@@ -297,11 +304,18 @@ struct ModeSwitch {
 };
 ModeSwitch g_one{"TS_GEMV1", 5, 1};
 ModeSwitch g_multi{"TS_GEMV_MULTI", 6, 1};
+ModeSwitch g_many{"TS_GEMM", 4, 3};
 }  // namespace
 int setOneTokenMode(int mode) { return g_one.set(mode); }
 int oneTokenMode() { return g_one.now(); }
 int setMultiTokenMode(int mode) { return g_multi.set(mode); }
 int multiTokenMode() { return g_multi.now(); }
+int setManyTokenMode(int mode) { return g_many.set(mode); }
+int manyTokenMode() { return g_many.now(); }
+int64_t cublasMinTokens() {
+    static const int64_t v = std::max<int64_t>(9, envCount("TS_GEMM_CUBLAS_MIN", 64));
+    return v;
+}
 }  // namespace mathcuda
 
 namespace {
@@ -623,6 +637,20 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
         }
         TS_CUDA_LAUNCH_CHECK();
         return;
+    }
+    // BF16 weights above 8 tokens (TS_GEMM): 1 the tensor-core kernel, 2 cuBLAS on three bf16 pieces, 3 (default)
+    // by size; 0 the SIMT GEMM below.
+    if (dt == 0 && K % 8 == 0 && aligned16(X)) {
+        int many = mathcuda::manyTokenMode();
+        if (many == 3) many = T < mathcuda::cublasMinTokens() ? 1 : 2;
+        if (many == 1) {
+            gemvTensorCores(X, W, Y, T, N, K, true);
+            return;
+        }
+        if (many == 2) {
+            gemmCublasPieces(X, W, Y, T, N, K);
+            return;
+        }
     }
     if (dt == 2) {
         // Column-major view: yᵀ [N, T] = W [N, K] · xᵀ [K, T]; W row-major [N, K] is column-major Wᵀ with ld K.

@@ -5,7 +5,8 @@
 // TS_EXL3_KSL (set here before anything reads it): decode plans take that slice length, capped at what one
 // unit takes, and the bench's decode-unit line says so. The mHC pre op's one-launch / two-launch switch:
 // TS_MHC_FUSED=0 (set here) picks two launches, mhcSetFusedPre overrides it at once and restores. The dense
-// one-token GEMV's mode: TS_GEMV1=2 (set here) is read, gemvSetOneTokenMode overrides it and restores. The
+// one-token GEMV's mode: TS_GEMV1=2 (set here) is read, gemvSetOneTokenMode overrides it and restores; the GEMM's
+// (TS_GEMM=7, set here, is out of range: the default stays). The
 // sparse MLA's kernel: TS_MLA_TC=0 (set here) picks SIMT, mlaSetTensorCores overrides it and restores; the
 // tensor-core kernel's forced chunk length (mlaSetChunkTiles) is set and cleared. The indexer select's fast
 // path: TS_IDX_FAST=0 (set here) picks the general kernels, indexerSetFastSelect overrides it and restores; and
@@ -32,6 +33,7 @@ private slots:
         ::setenv("TS_GEMV1", "2", 1);
         ::setenv("TS_MLA_TC", "0", 1);
         ::setenv("TS_IDX_FAST", "0", 1);
+        ::setenv("TS_GEMM", "7", 1);  // out of range: reported, the default used
     }
 
     void forcedSliceLength() {
@@ -78,6 +80,17 @@ private slots:
         QCOMPARE(gemvOneTokenMode(), 3);
         QCOMPARE(gemvSetOneTokenMode(5), 3);      // out of range: none
         QCOMPARE(gemvOneTokenMode(), 2);
+    }
+
+    void gemmModeOverride() {
+        QCOMPARE(gemmMode(), 3);        // TS_GEMM=7 is out of range: the default (by size)
+        QCOMPARE(gemmSetMode(0), -1);   // the SIMT GEMM
+        QCOMPARE(gemmMode(), 0);
+        QCOMPARE(gemmSetMode(2), 0);    // cuBLAS on three bf16 pieces
+        QCOMPARE(gemmMode(), 2);
+        QCOMPARE(gemmSetMode(4), 2);    // out of range: none
+        QCOMPARE(gemmMode(), 3);
+        QCOMPARE(gemmCublasMinTokens(), 64);  // TS_GEMM_CUBLAS_MIN unset
     }
 
     void mlaTensorCoresOverride() {
