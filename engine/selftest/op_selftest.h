@@ -42,6 +42,7 @@ public:
     Backend& ref() { return m_ref; }
     Backend& dut() { return m_dut; }
     std::mt19937_64& rng() { return m_rng; }
+    void reseed(uint64_t seed) { m_rng.seed(seed); }
 
     // n floats ~ N(0, stddev²), with no exact zeros.
     std::vector<float> randn(size_t n, float stddev = 1.0f);
