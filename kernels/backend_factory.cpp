@@ -28,6 +28,9 @@ bool tunePdlOff();
 bool tuneOneStageSlices();
 int tuneSliceTiles();
 void setTrace(unsigned long long* words, int64_t units);
+int setPrefillPath(int on);
+bool prefillPath();
+int setPrefillBudgetMiB(int mib);
 }  // namespace exl3cuda
 namespace mhccuda {  // cuda_mhc_kda.cu
 int setFusedPre(int on);
@@ -78,6 +81,9 @@ int64_t gemmCublasMinTokens() { return mathcuda::cublasMinTokens(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3SetSmemLimitKiB(int kib) { return exl3cuda::setSmemLimitKiB(kib); }
 bool exl3PrefillJobs(int bits) { return exl3cuda::prefillJobs(bits); }
+int exl3SetPrefillPath(int on) { return exl3cuda::setPrefillPath(on); }
+bool exl3PrefillPath() { return exl3cuda::prefillPath(); }
+int exl3SetPrefillBudgetMiB(int mib) { return exl3cuda::setPrefillBudgetMiB(mib); }
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
@@ -99,6 +105,9 @@ int cudaDeviceCount() { return 0; }
 int exl3MoeSetLaunches(int) { return 0; }
 int exl3SetSmemLimitKiB(int) { return 0; }
 bool exl3PrefillJobs(int) { return true; }
+int exl3SetPrefillPath(int) { return -1; }
+bool exl3PrefillPath() { return false; }
+int exl3SetPrefillBudgetMiB(int) { return 0; }
 void exl3SetTrace(unsigned long long*, int64_t) {}
 int exl3MoeLastLaunches() { return 0; }
 int exl3MoeLaunches() { return 0; }

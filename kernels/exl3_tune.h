@@ -97,6 +97,15 @@ int exl3SetSmemLimitKiB(int kib);
 // hi + lo precision, under the current limit — or, as a GB10's 99 KiB at K ≤ 2, the 16-row jobs of decode, which
 // round each activation once to fp16 (the self-test's tolerance follows). True without CUDA or a device.
 bool exl3PrefillJobs(int bits);
+// The EXL3 prefill path (cuda_exl3_prefill.cu: each row transformed once, 64-row × 128-column GEMM blocks over the
+// whole of k, no split-K) for linears of ≥ 64 rows and MoE steps of ≥ 40 rows per used expert, at K = 2..6: on
+// unless TS_EXL3_PREFILL=0 (read once); exl3SetPrefillPath(0 / 1) overrides it, anything else restores it (the
+// self-test runs prefill-sized cases both ways). Returns the previous override (−1: none; −1 without CUDA).
+int exl3SetPrefillPath(int on);
+bool exl3PrefillPath();
+// The scratch budget (MiB) one group of the prefill path's rows may take (planes and outputs; default 256):
+// rows beyond it are done in more groups. 0 restores the default; returns the previous override (0: none).
+int exl3SetPrefillBudgetMiB(int mib);
 
 // The k-pool indexer's select on the GPU (CudaBackend::indexerSelect): at GLM-5.3-Flash's widths (index_head_dim
 // 128, ≤ 32 heads) the fast path of kernels/cuda/cuda_indexer_select.cu (q quantised inside the score kernel, one

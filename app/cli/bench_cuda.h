@@ -32,12 +32,14 @@ using OverrideScope = TuneOverride<Set>;
 // weight object: a second call's fresh objects could reuse a freed one's address). Parts: the MoE layer
 // (a), the GEMV (b) at K = 2..6 or at K = 4 only (the short runs for A/B measurements and profiles).
 // trace: after the K = 4 MUL1 GEMV and MoE timings (batch 1 and 4), a phase trace of one launch of each
-// (traceExl3Calls; --what exl3-trace).
+// (traceExl3Calls; --what exl3-trace). prefill (c): the MoE layer at 512 / 4,096 routed tokens and the GEMV's matrix
+// at 1,024 / 4,096 tokens (--what exl3-prefill; also in exl3), in TFLOP/s.
 struct Exl3BenchParts {
     bool moe = true;
     bool gemv = true;
     bool gemvK4Only = false;
     bool trace = false;
+    bool prefill = false;
 };
 nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& parts = {});
 // bench_cuda_exl3_trace.cpp: one traced launch of `call` alone and one after three back-to-back calls,

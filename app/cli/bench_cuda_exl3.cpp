@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 #include <set>
@@ -85,6 +86,44 @@ struct Weights {
     }
 };
 
+// The routed experts of one layer at GLM-5.3-Flash's widths: 8 host bit patterns per projection, shared round-robin
+// by the 288 experts (each expert is its own object, hence its own device copy).
+struct Experts {
+    std::vector<WeightView> gate, up, down;
+    size_t bytesPerExpert = 0;
+};
+Experts makeExperts(Weights& store, Exl3Codebook cb, int bits, std::mt19937& rng) {
+    const size_t guBytes = size_t(kHidden * kInter * bits / 8), dBytes = guBytes;
+    std::vector<const uint8_t*> hg, hu, hd;
+    for (int i = 0; i < 8; ++i) {
+        hg.push_back(store.newBytes(guBytes, 100 + uint64_t(i)));
+        hu.push_back(store.newBytes(guBytes, 200 + uint64_t(i)));
+        hd.push_back(store.newBytes(dBytes, 300 + uint64_t(i)));
+    }
+    Experts ex;
+    for (int64_t e = 0; e < kExperts; ++e) {
+        ex.gate.push_back(WeightView::of(*store.make(hg[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
+        ex.up.push_back(WeightView::of(*store.make(hu[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
+        ex.down.push_back(WeightView::of(*store.make(hd[size_t(e % 8)], kInter, kHidden, bits, cb, rng)));
+    }
+    ex.bytesPerExpert = 2 * guBytes + dBytes;
+    return ex;
+}
+
+// T tokens' top-k choices: distinct experts per token, uniform.
+std::vector<int32_t> randomRouting(int64_t T, std::mt19937& rng) {
+    std::vector<int32_t> r, pool(kExperts);
+    for (int64_t t = 0; t < T; ++t) {
+        for (int64_t e = 0; e < kExperts; ++e) pool[size_t(e)] = int32_t(e);
+        for (int64_t k = 0; k < kTopk; ++k) {
+            std::uniform_int_distribution<int64_t> pick(k, kExperts - 1);
+            std::swap(pool[size_t(k)], pool[size_t(pick(rng))]);
+            r.push_back(pool[size_t(k)]);
+        }
+    }
+    return r;
+}
+
 Buffer randomBuffer(Backend& backend, size_t n, std::mt19937& rng) {
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> v(n);
@@ -110,22 +149,9 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
     for (const Exl3Codebook cb : {Exl3Codebook::Mul1, Exl3Codebook::Mcg}) {
         if (!parts.moe || (!device && cb != Exl3Codebook::Mul1)) break;
         const int bits = 4;
-        const size_t guBytes = size_t(kHidden * kInter * bits / 8), dBytes = guBytes;
-        // 8 host bit patterns per projection, shared round-robin by the 288 experts (each expert is its
-        // own object, hence its own device copy).
-        std::vector<const uint8_t*> hg, hu, hd;
-        for (int i = 0; i < 8; ++i) {
-            hg.push_back(store.newBytes(guBytes, 100 + uint64_t(i)));
-            hu.push_back(store.newBytes(guBytes, 200 + uint64_t(i)));
-            hd.push_back(store.newBytes(dBytes, 300 + uint64_t(i)));
-        }
-        std::vector<WeightView> gv, uv, dv;
-        for (int64_t e = 0; e < kExperts; ++e) {
-            gv.push_back(WeightView::of(*store.make(hg[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
-            uv.push_back(WeightView::of(*store.make(hu[size_t(e % 8)], kHidden, kInter, bits, cb, rng)));
-            dv.push_back(WeightView::of(*store.make(hd[size_t(e % 8)], kInter, kHidden, bits, cb, rng)));
-        }
-        const size_t expertBytes = 2 * guBytes + dBytes;
+        const Experts ex = makeExperts(store, cb, bits, rng);
+        const std::vector<WeightView>&gv = ex.gate, &uv = ex.up, &dv = ex.down;
+        const size_t expertBytes = ex.bytesPerExpert;
         std::printf("\n(a) routed MoE layer: %lld experts, top-%lld, %lld -> %lld -> %lld at K=%d %s (%.1f MB per expert)\n",
                     static_cast<long long>(kExperts), static_cast<long long>(kTopk), static_cast<long long>(kHidden),
                     static_cast<long long>(kInter), static_cast<long long>(kHidden), bits, cbName(cb).c_str(), double(expertBytes) / 1e6);
@@ -221,6 +247,67 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                 row["two_launch_fraction_of_copy"] = bytes / var[1].s / copyBw;
             }
             rows.push_back(row);
+        }
+    }
+
+    // (c) prefill sizes ------------------------------------------------------------------------------------
+    // The MoE layer with every token of a prompt routed at once (at 4,096 tokens all 288 experts are in use, ~114
+    // tokens each) and the GEMV's matrix as a GEMM: compute-bound work, so the figure is TFLOP/s (2 per
+    // multiply-add of the model's product; the kernels' own hi/lo activation pieces not counted) and µs per token.
+    if (parts.prefill && device) {
+        const int bits = 4, pReps = std::max(3, reps / 4);
+        std::printf("\n(c) prefill sizes at K=%d: the routed MoE layer (%lld experts, top-%lld) and the GEMM %lld -> %lld; "
+                    "TFLOP/s of the model's products, median of %d calls\n",
+                    bits, static_cast<long long>(kExperts), static_cast<long long>(kTopk), static_cast<long long>(kHidden),
+                    static_cast<long long>(kWideOut), pReps);
+        std::printf("%-10s %6s %6s %10s %10s %9s\n", "what", "cb", "tokens", "ms/call", "us/token", "TFLOP/s");
+        // Each row twice: the prefill path (cuda_exl3_prefill.cu, the default) and the staged kernels it replaces.
+        auto timed = [&](const std::function<void()>& fn) {
+            std::pair<double, double> s;
+            {
+                const OverrideScope<exl3SetPrefillPath> on(1);
+                s.first = medianSeconds(backend, pReps, 1, fn);
+            }
+            const OverrideScope<exl3SetPrefillPath> off(0);
+            s.second = medianSeconds(backend, pReps, 1, fn);
+            return s;
+        };
+        auto line = [&](const char* what, Exl3Codebook cb, int64_t T, std::pair<double, double> s, double flops) {
+            for (int v = 0; v < 2; ++v) {
+                const double t = v ? s.second : s.first;
+                std::printf("%-10s %6s %6lld %10.3f %10.2f %9.1f  %s\n", what, cbName(cb).c_str(), static_cast<long long>(T),
+                            t * 1e3, t * 1e6 / double(T), flops / t / 1e12, v ? "staged kernels" : "prefill path");
+                rows.push_back({{"bench", std::string("exl3_prefill_") + what}, {"bits", bits}, {"codebook", cbName(cb)},
+                                {"tokens", T}, {"path", v ? "staged" : "prefill"}, {"ms", t * 1e3},
+                                {"us_per_token", t * 1e6 / double(T)}, {"TFLOPs", flops / t / 1e12}});
+            }
+        };
+        for (const Exl3Codebook cb : {Exl3Codebook::Mul1, Exl3Codebook::Mcg}) {
+            const Experts ex = makeExperts(store, cb, bits, rng);
+            for (const int64_t T : {int64_t(512), int64_t(4096)}) {
+                if (cb == Exl3Codebook::Mcg && T != 4096) continue;
+                const std::vector<int32_t> ro = randomRouting(T, rng);
+                const std::vector<float> wt(size_t(T * kTopk), 0.125f);
+                const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
+                const Buffer y = backend.alloc(size_t(T * kHidden) * 4);
+                bool fused = true;
+                auto fn = [&] {
+                    fused = backend.moeExpertsFused(x, T, kHidden, kInter, ro.data(), wt.data(), kTopk, ex.gate.data(),
+                                                    ex.up.data(), ex.down.data(), kExperts, 10.0f, y) && fused;
+                };
+                const auto s = timed(fn);
+                if (!fused) continue;
+                line("moe", cb, T, s, 2.0 * double(T * kTopk) * 3.0 * double(kHidden * kInter));
+            }
+        }
+        const size_t bytes = size_t(kHidden * kWideOut * bits / 8);
+        const WeightView w = WeightView::of(*store.make(store.newBytes(bytes, 2000), kHidden, kWideOut, bits,
+                                                        Exl3Codebook::Mul1, rng));
+        for (const int64_t T : {int64_t(1024), int64_t(4096)}) {
+            const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
+            const Buffer y = backend.alloc(size_t(T * kWideOut) * 4);
+            const auto s = timed([&] { backend.linear(x, T, w, y); });
+            line("gemm", Exl3Codebook::Mul1, T, s, 2.0 * double(T) * double(kHidden * kWideOut));
         }
     }
 

@@ -22,7 +22,8 @@ int cmdBenchDevice(const Args& args) {
     if (args.help()) {
         std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda,mhc,gemv] [--reps 20] [--json FILE]\n"
                     "--what also takes exl3-moe (only the fused MoE layer), exl3-gemv4 (only the GEMV at K = 4) and\n"
-                    "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4);\n"
+                    "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4) and\n"
+                    "exl3-prefill (the MoE layer and a GEMM at prefill sizes, TFLOP/s; also part of exl3);\n"
                     "mhc times the mHC pre op (one launch vs two) at decode and prefill sizes; gemv the dense BF16\n"
                     "GEMV / GEMM at a decode step's shapes, 1 to 4,096 tokens, in each of the CUDA backend's modes.\n"
                     "Times the device kernels at GLM-5.3-Flash's real widths; bandwidth is reported as a fraction\n"
@@ -35,10 +36,11 @@ int cmdBenchDevice(const Args& args) {
     std::vector<std::string> what;
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
     for (std::string item; std::getline(ss, item, ',');) {
-        if (item != "exl3" && item != "exl3-moe" && item != "exl3-gemv4" && item != "exl3-trace" && item != "mla" &&
-            item != "kda" && item != "mhc" && item != "gemv")
-            fail(ErrorKind::InvalidArgument,
-                 "--what: '" + item + "' is not one of exl3, exl3-moe, exl3-gemv4, exl3-trace, mla, kda, mhc, gemv");
+        if (item != "exl3" && item != "exl3-moe" && item != "exl3-gemv4" && item != "exl3-trace" &&
+            item != "exl3-prefill" && item != "mla" && item != "kda" && item != "mhc" && item != "gemv")
+            fail(ErrorKind::InvalidArgument, "--what: '" + item +
+                                                 "' is not one of exl3, exl3-moe, exl3-gemv4, exl3-trace, exl3-prefill, "
+                                                 "mla, kda, mhc, gemv");
         what.push_back(item);
     }
     // Opened before the benchmarks: a bad path is reported at once, not after minutes of timing.
@@ -60,6 +62,7 @@ int cmdBenchDevice(const Args& args) {
         parts.moe = parts.moe || w == "exl3" || w == "exl3-moe" || w == "exl3-trace";
         parts.gemv = parts.gemv || w == "exl3" || w == "exl3-gemv4" || w == "exl3-trace";
         parts.trace = parts.trace || w == "exl3-trace";
+        parts.prefill = parts.prefill || w == "exl3" || w == "exl3-prefill";
         parts.gemvK4Only = parts.gemvK4Only && w != "exl3";
     }
     bool exl3Done = false;

@@ -419,6 +419,33 @@ void addExl3Cases(std::vector<Case>& out) {
                        return linearCase(c, "glm", 4096, 2048, 3, CB::Mcg, {16, 100}, false);
                    })});
 
+    // The prefill path (cuda_exl3_prefill.cu: ≥ 64 rows of a linear, ≥ 40 routed rows per used expert, K = 2..6)
+    // is the default for the prefill-sized cases; these run them again on the staged kernels (exl3SetPrefillPath(0)),
+    // and under a scratch budget of 1 MiB, where its rows are split into several groups (of tokens for a linear,
+    // of experts in ascending order for the MoE).
+    auto staged = [](auto fn) {
+        return [fn](Context& c) {
+            const TuneOverride<exl3SetPrefillPath> off(0);
+            return fn(c);
+        };
+    };
+    auto smallBudget = [](auto fn) {
+        return [fn](Context& c) {
+            const TuneOverride<exl3SetPrefillBudgetMiB> budget(1);
+            return fn(c);
+        };
+    };
+    out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias, staged prefill", staged([](Context& c) {
+                       return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {100}, true);
+                   })});
+    out.push_back({kFamily, "linear prefill 1024→512 K=4 mul1, 1 MiB groups", smallBudget([](Context& c) {
+                       return linearCase(c, "prefill", 1024, 512, 4, CB::Mul1, {300}, false);
+                   })});
+    for (CB cb : cbs)
+        out.push_back({kFamily, std::string("linear prefill 1024→640 K=5 ") + cbName(cb), [cb](Context& c) {
+                           return linearCase(c, "prefill", 1024, 640, 5, cb, {64, 129}, false);
+                       }});
+
     // Fused MoE.
     const MoeShape moes[] = {
         // label, T, D, I, E, topk, distinct, K gate/up, K down, codebook, limit, mixedK, pool
@@ -447,6 +474,15 @@ void addExl3Cases(std::vector<Case>& out) {
     };
     for (const MoeShape& s : moes)
         out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T), [s](Context& c) { return moeCase(c, s); }});
+    // Prefill-sized MoE steps on the staged kernels, and the prefill path's expert groups under a 1 MiB budget.
+    const MoeShape pfMoe = {"moe prefill top-8", 64, 512, 256, 32, 8, 32, 4, 4, CB::Mul1, 10.0f, false, 8};
+    out.push_back({kFamily, std::string(pfMoe.label) + " T=64", [pfMoe](Context& c) { return moeCase(c, pfMoe); }});
+    out.push_back({kFamily, std::string(pfMoe.label) + " T=64, 1 MiB groups",
+                   smallBudget([pfMoe](Context& c) { return moeCase(c, pfMoe); })});
+    for (const MoeShape& s : moes)
+        if (std::string(s.label).find("prefill") != std::string::npos)
+            out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T) + ", staged prefill",
+                           staged([s](Context& c) { return moeCase(c, s); })});
     // ~70 tokens per expert at K = 2 under a GB10's 99 KiB: 16-row jobs instead of 64 (see above).
     const MoeShape gb10Moe = {"moe prefill K=2, 99 KiB plans", 70, 256, 384, 8, 4, 8, 2, 2, CB::Mcg, 0.0f, false, 4};
     out.push_back({kFamily, std::string(gb10Moe.label) + " T=70", gb10([gb10Moe](Context& c) { return moeCase(c, gb10Moe); })});

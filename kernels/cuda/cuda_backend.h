@@ -36,6 +36,10 @@ namespace ts {
 
 struct DevicePool;  // cuda_backend.cu: the caching allocator
 struct Exl3Cache;  // cuda_exl3.cuh: the EXL3 files' per-backend scratch and expert tables
+namespace exl3cuda {
+struct PfRow;      // cuda_exl3.cuh: the prefill path's work lists
+struct PfJobHost;
+}  // namespace exl3cuda
 
 class CudaBackend final : public Backend {
 public:
@@ -210,7 +214,8 @@ public:
     // Device scratch that stays valid until the next call with the same slot (stream order makes reuse
     // safe). Grown on demand; never shrinks.
     enum ScratchSlot : int { kScratchPages, kScratchIds, kScratchSel, kScratchScale, kScratchA, kScratchB,
-                             kScratchC, kScratchD, kScratchGemm, kScratchCount };
+                             kScratchC, kScratchD, kScratchGemm, kScratchPfJobs, kScratchPfRows, kScratchPfArena,
+                             kScratchPfComb, kScratchCount };
     void* scratch(ScratchSlot slot, size_t bytes);
     // Copies n host values into a scratch slot and returns the device pointer.
     const int32_t* uploadInts(ScratchSlot slot, const int32_t* host, int64_t n);
@@ -243,6 +248,18 @@ private:
     // (cuda_math.cu's GEMV modes 3 and 4 at T ≤ 8 and GEMM modes above; pdl: launched with programmatic dependent
     // launch).
     void gemvTensorCores(const float* x, const void* W, float* y, int64_t T, int64_t N, int64_t K, bool pdl);
+    // cuda_exl3_prefill.cu: EXL3 at prefill sizes (false: not taken — too few rows, a K without a kernel there,
+    // TS_EXL3_PREFILL=0, or a graph being captured; the caller runs cuda_exl3.cu's path). exl3PrefillMoe gets
+    // moeExpertsFused's routing: byExpert (flat choices grouped by ascending expert) and first [E + 1].
+    bool exl3PrefillLinear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y);
+    bool exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t I, const int32_t* byExpert, const int32_t* first,
+                        int64_t E, int64_t topk, const float* hostWeight, const WeightView* gate, const WeightView* up,
+                        const WeightView* down, float limit, const Buffer& y);
+    void exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int64_t k, int64_t kIn, void* planes,
+                         int64_t loOffset, int* e);
+    void exl3PfGemm(std::vector<exl3cuda::PfJobHost>& jobs, int bits, int codebook, int64_t k, int64_t n, int64_t nOut,
+                    int64_t loOffset);
+    bool capturingNow() const;  // cuda_graph.cu: a graph segment is being captured
     // cuda_gemm_pieces.cu: the same product on cuBLAS, x as three exact bf16 pieces (BF16 W, K % 8 == 0, x 16-byte
     // aligned; the GEMM modes of prefill-sized steps). Uses the kScratchGemm slot.
     void gemmCublasPieces(const float* x, const void* W, float* y, int64_t T, int64_t N, int64_t K);

@@ -520,6 +520,7 @@ void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, 
     TS_CHECK(T < (int64_t(1) << 30), "exl3Linear: too many rows");
     const DeviceTrellis& d = deviceTrellis(p);
     TS_CHECK(d.k % 128 == 0 && d.n % 128 == 0 && in <= d.k && out <= d.n, "exl3Linear: bad EXL3 shape");
+    if (exl3PrefillLinear(x, T, p, y)) return;  // many rows: the throughput path (cuda_exl3_prefill.cu)
 
     Params P;
     P.inlineJob.trellis = d.trellis;

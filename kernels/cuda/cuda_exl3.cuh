@@ -434,6 +434,31 @@ inline int chooseMG(double rowsPerJob, int bits = 4, size_t smemLimit = 0) {
     if (rowsPerJob < 40.0) return 1;
     return smemLimit == 0 || stagedSmemBytes(bits, kMaxMG, 1, kMaxRows) <= smemLimit ? kMaxMG : 1;
 }
+// The prefill path (cuda_exl3_prefill.cu): a transform row — x row (fp32) ⊙ suh → row `dst` of the hi/lo planes —
+// and a GEMM job — one matrix over m rows of the planes (row r: hi at planes + r·k, lo at + loOffset; exponent
+// e[r]) into y + r·ldy. Host-built, copied to the device as they are.
+struct PfRow {
+    const float* x = nullptr;
+    const float* suh = nullptr;
+    int32_t dst = 0;
+    int32_t pad = 0;
+};
+struct PfJobHost {
+    const uint16_t* trellis = nullptr;
+    const float* svh = nullptr;
+    const float* bias = nullptr;
+    const void* planes = nullptr;  // fp16 [rows, k] (hi; lo at + loOffset elements)
+    const int* e = nullptr;
+    float* y = nullptr;
+    int64_t ldy = 0, m = 0;
+};
+// A MoE step takes the prefill path from this many routed rows per used expert on average (chooseMG's threshold
+// for the staged 64-row jobs too); a linear from kPfMinRowsLinear rows (cuda_exl3_prefill.cu).
+constexpr double kPfMinRowsMoe = 40.0;
+bool pfSupported(int bits, int codebook);  // K = 2..6, any codebook
+int setPrefillPath(int on);  // TS_EXL3_PREFILL override (ts::exl3SetPrefillPath)
+bool prefillPath();
+
 // A/B switches for measuring the decode changes on a GPU, read once from the environment variable
 // TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units
 // (launch() sets Params::noChunk), 2 = the decode planner keeps the fixed 6-units-per-SM slice count,

@@ -263,6 +263,8 @@ bool CudaBackend::graphRetire(Buffer& old) {
     return true;
 }
 
+bool CudaBackend::capturingNow() const { return m_graph && m_graph->capturing; }
+
 void CudaBackend::checkNotCapturing(const char* what) const {
     if (m_graph && m_graph->capturing)
         fail(ErrorKind::Internal, std::string("CUDA graphs: ") + what +

@@ -1,0 +1,588 @@
+// EXL3 at prefill sizes: y = x · Wᵀ for a packed EXL3 linear over many token rows, and the routed experts of a
+// prefill step (CudaBackend::exl3PrefillLinear / exl3PrefillMoe, chosen by exl3Linear and moeExpertsFused when
+// the rows per matrix are many; kernels/exl3_tune.h: exl3PrefillMinRows, TS_EXL3_PREFILL). The format and the
+// math are cuda_exl3.cu's (xr = BH_k(x ⊙ suh), yr = xr · Ŵ, y = BH_n(yr) ⊙ svh + bias); what differs is the
+// work split, built for throughput instead of weight streaming:
+//
+//   1. transform (exl3PfTransformKernel, one block per row): xr exactly as the CPU computes it (x ⊙ suh, the
+//      same butterflies, ·1/√128), the row scaled by 2^e (max |xr| → [2^14, 2^15)) and split into fp16 hi + lo
+//      planes (~22 bits: products with the fp16 codebook values stay exact in fp32), once per row and matrix
+//      instead of once per unit of 128 output columns.
+//   2. GEMM (exl3PfGemmKernel<K, codebook>, 256 threads): a block owns 64 rows × 128 columns of one job (a
+//      matrix and its rows) over the whole of k — no split-K, no partials. A 4-deep cp.async ring brings 32-k
+//      steps of the hi/lo planes (64 rows, swizzled for ldmatrix) and of the trellis (2 k-tiles × 8 tiles);
+//      per step each warp decodes two tiles (laneStates + the codebook: the CPU's fp16 values exactly) into
+//      mma B fragments in shared memory, one step ahead of the tensor cores, and every warp then runs its
+//      32 rows × 32 columns: 16 mma.m16n8k16 per k-tile (2 row groups × 2 tiles × 2 halves × hi, lo). Each
+//      weight is decoded once per 64 rows (the staged unit of cuda_exl3.cu: once per 64 rows too, but with
+//      4 warps, a barrier per 16 k-tiles and the input transform in every unit).
+//      Epilogue: ÷ 2^e, the output Hadamard of the block's 128 columns (the CPU's butterflies), ⊙ svh, + bias.
+//   3. MoE only: swiglu of the gate and up rows (CudaBackend::swiglu, the CPU's op), the down rows' transform
+//      and GEMM, and the combine y[t] += Σ w · out in ascending expert order (the CPU loop's order), for groups
+//      of experts in ascending order whose rows fit the scratch budget — so a long prompt needs no more
+//      device memory than ~kPfBudget.
+//
+// Numerics against the CPU (fp32): the input and output transforms, svh, bias, swiglu and combine repeat its
+// operations in its order; products exact; sums in the tensor core's fp32 order over k instead of the CPU's
+// sequential one, activations kept to ~2^-22 — the prefill tolerance of the self-test (1e-4), as the staged unit.
+// Deterministic: fixed work split, no atomics.
+//
+// Variants: K = 2..6 × the three codebooks (exl3PfSupported); other K take cuda_exl3.cu's kernels.
+// Test:      twinspark-cli selftest --backend cuda --filter exl3   (the prefill-sized linear and MoE cases run
+//            this path and, with exl3SetPrefillPath(0), the staged one; both against the CPU)
+// Benchmark: twinspark-cli bench-device --what exl3-prefill   (the MoE layer at 512 / 4,096 tokens and a
+//            4096 → 12288 GEMM at 1,024 / 4,096 tokens, TFLOP/s; TS_EXL3_PREFILL=0 for the staged path)
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "core/env_switch.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_common.cuh"
+#include "cuda/cuda_exl3.cuh"
+#include "cuda/cuda_exl3_unit.cuh"
+
+namespace ts {
+namespace exl3cuda {
+
+namespace {
+
+constexpr int kPfThreads = 256;  // 8 warps: 2 (rows) × 4 (columns) for the mma, 8 tiles decoded per k-tile
+constexpr int kPfBM = 64;        // token rows per block
+constexpr int kPfStages = 4;     // cp.async ring depth (32-k steps)
+constexpr int kPfTransformThreads = 128;
+constexpr size_t kPfBudget = size_t(256) << 20;  // scratch of one group of rows (planes, outputs)
+}  // namespace
+// When the prefill path is taken: a linear of at least this many rows; a MoE step with at least this many routed
+// rows per used expert on average (cuda_exl3_moe.cu; the staged path's 64-row jobs start at 40 too, chooseMG).
+constexpr int64_t kPfMinRowsLinear = 64;
+namespace {
+
+// One GEMM job: one matrix applied to m rows of the hi/lo planes (row r at a + r·k), written to y + r·ldy.
+struct PfJob {
+    const uint16_t* trellis = nullptr;  // [k/16, n/16, 16K]
+    const float* svh = nullptr;         // [n]
+    const float* bias = nullptr;        // [n] or null
+    const __half* ah = nullptr;         // [m, k] hi plane of the job's rows (lo: ah + loOffset)
+    const int* e = nullptr;             // [m] the rows' scale exponents
+    float* y = nullptr;
+    int ldy = 0, m = 0;
+    int blockStart = 0;  // first grid block of the job (blocks: ⌈m / 64⌉ × NB, column block innermost)
+    int pad = 0;
+};
+
+struct PfGemmParams {
+    const PfJob* jobs = nullptr;
+    int J = 0, k = 0, n = 0, NB = 0, nOut = 0;
+    int64_t loOffset = 0;  // elements from the hi plane to the lo plane
+};
+
+__device__ __forceinline__ void cpAsync16Zfill(void* smemDst, const void* gsrc, bool valid) {
+    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smemDst));
+    const int n = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gsrc), "r"(n) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* p) {
+    const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+// The lane's 8 codebook values of a tile as fp16 pairs in B-fragment order: register q = (value 2q, 2q + 1), q = 0,
+// 1 the two B registers of the tile's first 8 columns (k 2c, 2c+1 | 2c+8, 2c+9 of column g), q = 2, 3 those of
+// columns 8..15 — the CPU's values exactly (MUL1: the fp16 fma of 1024 + bytesum, one rounding per value, as the
+// scalar codebook; 3INST/MCG: lo + hi rounded once, codebookPairs).
+template <int CB>
+__device__ __forceinline__ void lanePairs(const uint32_t (&st)[8], uint32_t (&b)[4]) {
+    if constexpr (CB == 2) {
+        const __half2 kinv = __halves2half2(__ushort_as_half(0x1EEE), __ushort_as_half(0x1EEE));
+        const __half2 kbias = __halves2half2(__ushort_as_half(0xC931), __ushort_as_half(0xC931));
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const uint32_t t0 = __dp4a(st[2 * q] * kMul1Mul, 0x01010101u, 0x6400u);
+            const uint32_t t1 = __dp4a(st[2 * q + 1] * kMul1Mul, 0x01010101u, 0x6400u);
+            const uint32_t h = __byte_perm(t0, t1, 0x5410);
+            const __half2 r = __hfma2(*reinterpret_cast<const __half2*>(&h), kinv, kbias);
+            b[q] = *reinterpret_cast<const uint32_t*>(&r);
+        }
+    } else {
+        codebookPairs<CB>(st, b);
+    }
+}
+
+// Shared memory of the GEMM (bytes): the ring of kPfStages steps — hi and lo planes [2][64 rows][32 k] fp16 and the
+// trellis [2 k-tiles][8 tiles][8K words] — then the decoded B fragments [2 buffers][2 k-tiles][8 tiles][32 lanes]
+// of 16 bytes. The epilogue reuses the ring for its [64][128 + 4] fp32 output tile.
+__host__ __device__ constexpr int pfPlaneBytes() { return 2 * kPfBM * 64; }
+__host__ __device__ constexpr int pfTrellisBytes(int K) { return 2 * 8 * tileWords(K) * 4; }
+__host__ __device__ constexpr int pfStageBytes(int K) { return pfPlaneBytes() + pfTrellisBytes(K); }
+__host__ __device__ constexpr int pfFragBytes() { return 2 * 2 * 8 * 32 * 16; }
+__host__ __device__ constexpr int pfSmemBytes(int K) {
+    return (kPfStages * pfStageBytes(K) > kPfBM * 132 * 4 ? kPfStages * pfStageBytes(K) : kPfBM * 132 * 4) +
+           pfFragBytes();
+}
+
+// Byte offset of the 16-byte chunk j (k 8j..8j+7 of a 32-k step) of row r in one plane: rows of 64 bytes, the
+// chunk index xor-ed with (r / 2) % 4 so that the 8 rows one ldmatrix phase reads fall on distinct banks.
+__device__ __forceinline__ int pfChunk(int r, int j) { return r * 64 + ((j ^ ((r >> 1) & 3)) << 4); }
+
+template <int K, int CB>
+__global__ void __launch_bounds__(kPfThreads, 2) exl3PfGemmKernel(PfGemmParams P) {
+    constexpr int TW = tileWords(K);
+    constexpr int SB = pfStageBytes(K);
+    extern __shared__ __align__(16) unsigned char smem[];
+    unsigned char* ring = smem;
+    uint4* frag = reinterpret_cast<uint4*>(smem + (pfSmemBytes(K) - pfFragBytes()));  // [2][2][8][32]
+
+    // The block's job (binary search over blockStart: jobs are few hundred at most).
+    int lo = 0, hi = P.J - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (P.jobs[mid].blockStart <= int(blockIdx.x)) lo = mid;
+        else hi = mid - 1;
+    }
+    const PfJob job = P.jobs[lo];
+    const int local = int(blockIdx.x) - job.blockStart;
+    const int nb = local % P.NB, r0 = (local / P.NB) * kPfBM;
+    const int m = min(kPfBM, job.m - r0);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tilesK = P.k / 16, tilesN = P.n / 16, steps = tilesK / 2;
+    const __half* ah = job.ah + int64_t(r0) * P.k;
+    const uint32_t* tr = reinterpret_cast<const uint32_t*>(job.trellis) + int64_t(nb) * 8 * TW;
+
+    // Step s into ring slot s % kPfStages: 512 plane chunks (2 planes × 64 rows × 4), then 2 × 8 × TW / 4 trellis
+    // chunks (two k-tile rows of 8 consecutive tiles). Rows ≥ m are zero-filled.
+    auto issue = [&](int s) {
+        if (s < steps) {
+            unsigned char* st = ring + (s % kPfStages) * SB;
+            for (int i = tid; i < 512; i += kPfThreads) {
+                const int plane = i >> 8, r = (i >> 2) & 63, j = i & 3;
+                const __half* src = ah + (plane ? P.loOffset : 0) + int64_t(r < m ? r : 0) * P.k + s * 32 + 8 * j;
+                cpAsync16Zfill(st + plane * (kPfBM * 64) + pfChunk(r, j), src, r < m);
+            }
+            constexpr int TCH = 2 * 8 * TW / 4;  // 16-byte chunks of the step's trellis
+            for (int i = tid; i < TCH; i += kPfThreads) {
+                const int kk = i / (TCH / 2), q = i % (TCH / 2);
+                cpAsync16(st + pfPlaneBytes() + i * 16, tr + (int64_t(2 * s + kk) * tilesN) * TW + q * 4);
+            }
+        }
+        cpAsyncCommit();  // one group per step, maybe empty
+    };
+    // Decodes step s's 16 tiles into fragment buffer s % 2: warp w takes tile w of both k-tiles.
+    auto decode = [&](int s) {
+        if (s >= steps) return;
+        const uint32_t* tw = reinterpret_cast<const uint32_t*>(ring + (s % kPfStages) * SB + pfPlaneBytes());
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            uint32_t st8[8], b[4];
+            laneStates<K>(tw + (kk * 8 + warp) * TW, lane, st8);
+            lanePairs<CB>(st8, b);
+            frag[((s & 1) * 2 + kk) * 256 + warp * 32 + lane] = make_uint4(b[0], b[1], b[2], b[3]);
+        }
+    };
+
+    const int wm = warp >> 2, wn = warp & 3;  // rows 32·wm.., tiles 2·wn, 2·wn + 1
+    float acc[2][2][2][4];  // [row group][tile][column half][mma accumulator]
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[a][t][h][i] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < kPfStages - 1; ++s) issue(s);
+    cpAsyncWait<kPfStages - 2>();  // step 0 has landed
+    __syncthreads();
+    decode(0);
+    // ldmatrix addresses: lane l gives row (l % 16) of its matrix pair, k chunk (l / 16) of the k-tile.
+    const int lr = lane & 15, lj = lane >> 4;
+    for (int s = 0; s < steps; ++s) {
+        cpAsyncWait<kPfStages - 3>();  // step s + 1 has landed (s + 2 may still be in flight)
+        __syncthreads();               // step s's fragments written; step s − 1's slot and fragments free
+        issue(s + kPfStages - 1);
+        decode(s + 1);
+        const unsigned char* st = ring + (s % kPfStages) * SB;
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            uint4 bt[2];
+#pragma unroll
+            for (int t = 0; t < 2; ++t) bt[t] = frag[((s & 1) * 2 + kk) * 256 + (2 * wn + t) * 32 + lane];
+            uint32_t af[2][2][4];  // [plane: hi, lo][row group]
+#pragma unroll
+            for (int a = 0; a < 2; ++a) {
+                const int r = 32 * wm + 16 * a + lr;
+                ldmatrixX4(af[0][a], st + pfChunk(r, 2 * kk + lj));
+                ldmatrixX4(af[1][a], st + kPfBM * 64 + pfChunk(r, 2 * kk + lj));
+            }
+            // All eight hi products, then the eight lo ones: an accumulator's second mma comes eight after its
+            // first, not right behind it.
+#pragma unroll
+            for (int p = 0; p < 2; ++p)
+#pragma unroll
+                for (int a = 0; a < 2; ++a)
+#pragma unroll
+                    for (int t = 0; t < 2; ++t) {
+                        mma(acc[a][t][0], af[p][a][0], af[p][a][1], af[p][a][2], af[p][a][3], bt[t].x, bt[t].y);
+                        mma(acc[a][t][1], af[p][a][0], af[p][a][1], af[p][a][2], af[p][a][3], bt[t].z, bt[t].w);
+                    }
+        }
+    }
+    cpAsyncWait<0>();
+    __syncthreads();  // the ring is free: the output tile goes there
+
+    // acc[a][t][h][i]: row 32·wm + 16·a + g + 8·(i >> 1), column 32·wn + 16·t + 8·h + 2c + (i & 1).
+    float* ct = reinterpret_cast<float*>(ring);  // [64][132]
+    const int g = lane >> 2, c = lane & 3;
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int row = 32 * wm + 16 * a + g + 8 * (i >> 1);
+                    const int col = 32 * wn + 16 * t + 8 * h + 2 * c + (i & 1);
+                    ct[row * 132 + col] = acc[a][t][h][i];
+                }
+    __syncthreads();
+    // One warp per row: ÷ 2^e, then the CPU's output transform of the block's 128 columns (lane: 4l..4l+3).
+    const int col0 = nb * 128 + 4 * lane;
+    float svh[4], bias[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        svh[i] = __ldg(job.svh + col0 + i);
+        bias[i] = job.bias ? __ldg(job.bias + col0 + i) : 0.0f;
+    }
+    for (int row = warp; row < m; row += kPfThreads / 32) {
+        const float f = pow2(-__ldg(job.e + r0 + row));
+        float v[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = __fmul_rn(ct[row * 132 + 4 * lane + i], f);
+        had128(v, lane);
+        float* yr = job.y + int64_t(r0 + row) * job.ldy;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            float o = __fmul_rn(v[i], svh[i]);
+            if (job.bias) o = __fadd_rn(o, bias[i]);
+            if (col0 + i < P.nOut) yr[col0 + i] = o;
+        }
+    }
+}
+
+// Row r of the work list: xr = BH(x ⊙ suh) (the CPU's operations), e = the exponent that scales max |xr| into
+// [2^14, 2^15) (rotateInputs' rule, over the whole row), hi = fp16(xr · 2^e), lo = fp16(xr · 2^e − hi).
+// Dynamic shared memory: k floats (the rotated row) + one per warp.
+__global__ void __launch_bounds__(kPfTransformThreads) exl3PfTransformKernel(const PfRow* __restrict__ rows, int k,
+                                                                              int kIn, __half* __restrict__ ah,
+                                                                              int64_t loOffset, int* __restrict__ eOut) {
+    extern __shared__ float xr[];
+    float* wmax = xr + k;
+    const PfRow R = rows[blockIdx.x];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kPfTransformThreads / 32;
+    float mx = 0.0f;
+    for (int b = warp; b < k / 128; b += nw) {
+        const int kk = b * 128 + 4 * lane;
+        float v[4], s[4];
+        loadX4(R.x, kk, kIn, false, v);
+        const float4 q = __ldg(reinterpret_cast<const float4*>(R.suh + kk));
+        s[0] = q.x;
+        s[1] = q.y;
+        s[2] = q.z;
+        s[3] = q.w;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = __fmul_rn(v[i], s[i]);
+        had128(v, lane);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            xr[kk + i] = v[i];
+            mx = fmaxf(mx, fabsf(v[i]));
+        }
+    }
+    mx = warpMaxF(mx);
+    if (lane == 0) wmax[warp] = mx;
+    __syncthreads();
+    mx = wmax[0];
+    for (int w = 1; w < nw; ++w) mx = fmaxf(mx, wmax[w]);
+    int e = kEInit;
+    if (mx > 0.0f) {
+        int p = 0;
+        frexpf(mx, &p);
+        e = isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
+    }
+    const float sc = pow2(e);
+    __half* hrow = ah + int64_t(R.dst) * k;
+    for (int i = 2 * int(threadIdx.x); i < k; i += 2 * kPfTransformThreads) {
+        const float t0 = __fmul_rn(xr[i], sc), t1 = __fmul_rn(xr[i + 1], sc);
+        const __half h0 = __float2half_rn(t0), h1 = __float2half_rn(t1);
+        const __half l0 = __float2half_rn(__fsub_rn(t0, __half2float(h0)));
+        const __half l1 = __float2half_rn(__fsub_rn(t1, __half2float(h1)));
+        *reinterpret_cast<__half2*>(hrow + i) = __halves2half2(h0, h1);
+        *reinterpret_cast<__half2*>(hrow + loOffset + i) = __halves2half2(l0, l1);
+    }
+    if (threadIdx.x == 0) eOut[R.dst] = e;
+}
+
+// y[t, :] += Σ w · src rows over t's entries [off[t], off[t + 1]) in order (the CPU's scatterAddRows order).
+__global__ void exl3PfCombineKernel(const int* __restrict__ off, const int* __restrict__ srcRow,
+                                    const float* __restrict__ w, const float* __restrict__ src, int D, int T,
+                                    float* __restrict__ y) {
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= int64_t(T) * D) return;
+    const int t = int(idx / D), col = int(idx % D);
+    const int e0 = off[t], e1 = off[t + 1];
+    if (e0 == e1) return;
+    float a = y[idx];
+    for (int e = e0; e < e1; ++e) a = __fadd_rn(a, __fmul_rn(w[e], src[int64_t(srcRow[e]) * D + col]));
+    y[idx] = a;
+}
+
+using PfKernelFn = void (*)(PfGemmParams);
+template <int K>
+PfKernelFn pfKernelForBits(int cb) {
+    return cb == 0 ? exl3PfGemmKernel<K, 0> : cb == 1 ? exl3PfGemmKernel<K, 1> : exl3PfGemmKernel<K, 2>;
+}
+PfKernelFn pfKernelFor(int bits, int cb) {
+    switch (bits) {
+    case 2: return pfKernelForBits<2>(cb);
+    case 3: return pfKernelForBits<3>(cb);
+    case 4: return pfKernelForBits<4>(cb);
+    case 5: return pfKernelForBits<5>(cb);
+    case 6: return pfKernelForBits<6>(cb);
+    default: return nullptr;
+    }
+}
+size_t pfSmemFor(int bits) {
+    switch (bits) {
+    case 2: return size_t(pfSmemBytes(2));
+    case 3: return size_t(pfSmemBytes(3));
+    case 4: return size_t(pfSmemBytes(4));
+    case 5: return size_t(pfSmemBytes(5));
+    default: return size_t(pfSmemBytes(6));
+    }
+}
+
+OverridableSwitch g_prefillPath("TS_EXL3_PREFILL", true);
+std::atomic<int> g_budgetMiB{0};
+
+}  // namespace
+
+int setPrefillPath(int on) { return g_prefillPath.set(on); }
+bool prefillPath() { return g_prefillPath.on(); }
+int setPrefillBudgetMiB(int mib) { return g_budgetMiB.exchange(mib > 0 ? mib : 0); }
+size_t prefillBudget() {
+    const int mib = g_budgetMiB.load(std::memory_order_relaxed);
+    return mib > 0 ? size_t(mib) << 20 : kPfBudget;
+}
+bool pfSupported(int bits, int codebook) { return bits >= 2 && bits <= 6 && codebook >= 0 && codebook <= 2; }
+
+}  // namespace exl3cuda
+
+namespace {
+
+using namespace exl3cuda;
+
+// Carves consecutive 256-byte-aligned pieces out of one scratch allocation.
+struct Carve {
+    unsigned char* base;
+    size_t used = 0;
+    template <class T>
+    T* take(size_t count) {
+        T* p = reinterpret_cast<T*>(base + used);
+        used += (count * sizeof(T) + 255) & ~size_t(255);
+        return p;
+    }
+};
+size_t carved(size_t count, size_t size) { return (count * size + 255) & ~size_t(255); }
+// A Buffer over scratch memory the backend owns (no ownership: the arena outlives the call).
+Buffer rawBuffer(void* p, size_t bytes) { return Buffer(std::shared_ptr<void>(p, [](void*) {}), bytes); }
+
+}  // namespace
+
+// The GEMM of `jobs` (blockStart filled here) over planes of k columns, n padded output columns (nOut kept).
+void CudaBackend::exl3PfGemm(std::vector<exl3cuda::PfJobHost>& jobs, int bits, int codebook, int64_t k, int64_t n,
+                             int64_t nOut, int64_t loOffset) {
+    std::vector<PfJob> dj(jobs.size());
+    int blocks = 0;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        const PfJobHost& h = jobs[j];
+        PfJob& d = dj[j];
+        d.trellis = h.trellis;
+        d.svh = h.svh;
+        d.bias = h.bias;
+        d.ah = static_cast<const __half*>(h.planes);
+        d.e = h.e;
+        d.y = h.y;
+        d.ldy = int(h.ldy);
+        d.m = int(h.m);
+        d.blockStart = blocks;
+        const int64_t b = (h.m + kPfBM - 1) / kPfBM * (n / 128);
+        TS_CHECK(blocks + b < (int64_t(1) << 31), "exl3 prefill: too many blocks");
+        blocks += int(b);
+    }
+    if (blocks == 0) return;
+    auto* table = static_cast<PfJob*>(scratch(kScratchPfJobs, dj.size() * sizeof(PfJob)));
+    TS_CUDA_CHECK(cudaMemcpyAsync(table, dj.data(), dj.size() * sizeof(PfJob), cudaMemcpyHostToDevice, m_stream));
+    PfGemmParams P;
+    P.jobs = table;
+    P.J = int(dj.size());
+    P.k = int(k);
+    P.n = int(n);
+    P.NB = int(n / 128);
+    P.nOut = int(nOut);
+    P.loOffset = loOffset;
+    const PfKernelFn fn = pfKernelFor(bits, codebook);
+    TS_CHECK(fn != nullptr, "exl3 prefill: no kernel for these bits");
+    const size_t smem = pfSmemFor(bits);
+    // Per call (a host-side attribute write, no device work): right on every device of the process.
+    TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    fn<<<unsigned(blocks), kPfThreads, smem, m_stream>>>(P);
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int64_t k, int64_t kIn, void* ah,
+                                  int64_t loOffset, int* e) {
+    if (rows.empty()) return;
+    auto* d = static_cast<PfRow*>(scratch(kScratchPfRows, rows.size() * sizeof(PfRow)));
+    TS_CUDA_CHECK(cudaMemcpyAsync(d, rows.data(), rows.size() * sizeof(PfRow), cudaMemcpyHostToDevice, m_stream));
+    const size_t smem = size_t(k + kPfTransformThreads / 32) * 4;
+    TS_CHECK(smem <= size_t(props().sharedMemPerBlockOptin), "exl3 prefill: input too wide");
+    if (smem > 48 * 1024)
+        TS_CUDA_CHECK(cudaFuncSetAttribute(exl3PfTransformKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    exl3PfTransformKernel<<<unsigned(rows.size()), kPfTransformThreads, smem, m_stream>>>(
+        d, int(k), int(kIn), static_cast<__half*>(ah), loOffset, e);
+    TS_CUDA_LAUNCH_CHECK();
+}
+
+bool CudaBackend::exl3PrefillLinear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y) {
+    if (!prefillPath() || T < kPfMinRowsLinear || capturingNow()) return false;
+    const DeviceTrellis& d = deviceTrellis(p);
+    if (!pfSupported(d.bits, d.codebook)) return false;
+    const int64_t in = p.inFeatures(), out = p.outFeatures();
+    // Rows per group: the planes (4 bytes per element) and exponents within the budget.
+    const int64_t perRow = int64_t(d.k) * 4 + 4;
+    const int64_t group = std::max<int64_t>(1, std::min<int64_t>(T, int64_t(prefillBudget()) / perRow));
+    const size_t bytes = carved(size_t(group * d.k), 4) + carved(size_t(group), 4);
+    Carve cv{static_cast<unsigned char*>(scratch(kScratchPfArena, bytes))};
+    auto* planes = cv.take<uint16_t>(size_t(group * d.k) * 2);
+    int* e = cv.take<int>(size_t(group));
+    const int64_t loOffset = group * d.k;  // the lo plane follows the hi plane of `group` rows
+    for (int64_t t0 = 0; t0 < T; t0 += group) {
+        const int64_t m = std::min(group, T - t0);
+        std::vector<PfRow> rows(static_cast<size_t>(m));
+        for (int64_t r = 0; r < m; ++r) rows[size_t(r)] = {x.f32() + (t0 + r) * in, d.suh, int32_t(r), 0};
+        exl3PfTransform(rows, d.k, in, planes, loOffset, e);
+        std::vector<PfJobHost> jobs(1);
+        jobs[0] = {d.trellis, d.svh, d.bias, planes, e, y.f32() + t0 * out, out, m};
+        exl3PfGemm(jobs, d.bits, d.codebook, d.k, d.n, out, loOffset);
+    }
+    return true;
+}
+
+bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t I, const int32_t* byExpert,
+                                 const int32_t* first, int64_t E, int64_t topk, const float* hostWeight,
+                                 const WeightView* gate, const WeightView* up, const WeightView* down, float limit,
+                                 const Buffer& y) {
+    // Signatures were checked by the caller (one K and codebook per projection kind, shapes [I, D] / [D, I]).
+    int64_t firstUsed = -1;
+    for (int64_t e = 0; e < E && firstUsed < 0; ++e)
+        if (first[e + 1] > first[e]) firstUsed = e;
+    if (firstUsed < 0) return true;
+    const DeviceTrellis& g0 = deviceTrellis(*gate[firstUsed].packed);
+    const DeviceTrellis& d0 = deviceTrellis(*down[firstUsed].packed);
+    if (!prefillPath() || capturingNow() || !pfSupported(g0.bits, g0.codebook) || !pfSupported(d0.bits, d0.codebook))
+        return false;
+    const int64_t kG = g0.k, nG = g0.n, kD = d0.k, nD = d0.n;  // padded: [kG = D', nG = I'], [kD = I', nD = D']
+    // Per routed row: gate and up planes (kG each, hi + lo), G and U outputs (I), the activation (I), its planes
+    // (kD), the down output (D), exponents.
+    const int64_t perRow = 2 * kG * 4 + 3 * I * 4 + kD * 4 + D * 4 + 3 * 4;
+    const int64_t cap = std::max<int64_t>(kPfBM, int64_t(prefillBudget()) / perRow);
+    // Groups of experts in ascending order with at most `cap` rows (an expert with more is a group of its own).
+    std::vector<std::pair<int64_t, int64_t>> groups;  // [e0, e1)
+    for (int64_t e = 0; e < E;) {
+        int64_t e1 = e, rows = 0;
+        while (e1 < E && (rows == 0 || rows + (first[e1 + 1] - first[e1]) <= cap)) rows += first[e1 + 1] - first[e1++];
+        groups.push_back({e, e1});
+        e = e1;
+    }
+    int64_t maxRows = 0;
+    for (const auto& gr : groups) maxRows = std::max<int64_t>(maxRows, first[gr.second] - first[gr.first]);
+    if (maxRows == 0) return true;
+    const size_t bytes = 2 * carved(size_t(maxRows * kG), 4) + 3 * carved(size_t(maxRows * I), 4) +
+                         carved(size_t(maxRows * kD), 4) + carved(size_t(maxRows * D), 4) + 3 * carved(size_t(maxRows), 4);
+    Carve cv{static_cast<unsigned char*>(scratch(kScratchPfArena, bytes))};
+    auto* pg = cv.take<uint16_t>(size_t(maxRows * kG) * 2);
+    auto* pu = cv.take<uint16_t>(size_t(maxRows * kG) * 2);
+    float* gOut = cv.take<float>(size_t(maxRows * I));
+    float* uOut = cv.take<float>(size_t(maxRows * I));
+    float* act = cv.take<float>(size_t(maxRows * I));
+    auto* pd = cv.take<uint16_t>(size_t(maxRows * kD) * 2);
+    float* dOut = cv.take<float>(size_t(maxRows * D));
+    int* eg = cv.take<int>(size_t(maxRows));
+    int* eu = cv.take<int>(size_t(maxRows));
+    int* ed = cv.take<int>(size_t(maxRows));
+
+    for (const auto& [ea, eb] : groups) {
+        const int64_t base = first[ea], rowsG = first[eb] - base;
+        if (rowsG == 0) continue;
+        // Transforms: each routed row's token through gate's and up's suh.
+        std::vector<PfRow> rg, ru, rd;
+        std::vector<PfJobHost> jg, jd;
+        for (int64_t e = ea; e < eb; ++e) {
+            const int64_t r0 = first[e] - base, m = first[e + 1] - first[e];
+            if (m == 0) continue;
+            const DeviceTrellis& tg = deviceTrellis(*gate[e].packed);
+            const DeviceTrellis& tu = deviceTrellis(*up[e].packed);
+            const DeviceTrellis& td = deviceTrellis(*down[e].packed);
+            for (int64_t r = 0; r < m; ++r) {
+                const int64_t tok = byExpert[first[e] + r] / topk;
+                rg.push_back({x.f32() + tok * D, tg.suh, int32_t(r0 + r), 0});
+                ru.push_back({x.f32() + tok * D, tu.suh, int32_t(r0 + r), 0});
+                rd.push_back({act + (r0 + r) * I, td.suh, int32_t(r0 + r), 0});
+            }
+            jg.push_back({tg.trellis, tg.svh, tg.bias, pg + r0 * kG, eg + r0, gOut + r0 * I, I, m});
+            jg.push_back({tu.trellis, tu.svh, tu.bias, pu + r0 * kG, eu + r0, uOut + r0 * I, I, m});
+            jd.push_back({td.trellis, td.svh, td.bias, pd + r0 * kD, ed + r0, dOut + r0 * D, D, m});
+        }
+        // The gate, up and down planes are each maxRows rows of hi, then maxRows rows of lo (loOffset).
+        exl3PfTransform(rg, kG, D, pg, maxRows * kG, eg);
+        exl3PfTransform(ru, kG, D, pu, maxRows * kG, eu);
+        exl3PfGemm(jg, g0.bits, g0.codebook, kG, nG, I, maxRows * kG);
+        swiglu(rawBuffer(gOut, size_t(rowsG * I) * 4), rawBuffer(uOut, size_t(rowsG * I) * 4), rowsG, I, limit,
+               rawBuffer(act, size_t(rowsG * I) * 4));
+        exl3PfTransform(rd, kD, I, pd, maxRows * kD, ed);
+        exl3PfGemm(jd, d0.bits, d0.codebook, kD, nD, D, maxRows * kD);
+        // Combine: every token's entries in this group, ascending expert (the rows are expert-major), then
+        // y[t] += w · out in that order — the group's experts after the earlier groups' ones.
+        std::vector<int32_t> off(size_t(T) + 1, 0), src, cnt(size_t(T), 0);
+        std::vector<float> wts;
+        for (int64_t i = base; i < first[eb]; ++i) ++cnt[size_t(byExpert[i] / topk)];
+        for (int64_t t = 0; t < T; ++t) off[size_t(t) + 1] = off[size_t(t)] + cnt[size_t(t)];
+        src.resize(size_t(off[size_t(T)]));
+        wts.resize(src.size());
+        std::vector<int32_t> fill(off.begin(), off.end() - 1);
+        for (int64_t i = base; i < first[eb]; ++i) {  // expert-major: each token's entries come out ascending
+            const int64_t t = byExpert[i] / topk;
+            src[size_t(fill[size_t(t)])] = int32_t(i - base);
+            wts[size_t(fill[size_t(t)]++)] = hostWeight[byExpert[i]];
+        }
+        const int32_t* dOff = uploadInts(kScratchPfComb, off.data(), int64_t(off.size()));
+        const int32_t* dSrc = uploadInts(kScratchIds, src.data(), int64_t(src.size()));
+        const float* dW = uploadFloats(kScratchScale, wts.data(), int64_t(wts.size()));
+        const int64_t total = T * D;
+        exl3PfCombineKernel<<<unsigned((total + 255) / 256), 256, 0, m_stream>>>(dOff, dSrc, dW, dOut, int(D), int(T),
+                                                                              y.f32());
+        TS_CUDA_LAUNCH_CHECK();
+    }
+    return true;
+}
+
+}  // namespace ts
