@@ -164,19 +164,9 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
             std::vector<std::vector<int32_t>> idx(nRoutings);
             std::vector<float> wt(size_t(T * kTopk), 0.125f);
             double distinct = 0;
-            std::vector<int32_t> pool(kExperts);
             for (auto& r : idx) {
-                std::set<int32_t> used;
-                for (int64_t t = 0; t < T; ++t) {
-                    for (int64_t e = 0; e < kExperts; ++e) pool[size_t(e)] = int32_t(e);
-                    for (int64_t k = 0; k < kTopk; ++k) {
-                        std::uniform_int_distribution<int64_t> pick(k, kExperts - 1);
-                        std::swap(pool[size_t(k)], pool[size_t(pick(rng))]);
-                        r.push_back(pool[size_t(k)]);
-                        used.insert(pool[size_t(k)]);
-                    }
-                }
-                distinct += double(used.size());
+                r = randomRouting(T, rng);
+                distinct += double(std::set<int32_t>(r.begin(), r.end()).size());
             }
             distinct /= nRoutings;
             const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
