@@ -404,21 +404,6 @@ void addExl3Cases(std::vector<Case>& out) {
                        [bits](Context& c) { return linearCase(c, "glm", 4096, 12288, bits, CB::Mul1, {1}, false); }});
     out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias",
                    [](Context& c) { return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {1, 4, 33, 100}, true); }});
-    // A GB10 (sm_121) gives a block 99 KiB of shared memory: the plans made for it (16-row jobs at K ≤ 2, one
-    // stage per unit where two would not fit) run on any device under exl3SetSmemLimitKiB(99).
-    auto gb10 = [](auto fn) {
-        return [fn](Context& c) {
-            const TuneOverride<exl3SetSmemLimitKiB> limit(99);
-            return fn(c);
-        };
-    };
-    out.push_back({kFamily, "linear glm gate 4096→2048 K=2 mul1, 99 KiB plans", gb10([](Context& c) {
-                       return linearCase(c, "glm", 4096, 2048, 2, CB::Mul1, {1, 33, 100}, false);
-                   })});
-    out.push_back({kFamily, "linear glm gate 4096→2048 K=3 mcg, 99 KiB plans", gb10([](Context& c) {
-                       return linearCase(c, "glm", 4096, 2048, 3, CB::Mcg, {16, 100}, false);
-                   })});
-
     // The prefill path (cuda_exl3_prefill.cu: ≥ 64 rows of a linear, ≥ 40 routed rows per used expert, K = 2..6)
     // is the default for the prefill-sized cases; these run them again on the staged kernels (exl3SetPrefillPath(0)),
     // and under a scratch budget of 1 MiB, where its rows are split into several groups (of tokens for a linear,
@@ -435,6 +420,22 @@ void addExl3Cases(std::vector<Case>& out) {
             return fn(c);
         };
     };
+    // A GB10 (sm_121) gives a block 99 KiB of shared memory: the plans made for it (16-row jobs at K ≤ 2, one
+    // stage per unit where two would not fit) run on any device under exl3SetSmemLimitKiB(99).
+    auto gb10 = [](auto fn) {
+        return [fn](Context& c) {
+            const TuneOverride<exl3SetSmemLimitKiB> limit(99);
+            return fn(c);
+        };
+    };
+    // On the staged kernels, which these cases are about (at 100 rows the prefill path, whose blocks fit 99 KiB too,
+    // would take the call); the MoE case at the end runs both.
+    out.push_back({kFamily, "linear glm gate 4096→2048 K=2 mul1, 99 KiB plans", gb10(staged([](Context& c) {
+                       return linearCase(c, "glm", 4096, 2048, 2, CB::Mul1, {1, 33, 100}, false);
+                   }))});
+    out.push_back({kFamily, "linear glm gate 4096→2048 K=3 mcg, 99 KiB plans", gb10(staged([](Context& c) {
+                       return linearCase(c, "glm", 4096, 2048, 3, CB::Mcg, {16, 100}, false);
+                   }))});
     out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias, staged prefill", staged([](Context& c) {
                        return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {100}, true);
                    })});
@@ -485,7 +486,10 @@ void addExl3Cases(std::vector<Case>& out) {
                            staged([s](Context& c) { return moeCase(c, s); })});
     // ~70 tokens per expert at K = 2 under a GB10's 99 KiB: 16-row jobs instead of 64 (see above).
     const MoeShape gb10Moe = {"moe prefill K=2, 99 KiB plans", 70, 256, 384, 8, 4, 8, 2, 2, CB::Mcg, 0.0f, false, 4};
-    out.push_back({kFamily, std::string(gb10Moe.label) + " T=70", gb10([gb10Moe](Context& c) { return moeCase(c, gb10Moe); })});
+    out.push_back({kFamily, std::string(gb10Moe.label) + " T=70",
+                   gb10(staged([gb10Moe](Context& c) { return moeCase(c, gb10Moe); }))});
+    out.push_back({kFamily, std::string(gb10Moe.label) + " T=70, prefill path",
+                   gb10([gb10Moe](Context& c) { return moeCase(c, gb10Moe); })});
     out.push_back({kFamily, "moe 1 vs 2 launches, back to back", [](Context& c) { return moeLaunchesCase(c); }});
 }
 

@@ -402,6 +402,12 @@ struct Carve {
     }
 };
 size_t carved(size_t count, size_t size) { return (count * size + 255) & ~size_t(255); }
+// The GEMM block of K-bit weights and the transform of a k-wide row (the rotated row in shared memory) fit the shared
+// memory a block may have (the device's opt-in limit, or exl3SetSmemLimitKiB's): else the staged kernels take the call.
+bool pfFits(int bits, int64_t k, size_t deviceOptin) {
+    const size_t lim = smemLimit(deviceOptin);
+    return pfSmemFor(bits) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
+}
 // A Buffer over scratch memory the backend owns (no ownership: the arena outlives the call).
 Buffer rawBuffer(void* p, size_t bytes) { return Buffer(std::shared_ptr<void>(p, [](void*) {}), bytes); }
 
@@ -465,7 +471,7 @@ void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int6
 bool CudaBackend::exl3PrefillLinear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y) {
     if (!prefillPath() || T < kPfMinRowsLinear || capturingNow()) return false;
     const DeviceTrellis& d = deviceTrellis(p);
-    if (!pfSupported(d.bits, d.codebook)) return false;
+    if (!pfSupported(d.bits, d.codebook) || !pfFits(d.bits, d.k, props().sharedMemPerBlockOptin)) return false;
     const int64_t in = p.inFeatures(), out = p.outFeatures();
     // Rows per group: the planes (4 bytes per element) and exponents within the budget.
     const int64_t perRow = int64_t(d.k) * 4 + 4;
@@ -498,7 +504,8 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
     if (firstUsed < 0) return true;
     const DeviceTrellis& g0 = deviceTrellis(*gate[firstUsed].packed);
     const DeviceTrellis& d0 = deviceTrellis(*down[firstUsed].packed);
-    if (!prefillPath() || capturingNow() || !pfSupported(g0.bits, g0.codebook) || !pfSupported(d0.bits, d0.codebook))
+    if (!prefillPath() || capturingNow() || !pfSupported(g0.bits, g0.codebook) || !pfSupported(d0.bits, d0.codebook) ||
+        !pfFits(g0.bits, g0.k, props().sharedMemPerBlockOptin) || !pfFits(d0.bits, d0.k, props().sharedMemPerBlockOptin))
         return false;
     const int64_t kG = g0.k, nG = g0.n, kD = d0.k, nD = d0.n;  // padded: [kG = D', nG = I'], [kD = I', nD = D']
     // Per routed row: gate and up planes (kG each, hi + lo), G and U outputs (I), the activation (I), its planes
@@ -509,7 +516,10 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
     std::vector<std::pair<int64_t, int64_t>> groups;  // [e0, e1)
     for (int64_t e = 0; e < E;) {
         int64_t e1 = e, rows = 0;
-        while (e1 < E && (rows == 0 || rows + (first[e1 + 1] - first[e1]) <= cap)) rows += first[e1 + 1] - first[e1++];
+        while (e1 < E && (rows == 0 || rows + (first[e1 + 1] - first[e1]) <= cap)) {
+            rows += first[e1 + 1] - first[e1];
+            ++e1;
+        }
         groups.push_back({e, e1});
         e = e1;
     }
