@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
@@ -456,6 +457,18 @@ struct PfJobHost {
 // for the staged 64-row jobs too); a linear from kPfMinRowsLinear rows (cuda_exl3_prefill.cu).
 constexpr double kPfMinRowsMoe = 40.0;
 bool pfSupported(int bits, int codebook);  // K = 2..6, any codebook
+// The MoE's work split (host code, tests/kernels/test_exl3_prefill_plan.cpp): groups [e0, e1) of experts in
+// ascending order covering [0, E), each with at most `cap` routed rows unless one expert alone has more;
+// first: [E + 1] row offsets of the experts (rows expert-major).
+std::vector<std::pair<int64_t, int64_t>> pfExpertGroups(const int32_t* first, int64_t E, int64_t cap);
+// A group's combine lists from its rows [base, end) of byExpert (flat choices t·topk + j, expert-major): token t's
+// entries [off[t], off[t + 1]) — the row within the group and the choice's weight — in ascending expert order.
+struct PfCombine {
+    std::vector<int32_t> off, src;
+    std::vector<float> w;
+};
+PfCombine pfCombineLists(const int32_t* byExpert, int64_t base, int64_t end, int64_t T, int64_t topk,
+                         const float* weight);
 int setPrefillPath(int on);  // TS_EXL3_PREFILL override (ts::exl3SetPrefillPath)
 bool prefillPath();
 

@@ -375,6 +375,37 @@ std::atomic<int> g_budgetMiB{0};
 
 }  // namespace
 
+std::vector<std::pair<int64_t, int64_t>> pfExpertGroups(const int32_t* first, int64_t E, int64_t cap) {
+    std::vector<std::pair<int64_t, int64_t>> groups;
+    for (int64_t e = 0; e < E;) {
+        int64_t e1 = e, rows = 0;
+        while (e1 < E && (rows == 0 || rows + (first[e1 + 1] - first[e1]) <= cap)) {
+            rows += first[e1 + 1] - first[e1];
+            ++e1;
+        }
+        groups.push_back({e, e1});
+        e = e1;
+    }
+    return groups;
+}
+
+PfCombine pfCombineLists(const int32_t* byExpert, int64_t base, int64_t end, int64_t T, int64_t topk,
+                         const float* weight) {
+    PfCombine c;
+    c.off.assign(size_t(T) + 1, 0);
+    for (int64_t i = base; i < end; ++i) ++c.off[size_t(byExpert[i] / topk) + 1];
+    for (int64_t t = 0; t < T; ++t) c.off[size_t(t) + 1] += c.off[size_t(t)];
+    c.src.resize(size_t(c.off[size_t(T)]));
+    c.w.resize(c.src.size());
+    std::vector<int32_t> fill(c.off.begin(), c.off.end() - 1);
+    for (int64_t i = base; i < end; ++i) {  // expert-major rows: each token's entries come out in ascending expert
+        const int64_t t = byExpert[i] / topk;
+        c.src[size_t(fill[size_t(t)])] = int32_t(i - base);
+        c.w[size_t(fill[size_t(t)]++)] = weight[byExpert[i]];
+    }
+    return c;
+}
+
 int setPrefillPath(int on) { return g_prefillPath.set(on); }
 bool prefillPath() { return g_prefillPath.on(); }
 int setPrefillBudgetMiB(int mib) { return g_budgetMiB.exchange(mib > 0 ? mib : 0); }
@@ -512,17 +543,7 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
     // (kD), the down output (D), exponents.
     const int64_t perRow = 2 * kG * 4 + 3 * I * 4 + kD * 4 + D * 4 + 3 * 4;
     const int64_t cap = std::max<int64_t>(kPfBM, int64_t(prefillBudget()) / perRow);
-    // Groups of experts in ascending order with at most `cap` rows (an expert with more is a group of its own).
-    std::vector<std::pair<int64_t, int64_t>> groups;  // [e0, e1)
-    for (int64_t e = 0; e < E;) {
-        int64_t e1 = e, rows = 0;
-        while (e1 < E && (rows == 0 || rows + (first[e1 + 1] - first[e1]) <= cap)) {
-            rows += first[e1 + 1] - first[e1];
-            ++e1;
-        }
-        groups.push_back({e, e1});
-        e = e1;
-    }
+    const std::vector<std::pair<int64_t, int64_t>> groups = pfExpertGroups(first, E, cap);
     int64_t maxRows = 0;
     for (const auto& gr : groups) maxRows = std::max<int64_t>(maxRows, first[gr.second] - first[gr.first]);
     if (maxRows == 0) return true;
@@ -570,23 +591,12 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
                rawBuffer(act, size_t(rowsG * I) * 4));
         exl3PfTransform(rd, kD, I, pd, maxRows * kD, ed);
         exl3PfGemm(jd, d0.bits, d0.codebook, kD, nD, D, maxRows * kD);
-        // Combine: every token's entries in this group, ascending expert (the rows are expert-major), then
-        // y[t] += w · out in that order — the group's experts after the earlier groups' ones.
-        std::vector<int32_t> off(size_t(T) + 1, 0), src, cnt(size_t(T), 0);
-        std::vector<float> wts;
-        for (int64_t i = base; i < first[eb]; ++i) ++cnt[size_t(byExpert[i] / topk)];
-        for (int64_t t = 0; t < T; ++t) off[size_t(t) + 1] = off[size_t(t)] + cnt[size_t(t)];
-        src.resize(size_t(off[size_t(T)]));
-        wts.resize(src.size());
-        std::vector<int32_t> fill(off.begin(), off.end() - 1);
-        for (int64_t i = base; i < first[eb]; ++i) {  // expert-major: each token's entries come out ascending
-            const int64_t t = byExpert[i] / topk;
-            src[size_t(fill[size_t(t)])] = int32_t(i - base);
-            wts[size_t(fill[size_t(t)]++)] = hostWeight[byExpert[i]];
-        }
-        const int32_t* dOff = uploadInts(kScratchPfComb, off.data(), int64_t(off.size()));
-        const int32_t* dSrc = uploadInts(kScratchIds, src.data(), int64_t(src.size()));
-        const float* dW = uploadFloats(kScratchScale, wts.data(), int64_t(wts.size()));
+        // Combine: y[t] += w · out over t's entries in this group, ascending expert — the group's experts after the
+        // earlier groups' ones.
+        const PfCombine cl = pfCombineLists(byExpert, base, first[eb], T, topk, hostWeight);
+        const int32_t* dOff = uploadInts(kScratchPfComb, cl.off.data(), int64_t(cl.off.size()));
+        const int32_t* dSrc = uploadInts(kScratchIds, cl.src.data(), int64_t(cl.src.size()));
+        const float* dW = uploadFloats(kScratchScale, cl.w.data(), int64_t(cl.w.size()));
         const int64_t total = T * D;
         exl3PfCombineKernel<<<unsigned((total + 255) / 256), 256, 0, m_stream>>>(dOff, dSrc, dW, dOut, int(D), int(T),
                                                                               y.f32());
