@@ -73,8 +73,9 @@ private slots:
         QCOMPARE(r2.out, r.out);
     }
 
-    // --profile-ops: the same tokens as unprofiled (the decorator only forwards and times), and a per-op
-    // table of the decode steps whose call counts follow from the model (4 layers: one mhcHead per step).
+    // --profile-ops: the same tokens as unprofiled (the decorator only forwards and times), and per-op tables of
+    // the prefill and of the decode steps whose call counts follow from the model (4 layers: one mhcHead per
+    // forward). --warmup (an untimed prefill on a discarded sequence first) changes no token either.
     void profileOpsTable() {
         const QStringList base = {"generate", "--model", kTinyA, "--prompt-ids", "5,6,7,8,9", "--max-tokens", "6",
                                   "--ignore-eos", "--threads", "1"};
@@ -82,19 +83,28 @@ private slots:
         Run prof = cli(base + QStringList{"--profile-ops"});
         QVERIFY2(prof.code == 0, qPrintable(prof.err));
         QCOMPARE(prof.out, plain.out);
-        QVERIFY2(prof.err.contains("per-op time of the decode steps"), qPrintable(prof.err));
-        bool headRow = false;
-        for (const QString& line : prof.err.split('\n')) {
-            const QStringList f = line.simplified().split(' ');
-            if (f.size() >= 2 && f[0] == "mhcHead") {
-                QCOMPARE(f[1].toInt(), 5);  // 6 tokens: the first from the prefill, 5 decode steps
-                headRow = true;
+        const qsizetype pre = prof.err.indexOf("per-op time of the prefill, 5 tokens");
+        const qsizetype dec = prof.err.indexOf("per-op time of the decode steps");
+        QVERIFY2(pre >= 0 && dec > pre, qPrintable(prof.err));
+        // mhcHead's calls in a table: the first row naming it after `from`.
+        auto headCalls = [&](qsizetype from) {
+            for (const QString& line : prof.err.mid(from).split('\n')) {
+                const QStringList f = line.simplified().split(' ');
+                if (f.size() >= 2 && f[0] == "mhcHead") return f[1].toInt();
             }
-        }
-        QVERIFY2(headRow, qPrintable(prof.err));
+            return -1;
+        };
+        QCOMPARE(headCalls(pre), 1);  // the prefill: one forward
+        QCOMPARE(headCalls(dec), 5);  // 6 tokens: the first from the prefill, 5 decode steps
+        Run warm = cli(base + QStringList{"--warmup"});
+        QVERIFY2(warm.code == 0, qPrintable(warm.err));
+        QCOMPARE(warm.out, plain.out);
         Run bad = cli({"generate", "--model", kTinyA, "--prompt", "hi", "--profile-ops"});
         QCOMPARE(bad.code, 2);
-        QVERIFY(bad.err.contains("--profile-ops goes with --prompt-ids alone"));
+        QVERIFY(bad.err.contains("--profile-ops and --warmup go with --prompt-ids alone"));
+        Run badWarm = cli({"generate", "--model", kTinyA, "--prompt", "hi", "--warmup"});
+        QCOMPARE(badWarm.code, 2);
+        QVERIFY(badWarm.err.contains("--profile-ops and --warmup go with --prompt-ids alone"));
     }
 
     // --concurrency runs copies through the engine (continuous batching): each copy must produce the

@@ -256,7 +256,7 @@ private slots:
         // bench-device: bad input is refused before any backend is opened or timed.
         auto badWhat = ts::test::runCli({"bench-device", "--backend", "cpu", "--what", "exl3,gemm"});
         QCOMPARE(badWhat.code, 2);
-        QVERIFY(badWhat.err.contains("'gemm' is not one of exl3, exl3-moe, exl3-gemv4, exl3-trace, mla, kda"));
+        QVERIFY(badWhat.err.contains("'gemm' is not one of exl3, exl3-moe, exl3-gemv4, exl3-trace, exl3-prefill, mla, kda"));
         auto badReps = ts::test::runCli({"bench-device", "--backend", "cpu", "--reps", "0"});
         QCOMPARE(badReps.code, 2);
         auto badBackend = ts::test::runCli({"bench-device", "--backend", "tpu"});
