@@ -257,7 +257,7 @@ private:
                         const WeightView* down, float limit, const Buffer& y);
     void exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int64_t k, int64_t kIn, void* planes,
                          int64_t loOffset, int* e);
-    void exl3PfGemm(std::vector<exl3cuda::PfJobHost>& jobs, int bits, int codebook, int64_t k, int64_t n, int64_t nOut,
+    void exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int bits, int codebook, int64_t k, int64_t n, int64_t nOut,
                     int64_t loOffset);
     bool capturingNow() const;  // cuda_graph.cu: a graph segment is being captured
     // cuda_gemm_pieces.cu: the same product on cuBLAS, x as three exact bf16 pieces (BF16 W, K % 8 == 0, x 16-byte

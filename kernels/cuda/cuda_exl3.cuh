@@ -453,8 +453,9 @@ struct PfJobHost {
     float* y = nullptr;
     int64_t ldy = 0, m = 0;
 };
-// A MoE step takes the prefill path from this many routed rows per used expert on average (chooseMG's threshold
-// for the staged 64-row jobs too); a linear from kPfMinRowsLinear rows (cuda_exl3_prefill.cu).
+// When the prefill path is taken: a linear of at least kPfMinRowsLinear rows; a MoE step of at least kPfMinRowsMoe
+// routed rows per used expert on average (chooseMG's threshold for the staged 64-row jobs too).
+constexpr int64_t kPfMinRowsLinear = 64;
 constexpr double kPfMinRowsMoe = 40.0;
 bool pfSupported(int bits, int codebook);  // K = 2..6, any codebook
 // The MoE's work split (host code, tests/kernels/test_exl3_prefill_plan.cpp): groups [e0, e1) of experts in

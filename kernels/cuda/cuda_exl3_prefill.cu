@@ -1,6 +1,7 @@
 // EXL3 at prefill sizes: y = x · Wᵀ for a packed EXL3 linear over many token rows, and the routed experts of a
 // prefill step (CudaBackend::exl3PrefillLinear / exl3PrefillMoe, chosen by exl3Linear and moeExpertsFused when
-// the rows per matrix are many; kernels/exl3_tune.h: exl3PrefillMinRows, TS_EXL3_PREFILL). The format and the
+// the rows per matrix are many: kPfMinRowsLinear / kPfMinRowsMoe in cuda_exl3.cuh; TS_EXL3_PREFILL or
+// exl3SetPrefillPath in kernels/exl3_tune.h). The format and the
 // math are cuda_exl3.cu's (xr = BH_k(x ⊙ suh), yr = xr · Ŵ, y = BH_n(yr) ⊙ svh + bias); what differs is the
 // work split, built for throughput instead of weight streaming:
 //
@@ -27,7 +28,8 @@
 // sequential one, activations kept to ~2^-22 — the prefill tolerance of the self-test (1e-4), as the staged unit.
 // Deterministic: fixed work split, no atomics.
 //
-// Variants: K = 2..6 × the three codebooks (exl3PfSupported); other K take cuda_exl3.cu's kernels.
+// Variants: K = 2..6 × the three codebooks (pfSupported); other K, and blocks that would not fit the device's shared
+// memory per block (pfFits), take cuda_exl3.cu's kernels.
 // Test:      twinspark-cli selftest --backend cuda --filter exl3   (the prefill-sized linear and MoE cases run
 //            this path and, with exl3SetPrefillPath(0), the staged one; both against the CPU)
 // Benchmark: twinspark-cli bench-device --what exl3-prefill   (the MoE layer at 512 / 4,096 tokens and a
@@ -55,11 +57,6 @@ constexpr int kPfBM = 64;        // token rows per block
 constexpr int kPfStages = 4;     // cp.async ring depth (32-k steps)
 constexpr int kPfTransformThreads = 128;
 constexpr size_t kPfBudget = size_t(256) << 20;  // scratch of one group of rows (planes, outputs)
-}  // namespace
-// When the prefill path is taken: a linear of at least this many rows; a MoE step with at least this many routed
-// rows per used expert on average (cuda_exl3_moe.cu; the staged path's 64-row jobs start at 40 too, chooseMG).
-constexpr int64_t kPfMinRowsLinear = 64;
-namespace {
 
 // One GEMM job: one matrix applied to m rows of the hi/lo planes (row r at a + r·k), written to y + r·ldy.
 struct PfJob {
@@ -312,12 +309,7 @@ __global__ void __launch_bounds__(kPfTransformThreads) exl3PfTransformKernel(con
     __syncthreads();
     mx = wmax[0];
     for (int w = 1; w < nw; ++w) mx = fmaxf(mx, wmax[w]);
-    int e = kEInit;
-    if (mx > 0.0f) {
-        int p = 0;
-        frexpf(mx, &p);
-        e = isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
-    }
+    const int e = rowScaleExponent(mx);
     const float sc = pow2(e);
     __half* hrow = ah + int64_t(R.dst) * k;
     for (int i = 2 * int(threadIdx.x); i < k; i += 2 * kPfTransformThreads) {
@@ -444,8 +436,9 @@ Buffer rawBuffer(void* p, size_t bytes) { return Buffer(std::shared_ptr<void>(p,
 
 }  // namespace
 
-// The GEMM of `jobs` (blockStart filled here) over planes of k columns, n padded output columns (nOut kept).
-void CudaBackend::exl3PfGemm(std::vector<exl3cuda::PfJobHost>& jobs, int bits, int codebook, int64_t k, int64_t n,
+// The GEMM of `jobs` (their grid blocks numbered here, job after job) over planes of k columns, n padded output
+// columns (nOut kept).
+void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int bits, int codebook, int64_t k, int64_t n,
                              int64_t nOut, int64_t loOffset) {
     std::vector<PfJob> dj(jobs.size());
     int blocks = 0;

@@ -1,4 +1,5 @@
-// Private to cuda_exl3.cu (included once, there): the device pieces the EXL3 units share — cp.async and
+// Private to the EXL3 kernel files (cuda_exl3.cu, and cuda_exl3_prefill.cu for the Hadamard, the loads, the mma and
+// the row scale): the device pieces the EXL3 units share — cp.async and
 // cross-block signalling (acquire-release arrivals, programmatic dependent launch), the mma, the input
 // transform of a token row (x ⊙ suh, the 128-wide Hadamard, the row scale), the split-K partial sums, the
 // output transform and the epilogue of a column block (linear / swiglu pair / down + routed combine), and a
@@ -181,8 +182,17 @@ __device__ __forceinline__ void rowInputs(const Params& P, const Job& job, int r
     rowTimesX<KS>(P, job, row, ktA, kts, lane, v);
 }
 
+// The exponent e that scales a row's largest |xr| (mx ≥ 0) into [2^14, 2^15), kEInit for an all-zero row, 0 for a
+// non-finite one, within [−100, 100].
+__device__ __forceinline__ int rowScaleExponent(float mx) {
+    if (!(mx > 0.0f)) return kEInit;
+    int p = 0;
+    frexpf(mx, &p);  // mx = f·2^p, f in [0.5, 1): mx·2^(15−p) in [2^14, 2^15)
+    return isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
+}
+
 // rowInputs' x ⊙ suh → xr = BH(x ⊙ suh) in place, exactly as the CPU computes it. Returns the exponent e that
-// scales the row's largest |xr| into [2^14, 2^15), or kEInit when the stage is all zero.
+// scales the row's largest |xr| into [2^14, 2^15), or kEInit when the stage is all zero (rowScaleExponent).
 template <int KS>
 __device__ __forceinline__ int rotateInputs(int kts, int lane, float (&v)[KS / 8][4]) {
     constexpr int HB = KS / 8;
@@ -195,14 +205,7 @@ __device__ __forceinline__ int rotateInputs(int kts, int lane, float (&v)[KS / 8
             for (int i = 0; i < 4; ++i) mx = fmaxf(mx, fabsf(v[hb][i]));
         }
     }
-    mx = warpMaxF(mx);
-    int e = kEInit;
-    if (mx > 0.0f) {
-        int p = 0;
-        frexpf(mx, &p);  // mx = f·2^p, f in [0.5, 1): mx·2^(15−p) in [2^14, 2^15)
-        e = isfinite(mx) ? max(-100, min(100, 15 - p)) : 0;
-    }
-    return e;
+    return rowScaleExponent(warpMaxF(mx));
 }
 
 // The rotated input of one token row for k-tiles [ktA, ktA + kts): rowInputs, then rotateInputs.

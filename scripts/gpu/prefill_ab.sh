@@ -3,8 +3,8 @@
 # slice (SLICE=1): one prompt of each length in PF_LENGTHS prefilled in one forward (the reference path,
 # `generate --prompt-ids @FILE --warmup`: the prompt once untimed on a discarded sequence, then timed), under
 # each setting of PF_VARS (space-separated runs, each NAME=VALUE[,NAME=VALUE...]; default: the defaults, the EXL3
-# prefill path off (TS_EXL3_PREFILL=0: the staged kernels), and that with the dense GEMM on the tensor-core kernel
-# at every size (TS_GEMM=1), which is the prefill as it was before both; then the per-op table of one
+# prefill path off (TS_EXL3_PREFILL=0: the staged kernels), and that with the dense GEMM on the SIMT GEMM above 8
+# tokens (TS_GEMM=0), which is the prefill as it was before both; then the per-op table of one
 # prefill (`--profile-ops`, every op synchronized: where the time goes, not the speed) at the longest length with
 # the default settings.
 #   device: bash scripts/gpu/prefill_ab.sh "$OUT"   (after run_gpu_suite.sh in the same call)
@@ -23,14 +23,14 @@ LENGTHS=${PF_LENGTHS:-1024 4096}
 for n in $LENGTHS; do
   IDS="/tmp/pf_prompt_$n.ids"
   python3 tools/device/slice_roofline.py prompts --batch 1 --length "$n" >"$IDS"
-  for setting in ${PF_VARS-TS_EXL3_PREFILL=1 TS_EXL3_PREFILL=0 TS_EXL3_PREFILL=0,TS_GEMM=1}; do
+  for setting in ${PF_VARS-TS_EXL3_PREFILL=1 TS_EXL3_PREFILL=0 TS_EXL3_PREFILL=0,TS_GEMM=0}; do
     tag=$(echo "$setting" | tr '=,' '__')
     env $(echo "$setting" | tr ',' ' ') $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@$IDS" --max-tokens 4 --ignore-eos \
       --warmup --json "$OUT/pf_${n}_$tag.json" >"/tmp/pf_${n}_$tag.ids" 2>"/tmp/pf_${n}_$tag.err"
     echo "prompt $n, $setting: rc $? $(grep -E 'prefill|rror' "/tmp/pf_${n}_$tag.err" | tail -1)" | tee -a "$PF"
   done
   # The first generated tokens of each setting (greedy): the same unless a summation order tips a near-tie.
-  python3 - "$OUT" "$n" ${PF_VARS-TS_EXL3_PREFILL=1 TS_EXL3_PREFILL=0 TS_EXL3_PREFILL=0,TS_GEMM=1} <<'PY' | tee -a "$PF"
+  python3 - "$OUT" "$n" ${PF_VARS-TS_EXL3_PREFILL=1 TS_EXL3_PREFILL=0 TS_EXL3_PREFILL=0,TS_GEMM=0} <<'PY' | tee -a "$PF"
 import json, sys
 out, n, settings = sys.argv[1], sys.argv[2], sys.argv[3:]
 toks = {}
