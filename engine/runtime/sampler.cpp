@@ -14,6 +14,7 @@ namespace {
 // vLLM's _SAMPLING_EPS: below it a temperature means greedy (dividing by it would overflow to inf).
 constexpr float kGreedyTemperature = 1e-5f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 static_assert(kMaxLogprobs == kMaxSampleTop, "SampleOutput holds kMaxSampleTop top tokens");
 
 struct Cand {
@@ -71,7 +72,9 @@ int32_t argmaxLowestId(const std::vector<float>& x) {
 
 // Step 5 up to the draw: the surviving candidates with their temperature-scaled logits, in an order that
 // depends only on the input. Returns the largest logit through `maxLogit`.
-std::vector<Cand> filtered(const std::vector<float>& x, const SamplingParams& p, double& maxLogit) {
+// margins (optional): top_p's margin and the candidate count (SampleMargins).
+std::vector<Cand> filtered(const std::vector<float>& x, const SamplingParams& p, double& maxLogit,
+                           SampleMargins* margins = nullptr) {
     const double invT = 1.0 / double(p.temperature);
     std::vector<Cand> c;
     c.reserve(x.size());
@@ -100,6 +103,12 @@ std::vector<Cand> filtered(const std::vector<float>& x, const SamplingParams& p,
     }
     // top_p: token i survives when the mass of the tokens ranked above it is < top_p. Only the head of the
     // ranking is needed, so sort the best m candidates and double m until the mass is reached.
+    double zAll = 0.0;  // the mass of what min_p and top_k left: the margins' unit
+    if (margins) {
+        for (const Cand& a : c) zAll += std::exp(a.logit - maxLogit);
+        margins->candidates = int64_t(c.size());
+        margins->mass = zAll;
+    }
     if (p.topP < 1.0f && c.size() > 1) {
         double z = 0.0;
         for (const Cand& a : c) z += std::exp(a.logit - maxLogit);
@@ -107,10 +116,18 @@ std::vector<Cand> filtered(const std::vector<float>& x, const SamplingParams& p,
         size_t m = std::min<size_t>(c.size(), 256);
         for (;;) {
             std::partial_sort(c.begin(), c.begin() + std::ptrdiff_t(m), c.end(), moreProbable);
-            double above = 0.0;
+            double above = 0.0, before = 0.0;
             size_t keep = 0;
-            while (keep < m && above < target) above += std::exp(c[keep++].logit - maxLogit);
+            while (keep < m && above < target) {
+                before = above;
+                above += std::exp(c[keep++].logit - maxLogit);
+            }
             if (above >= target || m == c.size()) {
+                if (margins) {  // the cut element is c[keep - 1]: [before, above) holds the target
+                    const double lo = keep > 1 ? target - before : kInf;
+                    const double hi = keep < c.size() ? above - target : kInf;
+                    margins->topP = std::min(lo, hi) / zAll;
+                }
                 c.resize(keep);
                 break;
             }
@@ -181,29 +198,39 @@ std::vector<std::pair<int32_t, double>> samplingDistribution(const float* logits
 namespace {
 
 // sample() and sampleWithUniform(): the number is drawn from `rng` where the draw happens, when given.
+// margins (optional): filled as SampleMargins says.
 SampleResult sampleImpl(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng* rng, double uniform,
-                        bool suppressStop, const std::vector<int32_t>& eosIds) {
+                        bool suppressStop, const std::vector<int32_t>& eosIds, SampleMargins* margins = nullptr) {
     checkLogits(logits, vocab);
     const SamplingParams& p = seq.params();
     const std::vector<float> x = penalised(logits, vocab, seq, suppressStop, eosIds);
 
     SampleResult r;
+    if (margins) *margins = SampleMargins{kInf, kInf, 0, 0.0};
     if (p.temperature < kGreedyTemperature) {
         r.token = argmaxLowestId(x);
     } else {
         double maxLogit = 0.0;
-        const std::vector<Cand> c = filtered(x, p, maxLogit);
+        const std::vector<Cand> c = filtered(x, p, maxLogit, margins);
         double z = 0.0;
         for (const Cand& a : c) z += std::exp(a.logit - maxLogit);
         const double u = (rng ? rng->uniform() : uniform) * z;
-        double acc = 0.0;
+        double acc = 0.0, before = 0.0;
+        size_t at = c.size() - 1;
         r.token = c.back().id;  // if rounding leaves u past the last partial sum
-        for (const Cand& a : c) {
-            acc += std::exp(a.logit - maxLogit);
+        for (size_t k = 0; k < c.size(); ++k) {
+            before = acc;
+            acc += std::exp(c[k].logit - maxLogit);
             if (u < acc) {
-                r.token = a.id;
+                r.token = c[k].id;
+                at = k;
                 break;
             }
+        }
+        if (margins) {  // the drawn element is c[at]: [before, acc) holds u (or u lies past the end, at the last)
+            const double lo = at > 0 ? u - before : kInf;
+            const double hi = at + 1 < c.size() ? acc - u : kInf;
+            margins->draw = std::min(lo, hi) / margins->mass;
         }
     }
 
@@ -292,6 +319,13 @@ std::vector<SampleLogitAdjust> logitAdjustments(const Sequence& seq, int64_t voc
         out.push_back(finish(a, count));
     }
     return out;
+}
+
+SampleMargins sampleMarginsWithUniform(const float* logits, int64_t vocab, const Sequence& seq, double uniform,
+                                       bool suppressStop, const std::vector<int32_t>& eosIds) {
+    SampleMargins m;
+    (void)sampleImpl(logits, vocab, seq, nullptr, uniform, suppressStop, eosIds, &m);
+    return m;
 }
 
 }  // namespace ts

@@ -77,6 +77,21 @@ bool drawsUniform(const SamplingParams& p);
 SampleResult sampleWithUniform(const float* logits, int64_t vocab, const Sequence& seq, double uniform,
                                bool suppressStop, const std::vector<int32_t>& eosIds);
 
+// How close the host's two running-sum decisions of one row came to going the other way: for top_p's cut and
+// for the draw, the distance of the threshold (top_p · mass, u · kept mass) from the nearer edge of the element
+// the walk stopped at ([running sum before it, + its mass); no lower edge for the first element, no upper one
+// for the last), over `mass`, the mass of the candidates min_p and top_k left (`candidates` of them: what a
+// device sampler's rounding bound grows with). +inf where the row makes no such decision (greedy; top_p off
+// or one candidate). A device sampler whose sums differ from the host's by rounding may hand a row back
+// (SampleOutput::kAmbiguous) only when a margin is within its bound: the self-test checks hand-backs with this.
+struct SampleMargins {
+    double topP = 0.0, draw = 0.0;  // over `mass`
+    int64_t candidates = 0;
+    double mass = 0.0;  // Σ exp(l − l_max) over the candidates
+};
+SampleMargins sampleMarginsWithUniform(const float* logits, int64_t vocab, const Sequence& seq, double uniform,
+                                       bool suppressStop, const std::vector<int32_t>& eosIds);
+
 // Steps 2 and 3 of the header as per-token edits, token ascending: the one definition of the masking and
 // penalties, applied by the host sampler and shipped to Backend::sampleRows.
 std::vector<SampleLogitAdjust> logitAdjustments(const Sequence& seq, int64_t vocab, bool suppressStop,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -383,6 +384,43 @@ private slots:
         QCOMPARE(sampleWithUniform(row.data(), 10, t, 0.1, false, {}).token, 7);
         QCOMPARE(sampleWithUniform(row.data(), 10, t, 0.6, false, {}).token, 9);
         QCOMPARE(sampleWithUniform(row.data(), 10, t, 0.9, false, {}).token, 2);
+    }
+
+    // The margins the self-test judges a device hand-back by: how far each decision's threshold lies from the
+    // nearer edge of the element it picked, over the candidates' mass (first / last elements have one edge).
+    void marginsOfTheDecisions() {
+        const double inf = std::numeric_limits<double>::infinity();
+        std::vector<float> row(4, 0.0f);  // four equal tokens: each has mass 1 of z = 4
+        SamplingParams p;                 // temperature 1, no top_p
+        const Sequence s = makeSeq(p);
+        SampleMargins m = sampleMarginsWithUniform(row.data(), 4, s, 0.125, false, {});  // u·z = 0.5 in [0, 1)
+        QCOMPARE(m.candidates, int64_t(4));
+        QCOMPARE(m.mass, 4.0);
+        QCOMPARE(m.topP, inf);
+        QCOMPARE(m.draw, 0.5 / 4.0);  // first element: only the upper edge, 1 − 0.5
+        m = sampleMarginsWithUniform(row.data(), 4, s, 0.375, false, {});  // 1.5 in [1, 2): 0.5 either side
+        QCOMPARE(m.draw, 0.5 / 4.0);
+        m = sampleMarginsWithUniform(row.data(), 4, s, 0.5, false, {});  // exactly on the edge 2
+        QCOMPARE(m.draw, 0.0);
+        m = sampleMarginsWithUniform(row.data(), 4, s, 0.99, false, {});  // 3.96 in the last: only 3.96 − 3
+        QVERIFY(std::abs(m.draw - 0.96 / 4.0) < 1e-12);
+        // top_p 0.5: the target 2 is exactly the upper edge of the second kept element.
+        p.topP = 0.5f;
+        const Sequence t = makeSeq(p);
+        m = sampleMarginsWithUniform(row.data(), 4, t, 0.25, false, {});
+        QCOMPARE(m.topP, 0.0);
+        QCOMPARE(m.draw, 0.5 / 4.0);  // u · the kept mass 2 = 0.5, in the first element [0, 1)
+        p.topP = 0.625f;  // target 2.5: inside the third element [2, 3), 0.5 either side
+        const Sequence v = makeSeq(p);
+        m = sampleMarginsWithUniform(row.data(), 4, v, 0.5, false, {});  // kept mass 3, u·3 = 1.5 in [1, 2)
+        QCOMPARE(m.topP, 0.5 / 4.0);
+        QCOMPARE(m.draw, 0.5 / 4.0);
+        // Greedy makes no sum decision.
+        p.temperature = 0.0f;
+        const Sequence g = makeSeq(p);
+        m = sampleMarginsWithUniform(row.data(), 4, g, 0.0, false, {});
+        QCOMPARE(m.topP, inf);
+        QCOMPARE(m.draw, inf);
     }
 
     // The per-token adjustments are the penalties' one definition: sorted, distinct, and the same with a
