@@ -75,8 +75,9 @@ int cmdGenerate(const Args& args) {
                     "    [--warmup]\n"
                     "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed\n"
                     "(--profile-ops: also per-op time tables of the prefill and of the decode steps, every op\n"
-                    "synchronized; --warmup: the prompt is prefilled once on a discarded sequence first, so that the\n"
-                    "timed prefill carries no first-use costs such as scratch allocations).\n"
+                    "synchronized; --warmup: the prompt is prefilled and one token decoded on a discarded sequence\n"
+                    "first, so that the timed run carries no first-use costs: scratch allocations, and on CUDA the\n"
+                    "lazy loading of kernels — ~0.1 s at the first EXL3 decode step on the H200).\n"
                     "--prompt: the text is chat-formatted with the model's template and tokenizer, and generated\n"
                     "through the engine (continuous batching); --concurrency N runs N copies at once and reports\n"
                     "the aggregate speed, and the decode-only speed while all N run (decode_tok_s in --json).\n"
@@ -101,19 +102,24 @@ int cmdGenerate(const Args& args) {
     LoadedModel l = loadModel(args, args.flag("profile-ops"));
     auto* prof = dynamic_cast<ProfilingBackend*>(l.backend.get());
     l.model->checkIds(ids.data(), int64_t(ids.size()));
+    auto argmax = [](const std::vector<float>& v) {
+        return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
+    };
     if (args.flag("warmup")) {
-        // One untimed prefill of the same prompt on a sequence of its own, dropped after: the timed one below then
-        // finds the backend's scratch buffers and library handles made.
+        // One untimed prefill of the same prompt and one decode step on a sequence of its own, dropped after: the
+        // timed run below then finds the backend's scratch buffers and library handles made and its kernels
+        // loaded (CUDA loads a kernel at its first launch: the first EXL3 decode step after the prefill path
+        // took ~110 ms more on the H200, 2026-12-02 session; CUDA_MODULE_LOADING=EAGER instead costs ~1.1 s
+        // at every process start).
         auto scratch = l.model->newSequence(l.dt);
-        (void)l.model->forward(ids.data(), int64_t(ids.size()), *scratch, true);
+        const ForwardResult w = l.model->forward(ids.data(), int64_t(ids.size()), *scratch, true);
+        const int32_t first = argmax(w.logits);
+        (void)l.model->forward(&first, 1, *scratch, true);
         if (prof) prof->reset();
     }
     auto state = l.model->newSequence(l.dt);
     const auto& eos = l.model->text().eos_token_ids;
 
-    auto argmax = [](const std::vector<float>& v) {
-        return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
-    };
     const auto t0 = std::chrono::steady_clock::now();
     ForwardResult r = l.model->forward(ids.data(), int64_t(ids.size()), *state, true);
     const auto t1 = std::chrono::steady_clock::now();

@@ -75,7 +75,7 @@ private slots:
 
     // --profile-ops: the same tokens as unprofiled (the decorator only forwards and times), and per-op tables of
     // the prefill and of the decode steps whose call counts follow from the model (4 layers: one mhcHead per
-    // forward). --warmup (an untimed prefill on a discarded sequence first) changes no token either.
+    // forward). --warmup (an untimed prefill and decode step on a discarded sequence first) changes no token either.
     void profileOpsTable() {
         const QStringList base = {"generate", "--model", kTinyA, "--prompt-ids", "5,6,7,8,9", "--max-tokens", "6",
                                   "--ignore-eos", "--threads", "1"};
@@ -86,19 +86,28 @@ private slots:
         const qsizetype pre = prof.err.indexOf("per-op time of the prefill, 5 tokens");
         const qsizetype dec = prof.err.indexOf("per-op time of the decode steps");
         QVERIFY2(pre >= 0 && dec > pre, qPrintable(prof.err));
-        // mhcHead's calls in a table: the first row naming it after `from`.
-        auto headCalls = [&](qsizetype from) {
-            for (const QString& line : prof.err.mid(from).split('\n')) {
+        // mhcHead's calls in a table of `err`: the first row naming it after `from`.
+        auto headCallsIn = [](const QString& err, qsizetype from) {
+            for (const QString& line : err.mid(from).split('\n')) {
                 const QStringList f = line.simplified().split(' ');
                 if (f.size() >= 2 && f[0] == "mhcHead") return f[1].toInt();
             }
             return -1;
         };
+        auto headCalls = [&](qsizetype from) { return headCallsIn(prof.err, from); };
         QCOMPARE(headCalls(pre), 1);  // the prefill: one forward
         QCOMPARE(headCalls(dec), 5);  // 6 tokens: the first from the prefill, 5 decode steps
         Run warm = cli(base + QStringList{"--warmup"});
         QVERIFY2(warm.code == 0, qPrintable(warm.err));
         QCOMPARE(warm.out, plain.out);
+        // The warm-up's forwards (a prefill and one decode step) are not in the tables.
+        Run warmProf = cli(base + QStringList{"--warmup", "--profile-ops"});
+        QVERIFY2(warmProf.code == 0, qPrintable(warmProf.err));
+        QCOMPARE(warmProf.out, plain.out);
+        const qsizetype wdec = warmProf.err.indexOf("per-op time of the decode steps");
+        QVERIFY2(wdec > 0, qPrintable(warmProf.err));
+        QCOMPARE(headCallsIn(warmProf.err, warmProf.err.indexOf("per-op time of the prefill")), 1);
+        QCOMPARE(headCallsIn(warmProf.err, wdec), 5);
         Run bad = cli({"generate", "--model", kTinyA, "--prompt", "hi", "--profile-ops"});
         QCOMPARE(bad.code, 2);
         QVERIFY(bad.err.contains("--profile-ops and --warmup go with --prompt-ids alone"));
