@@ -35,6 +35,8 @@ int setPrefillBudgetMiB(int mib);
 namespace mhccuda {  // cuda_mhc_kda.cu
 int setFusedPre(int on);
 bool fusedPre();
+int setSideSinkhorn(int mode);
+int sideSinkhorn();
 }  // namespace mhccuda
 namespace mlatc {  // cuda_attention_tc.cu
 int setTensorCores(int on);
@@ -64,6 +66,8 @@ int64_t kdaSetChunkMinTokens(int64_t t) { return kdacuda::setChunkMinTokens(t); 
 int64_t kdaChunkMinTokens() { return kdacuda::chunkMinTokensNow(); }
 int mhcSetFusedPre(int on) { return mhccuda::setFusedPre(on); }
 bool mhcFusedPre() { return mhccuda::fusedPre(); }
+int mhcSetSideSinkhorn(int mode) { return mhccuda::setSideSinkhorn(mode); }
+int mhcSideSinkhorn() { return mhccuda::sideSinkhorn(); }
 int mlaSetTensorCores(int on) { return mlatc::setTensorCores(on); }
 bool mlaTensorCores() { return mlatc::tensorCores(); }
 bool mlaTensorCoresFit() { return mlatc::fitsDevice(); }
@@ -117,6 +121,8 @@ int64_t kdaSetChunkMinTokens(int64_t) { return -1; }
 int64_t kdaChunkMinTokens() { return 0; }
 int mhcSetFusedPre(int) { return -1; }
 bool mhcFusedPre() { return false; }
+int mhcSetSideSinkhorn(int) { return -1; }
+int mhcSideSinkhorn() { return 0; }
 int mlaSetTensorCores(int) { return -1; }
 bool mlaTensorCores() { return false; }
 bool mlaTensorCoresFit() { return false; }

@@ -71,6 +71,12 @@ int64_t kdaChunkMinTokens();
 // compute bit-identical results. mhcFusedPre: the variant in force now (false without CUDA).
 int mhcSetFusedPre(int on);
 bool mhcFusedPre();
+// Where mhcPre's Sinkhorn runs on the GPU: 0 inline (in the mixing block), 1 on a side stream inside decode-step
+// graph regions, beside the layer's body (the default), 2 on the side stream on every call (the self-test's
+// bit-for-bit rows, the benchmark). TS_MHC_SIDE (read once) or mhcSetSideSinkhorn(mode) (−1: the environment's
+// again; returns the previous override, −1: none). mhcSideSinkhorn: the mode in force (0 without CUDA).
+int mhcSetSideSinkhorn(int mode);
+int mhcSideSinkhorn();
 
 // Sparse MLA on the GPU (CudaBackend::mlaSparseAttention): the tensor-core kernel (kernels/cuda/cuda_attention_tc.cu;
 // fp8 cache, latent 512, heads in multiples of 16 — the real model's calls) or, for A/B runs and the self-test's

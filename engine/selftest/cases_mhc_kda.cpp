@@ -12,7 +12,8 @@
 // against the CPU's sequential order on these input distributions:
 // - mhcPre: the 2n+n² mixing logits are dots over n·D = 16384 elements; their order noise (≤ ~4e-6
 //   at logits of magnitude ~8) moves x = Σ pre·s by ≤ 9e-6 and post/comb by ≤ 4e-6. On the CUDA backend
-//   its one-launch and two-launch forms must also agree bit for bit ("1 vs 2 launches" rows).
+//   its one-launch and two-launch forms must also agree bit for bit ("1 vs 2 launches" rows), and so must
+//   the Sinkhorn inline and on the side stream ("inline vs aside" rows).
 // - kdaRecurrent: dots over Dk per token; the emulated error stays ≤ 1e-6 relative over 300 tokens
 //   with slow decay (the delta rule with |k| = 1, β < 1 and decay ≤ 1 does not amplify errors).
 //   Calls with T ≥ 16 and Dk ∈ {32, 64, 128} (the "chunk" cases, and the two older "long" ones) take
@@ -98,6 +99,22 @@ std::vector<OpResult> mhcPreCase(Context& ctx, const MhcPreShape& s) {
         for (int i = 0; i < 3; ++i)
             rs.push_back(Context::compareExact(kFamily, what[i], sh + (fused ? " (default: 1)" : " (default: 2)"),
                                                bitsOf(dut[size_t(i)]), bitsOf(other[size_t(i)])));
+        // The Sinkhorn on the side stream (a decode step's default, n² ≤ 32) against inline: the same function on
+        // the same values, so the same bits — and the download must wait for the side stream's result.
+        Outs inl, aside;
+        {
+            const TuneOverride<mhcSetSideSinkhorn> off(0);
+            inl = run(ctx.dut());
+        }
+        {
+            const TuneOverride<mhcSetSideSinkhorn> always(2);
+            aside = run(ctx.dut());
+        }
+        const char* what2[3] = {"mhcPre.x inline vs aside", "mhcPre.post inline vs aside",
+                                "mhcPre.comb inline vs aside"};
+        for (int i = 0; i < 3; ++i)
+            rs.push_back(Context::compareExact(kFamily, what2[i], sh + (n * n <= 32 ? "" : " (n² > 32: inline both)"),
+                                               bitsOf(inl[size_t(i)]), bitsOf(aside[size_t(i)])));
     }
     return rs;
 }

@@ -107,6 +107,11 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     TS_CUDA_CHECK(cudaSetDevice(device));
     TS_CUDA_CHECK(cudaGetDeviceProperties(&m_props, device));
     TS_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+    int leastPriority = 0, greatestPriority = 0;
+    TS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
+    TS_CUDA_CHECK(cudaStreamCreateWithPriority(&m_side, cudaStreamNonBlocking, greatestPriority));
+    TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideFork, cudaEventDisableTiming));
+    TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideJoin, cudaEventDisableTiming));
     TS_CUDA_CHECK(cublasCreate(&m_cublas));
     TS_CUDA_CHECK(cublasSetStream(m_cublas, m_stream));
     // Keep fp32 GEMMs in true fp32 (no TF32): the CPU backend is the reference.
@@ -122,6 +127,7 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
 }
 
 CudaBackend::~CudaBackend() {
+    if (m_side) cudaStreamSynchronize(m_side);
     if (m_stream) cudaStreamSynchronize(m_stream);
     m_graph.reset();  // graph execs and arenas, before the pool closes
     m_exl3.reset();  // its buffers go back to the pool below, its events before the stream goes
@@ -140,7 +146,27 @@ CudaBackend::~CudaBackend() {
     }
     if (m_cublas) cublasDestroy(m_cublas);
     if (m_cublasWorkspace) cudaFree(m_cublasWorkspace);
+    if (m_sideFork) cudaEventDestroy(m_sideFork);
+    if (m_sideJoin) cudaEventDestroy(m_sideJoin);
+    if (m_side) cudaStreamDestroy(m_side);
     if (m_stream) cudaStreamDestroy(m_stream);
+}
+
+cudaStream_t CudaBackend::forkSide() {
+    TS_CUDA_CHECK(cudaEventRecord(m_sideFork, m_stream));
+    TS_CUDA_CHECK(cudaStreamWaitEvent(m_side, m_sideFork, 0));
+    return m_side;
+}
+
+void CudaBackend::sideIssued() {
+    TS_CUDA_CHECK(cudaEventRecord(m_sideJoin, m_side));
+    m_sidePending = true;
+}
+
+void CudaBackend::joinSide() {
+    if (!m_sidePending) return;
+    m_sidePending = false;
+    TS_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_sideJoin, 0));
 }
 
 Buffer CudaBackend::alloc(size_t bytes) {
@@ -163,6 +189,7 @@ Buffer CudaBackend::allocUninit(size_t bytes) {
 Buffer CudaBackend::upload(const void* host, size_t bytes) {
     GraphOp op(*this, false, "upload", {});
     checkNotCapturing("upload");
+    joinSide();
     Buffer b = deviceAlloc(m_pool, bytes);
     if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(b.bytes(), host, bytes, cudaMemcpyHostToDevice, m_stream));
     // Pageable host memory: the copy is staged before cudaMemcpyAsync returns, but make it explicit
@@ -174,6 +201,7 @@ Buffer CudaBackend::upload(const void* host, size_t bytes) {
 void CudaBackend::download(const Buffer& src, void* host, size_t bytes, size_t offset) {
     GraphOp op(*this, false, "download", {});
     checkNotCapturing("download");
+    joinSide();
     TS_CHECK(offset + bytes <= src.size(), "download out of range");
     if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(host, src.bytes() + offset, bytes, cudaMemcpyDeviceToHost, m_stream));
     TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
@@ -192,6 +220,7 @@ void CudaBackend::copy(const Buffer& src, size_t srcOffset, const Buffer& dst, s
 void CudaBackend::synchronize() {
     GraphOp op(*this, false, "synchronize", {});
     checkNotCapturing("synchronize");
+    joinSide();
     TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
 }
 

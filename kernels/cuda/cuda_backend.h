@@ -192,6 +192,16 @@ public:
 
     // --- shared by the op files ---------------------------------------------------------------------
     cudaStream_t stream() const { return m_stream; }
+    // A second stream, of the highest priority, for short work off the critical path (cuda_mhc_kda.cu: a decode
+    // step's mHC Sinkhorn runs beside the layer's body; only mhcPost needs it). forkSide(): the side stream,
+    // ordered after everything issued to stream() so far; sideIssued() after the side work is issued; joinSide():
+    // stream()'s later work waits for it (a no-op when nothing is pending). Joined by the work's consumer and at
+    // every host synchronisation (upload, download, synchronize) and graph segment or region end, so no captured
+    // segment leaves a fork open and nothing reads the side work's outputs, or reuses its buffers, too early.
+    cudaStream_t forkSide();
+    void sideIssued();
+    void joinSide();
+    bool inGraphRegion() const;  // cuda_graph.cu: inside Backend::beginGraphRegion … endGraphRegion (a decode step)
     cublasHandle_t cublas() const { return m_cublas; }
     const cudaDeviceProp& props() const { return m_props; }
     int device() const { return m_device; }
@@ -279,6 +289,9 @@ private:
 
     int m_device = 0;
     cudaStream_t m_stream = nullptr;
+    cudaStream_t m_side = nullptr;  // forkSide()
+    cudaEvent_t m_sideFork = nullptr, m_sideJoin = nullptr;
+    bool m_sidePending = false;  // side work issued and not yet joined
     cublasHandle_t m_cublas = nullptr;
     cudaDeviceProp m_props{};
     std::map<std::tuple<const void*, int64_t, int64_t, int>, Buffer> m_weights;

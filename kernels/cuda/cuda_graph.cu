@@ -15,7 +15,8 @@
 //      comes. Any difference from the recording is a broken contract: ts::Error(Internal), and the key
 //      runs eagerly from then on.
 // This is the piecewise form (vLLM's default in V1): attention and state updates stay eager, the dense
-// and MoE work between them is graphed. Everything is on the backend's one stream.
+// and MoE work between them is graphed. Everything is on the backend's stream, except short side work
+// (CudaBackend::forkSide: a decode step's mHC Sinkhorn) forked from it and joined back inside the same segment.
 // Invalidation: a scratch buffer that grows (the indexer's with the context, a larger prefill's EXL3
 // partials) or a weight release drops every recorded region at the next region start (the old buffers
 // are kept until then: launched graphs may still read them).
@@ -145,12 +146,14 @@ void CudaBackend::beginGraphRegion(uint64_t key) {
 void CudaBackend::graphSegmentEnd() {
     GraphState& g = *m_graph;
     cudaGraph_t graph = nullptr;
+    joinSide();  // a capture ends only with every stream it forked joined back
     g.capturing = false;
     TS_CUDA_CHECK(cudaStreamEndCapture(m_stream, &graph));
     GraphRegionEntry::Segment s;
     s.first = g.segFirst;
     s.end = g.op;
-    const cudaError_t ie = cudaGraphInstantiate(&s.exec, graph, 0);
+    // Node priorities kept: side-stream work (forkSide) is captured at its stream's higher priority.
+    const cudaError_t ie = cudaGraphInstantiate(&s.exec, graph, cudaGraphInstantiateFlagUseNodePriority);
     cudaGraphDestroy(graph);
     TS_CUDA_CHECK(ie);
     g.cur->segments.push_back(s);
@@ -160,6 +163,11 @@ void CudaBackend::graphSegmentEnd() {
 
 void CudaBackend::endGraphRegion(bool completed) {
     if (!m_graph || m_graph->mode == GraphState::kOff) return;
+    try {
+        joinSide();  // the step's side work is part of it (an open capture needs it joined before it ends)
+    } catch (const std::exception&) {
+        cudaGetLastError();  // never throws: see below
+    }
     GraphState& g = *m_graph;
     GraphRegionEntry& e = *g.cur;
     const GraphState::Mode mode = g.mode;
@@ -264,6 +272,8 @@ bool CudaBackend::graphRetire(Buffer& old) {
 }
 
 bool CudaBackend::capturingNow() const { return m_graph && m_graph->capturing; }
+
+bool CudaBackend::inGraphRegion() const { return m_graph && m_graph->mode != GraphState::kOff; }
 
 void CudaBackend::checkNotCapturing(const char* what) const {
     if (m_graph && m_graph->capturing)

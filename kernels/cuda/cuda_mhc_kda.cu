@@ -22,6 +22,10 @@
 //   Latency-bound at decode sizes (bench-device --what mhc): ~19 µs per call on the H200 while the Sinkhorn
 //   took n at run time (its 19 iterations after the first ~11.5 µs, ~600 ns each); 14 µs now that it is
 //   templated on n (mhcSinkhornWarp<N>: a phase's shuffles issued together, ~350 ns per iteration).
+//   Inside a decode step (n² ≤ 32) the Sinkhorn leaves the critical path: the kernels write comb unbalanced
+//   and mhcSinkhornKernel, one warp per token on the side stream (CudaBackend::forkSide), balances it while
+//   the layer's body — which reads x only — runs; mhcPost joins. Same function, same bits ("inline vs aside"
+//   self-test rows). TS_MHC_SIDE / mhcSetSideSinkhorn: 0 inline, 1 in decode regions (default), 2 always.
 // - mhcPost (in place): one thread per (t, d) reads the n old stream values into registers first.
 // - mhcHead: one thread per (t, d).
 // - causalConvSilu: conv + SiLU with one thread per (t, c) reading the old conv state for the first
@@ -76,6 +80,16 @@ namespace mhccuda {
 static OverridableSwitch g_fused("TS_MHC_FUSED", true);
 int setFusedPre(int on) { return g_fused.set(on); }
 bool fusedPre() { return g_fused.on(); }
+// Where the Sinkhorn runs (mhcSetSideSinkhorn, kernels/exl3_tune.h): TS_MHC_SIDE (read once; default 1) or the
+// run-time override. 0 inline, 1 on the side stream inside decode-step regions, 2 on the side stream always.
+std::atomic<int> g_sideOverride{-1};
+int setSideSinkhorn(int mode) { return g_sideOverride.exchange(mode >= 0 && mode <= 2 ? mode : -1); }
+int sideSinkhorn() {
+    const int o = g_sideOverride.load(std::memory_order_relaxed);
+    if (o >= 0) return o;
+    static const int fromEnv = int(std::min<int64_t>(envCount("TS_MHC_SIDE", 1), 2));
+    return fromEnv;
+}
 }  // namespace mhccuda
 
 namespace {
@@ -387,10 +401,22 @@ __device__ __forceinline__ void mhcMixToken(const float* __restrict__ streams, i
         for (int j = 0; j < n; ++j) ci[j] = ci[j] / sum + hcEps;
     }
     __syncthreads();
-    mhcSinkhorn(c, n, iters, hcEps);
+    if (iters > 0) mhcSinkhorn(c, n, iters, hcEps);  // 0: deferred to mhcSinkhornKernel (comb leaves unbalanced)
     if (writeCoef)
         for (int k = threadIdx.x; k < n * n; k += blockDim.x) comb[t * n * n + k] = c[k];
     mhcMixRange(streams + t * width, D, n, pre, d0, d1, x + t * D);
+}
+
+// The Sinkhorn of a deferred mhcPre (iters = 0 there): comb [T, n, n] in place, one warp per token, n² ≤ 32
+// (mhcSinkhorn's register form: the same operations in the same order as inline, so the same bits). Runs on
+// the backend's side stream (CudaBackend::forkSide) beside the layer's body; mhcPost joins it.
+__global__ void __launch_bounds__(32) mhcSinkhornKernel(float* __restrict__ comb, int n, int iters, float hcEps) {
+    __shared__ float c[32];
+    float* ct = comb + int64_t(blockIdx.x) * n * n;
+    if (threadIdx.x < n * n) c[threadIdx.x] = ct[threadIdx.x];
+    __syncwarp();
+    mhcSinkhorn(c, n, iters, hcEps);
+    if (threadIdx.x < n * n) ct[threadIdx.x] = c[threadIdx.x];
 }
 
 // Per token: x[t, d] = Σ_i pre[i] · s[i, d] for d in this block's slice [blockIdx.y · dPerBlock, + dPerBlock)
@@ -757,6 +783,19 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     // The mixing stage's shared memory (mhcMixToken): m, pre, c, the token's partials.
     const size_t smemMix = size_t(1 + mix + n + n * n) * 4 + size_t(nChunks) * size_t(1 + mix) * 4;
     TS_CHECK(smemMix <= size_t(props().sharedMemPerBlockOptin), "mhcPre: n·D too large for the mixing kernel");
+    // The Sinkhorn aside (n² ≤ 32): the kernels below leave comb unbalanced (iters 0) and mhcSinkhornKernel
+    // finishes it on the side stream, while the layer's body — which needs x alone — runs; mhcPost joins it.
+    // By default only inside a decode step's region, whose end joins whatever is pending.
+    joinSide();  // an earlier call's Sinkhorn may still be writing this comb (no mhcPost between them)
+    const int sideMode = mhccuda::sideSinkhorn();
+    const bool aside = n * n <= 32 && (sideMode == 2 || (sideMode == 1 && inGraphRegion()));
+    const int itersHere = aside ? 0 : p.sinkhornIters;
+    auto sinkhornAside = [&] {
+        if (!aside) return;
+        mhcSinkhornKernel<<<unsigned(T), 32, 0, forkSide()>>>(comb.f32(), n, p.sinkhornIters, p.hcEps);
+        TS_CUDA_LAUNCH_CHECK();
+        sideIssued();
+    };
     if (mhccuda::fusedPre() && n <= kMhcThreads) {
         // One launch (mhcPreFusedKernel): per-token arrival counters, zero between calls.
         int* cnt = zeroedScratch(m_mhcCounters, size_t(T) * 4).i32();
@@ -765,7 +804,7 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
             if (smem > 48 * 1024)
                 TS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
             kernel<<<grid1, threads1, smem, stream()>>>(streams.f32(), D, n, fn, nChunks, part, cnt, p.base.f32(),
-                                                       p.scale.f32(), p.sinkhornIters, p.hcEps, p.normEps, x.f32(),
+                                                       p.scale.f32(), itersHere, p.hcEps, p.normEps, x.f32(),
                                                        post.f32(), comb.f32());
         };
         if (wide) {
@@ -776,6 +815,7 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
             else launchFused(mhcPreFusedKernel<2, false>);
         }
         TS_CUDA_LAUNCH_CHECK();
+        sinkhornAside();
         return;
     }
     if (wide) {
@@ -796,9 +836,10 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     if (smemMix > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(mhcMixKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smemMix)));
     mhcMixKernel<<<grid2, kMixThreads, smemMix, stream()>>>(streams.f32(), D, n, part, nChunks, p.base.f32(),
-                                                            p.scale.f32(), p.sinkhornIters, p.hcEps, p.normEps,
+                                                            p.scale.f32(), itersHere, p.hcEps, p.normEps,
                                                             dPerBlock, x.f32(), post.f32(), comb.f32());
     TS_CUDA_LAUNCH_CHECK();
+    sinkhornAside();
 }
 
 void CudaBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& y, const Buffer& post,
@@ -806,6 +847,7 @@ void CudaBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, co
     GraphOp op(*this, true, "mhcPost", {gk(streams.bytes()), gk(T), gk(D), gk(int64_t(n)), gk(y.bytes()), gk(post.bytes()), gk(comb.bytes())});
     if (op.skip()) return;
     TS_CHECK(n >= 1 && n <= 32, "mhcPost: n must be in [1, 32]");
+    joinSide();  // comb's Sinkhorn, when mhcPre left it to the side stream
     if (T <= 0 || D <= 0) return;
     const unsigned blocks = blocksFor(T * D, 256);
     if (n <= 4) mhcPostKernel<4><<<blocks, 256, 0, stream()>>>(streams.f32(), T, D, n, y.f32(), post.f32(), comb.f32());

@@ -4,7 +4,8 @@
 // (kernels/exl3_tune.h) — which must take effect at once, report the previous override and restore. And
 // TS_EXL3_KSL (set here before anything reads it): decode plans take that slice length, capped at what one
 // unit takes, and the bench's decode-unit line says so. The mHC pre op's one-launch / two-launch switch:
-// TS_MHC_FUSED=0 (set here) picks two launches, mhcSetFusedPre overrides it at once and restores. The dense
+// TS_MHC_FUSED=0 (set here) picks two launches, mhcSetFusedPre overrides it at once and restores; where its
+// Sinkhorn runs: TS_MHC_SIDE=2 (set here) is read, mhcSetSideSinkhorn overrides it and restores. The dense
 // one-token GEMV's mode: TS_GEMV1=2 (set here) is read, gemvSetOneTokenMode overrides it and restores; the GEMM's
 // (TS_GEMM=7, set here, is out of range: the default stays). The
 // sparse MLA's kernel: TS_MLA_TC=0 (set here) picks SIMT, mlaSetTensorCores overrides it and restores; the
@@ -30,6 +31,7 @@ private slots:
     void initTestCase() {
         ::setenv("TS_EXL3_KSL", "40", 1);
         ::setenv("TS_MHC_FUSED", "0", 1);
+        ::setenv("TS_MHC_SIDE", "2", 1);
         ::setenv("TS_GEMV1", "2", 1);
         ::setenv("TS_MLA_TC", "0", 1);
         ::setenv("TS_IDX_FAST", "0", 1);
@@ -67,6 +69,17 @@ private slots:
     }
 
     void mhcFusedPreOverride() { checkSwitchOffInEnvironment(mhcSetFusedPre, mhcFusedPre); }  // TS_MHC_FUSED=0: two launches
+
+    void mhcSideSinkhornOverride() {  // TS_MHC_SIDE=2: the Sinkhorn aside on every call
+        QCOMPARE(mhcSideSinkhorn(), 2);
+        QCOMPARE(mhcSetSideSinkhorn(0), -1);  // no override before
+        QCOMPARE(mhcSideSinkhorn(), 0);
+        QCOMPARE(mhcSetSideSinkhorn(1), 0);
+        QCOMPARE(mhcSideSinkhorn(), 1);
+        QCOMPARE(mhcSetSideSinkhorn(3), 1);  // out of range: clears the override
+        QCOMPARE(mhcSideSinkhorn(), 2);
+        QCOMPARE(mhcSetSideSinkhorn(-1), -1);
+    }
 
     void gemvOneTokenModeOverride() {
         QCOMPARE(gemvOneTokenMode(), 2);          // the environment's: TS_GEMV1=2
