@@ -7,7 +7,8 @@
 //   yr = xr · Ŵ          (tiles decoded on the fly; mma.m16n8k16)   — the main loop
 //   y  = BH_n(yr) ⊙ svh + bias, columns < out                        — the epilogue of the last unit
 //
-// One kernel, exl3Kernel<K, codebook, MG>, 128 threads. Its work is a list of jobs (one matrix × up to
+// One kernel, exl3Kernel<K, codebook, MG>, 128 threads (the kernel templates: cuda_exl3_kernels.cuh, instantiated
+// by K in cuda_exl3_k12/34/56/78.cu so that the build compiles them in parallel; this file plans and launches). Its work is a list of jobs (one matrix × up to
 // 16·MG token rows; a linear with more rows is several jobs of the same matrix) cut into units: job ×
 // slice of k × block of 128 output columns (8 tiles wide). blockIdx = unit; the grid is sized so that
 // every SM holds several units at once — there is no persistent loop. Three variants:
@@ -78,88 +79,12 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_exl3.cuh"
-#include "cuda/cuda_exl3_staged.cuh"
-#include "cuda/cuda_exl3_stream.cuh"
+#include "cuda/cuda_exl3_kernels.cuh"
 #include "cuda/cuda_exl3_unit.cuh"
 
 namespace ts {
 namespace exl3cuda {
 namespace {
-
-// Unit u: the streaming decode unit or the staged one.
-// TRACE (MG = kStream only): the phase-trace instantiation (runUnitStream).
-template <int K, int CB, int MG, bool TRACE = false>
-__device__ __forceinline__ void runUnit(const Params& P, int64_t u, uint32_t* smem) {
-    if constexpr (MG == kStream)
-        runUnitStream<K, CB, TRACE>(P, u, smem);
-    else
-        runUnitStaged<K, CB, MG>(P, u, smem);
-}
-
-template <int K, int CB, int MG, bool TRACE = false>
-__global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1) exl3Kernel(const __grid_constant__ Params P) {
-    extern __shared__ __align__(16) uint32_t smem[];
-    pdlTrigger();  // the next kernel's blocks may start as this one's retire (they wait before reading data)
-    runUnit<K, CB, MG, TRACE>(P, blockIdx.x, smem);
-}
-
-// The one-launch fused MoE (see MoeParams). One block per unit, as in the two-launch version, but a block
-// does not run unit blockIdx.x: it takes the next ticket from an atomic counter when it starts, and runs
-// that unit. The last block to finish zeroes the ticket counters for the next launch.
-//
-// Why it cannot deadlock, whatever the grid size and however many blocks are co-resident: a block draws
-// its ticket only once it is running, so when a block holds ticket t, every ticket below t is held by a
-// block that is already running, and a running block is never descheduled for good (it keeps its SM until
-// it exits). Gate/up units wait for nothing. A down unit waits only for gate/up units, all of which have
-// lower tickets, hence are held by running blocks that finish without waiting. A combine unit waits only
-// for down units, all below it, which finish by the previous argument. A block that is not yet resident
-// holds no ticket, so nobody waits for it: the grid need not fit on the device at once — it is the
-// two-launch version's grid, the hardware starting blocks as others exit. (Blocks are dispatched roughly
-// in blockIdx order, but nothing relies on it: with a static unit = blockIdx.x a resident down unit could
-// wait for a gate/up block the full device can never start.)
-//
-// Not a persistent grid (occupancy × SMs blocks looping over tickets): the ticket argument would hold the
-// same, but around the unit code (80 registers for 6 blocks per SM in decode) such a loop made ptxas spill
-// 100+ bytes per thread; with one unit per block the decode kernels keep exl3Kernel's register allocation
-// (at K = 4: 16 bytes of stack against 8; the hardware refills SMs as blocks retire, as in two launches).
-template <int K, int CB, int MG, bool TRACE = false>
-__global__ void __launch_bounds__(kThreads, MG == kStream ? 8 : MG == 1 ? 6 : 1) exl3MoeKernel(const __grid_constant__ MoeParams F) {
-    extern __shared__ __align__(16) uint32_t smem[];
-    __shared__ int ticketS, lastS;
-    const int tid = threadIdx.x;
-    // The tickets and the routed plan are written by the previous kernels (the last MoE launch resets them).
-    pdlWait();
-    pdlTrigger();
-    if (tid == 0) ticketS = int(atomicAdd(reinterpret_cast<unsigned*>(F.sync), 1u));
-    __syncthreads();
-    const int t = ticketS;  // uniform across the block; < F.unitsGU + F.unitsD + F.unitsC = gridDim.x
-    const int endGU = F.unitsGU, endD = F.unitsGU + F.unitsD;
-    if (t < endD) {
-        // The phase's Params by a run-time index into the kernel parameters (still constant-bank loads):
-        // one call site, so the unit code is inlined once (two cost twice the compile time and spills).
-        const int ph = t < endGU ? 0 : 1;
-        runUnit<K, CB, MG, TRACE>(F.ph[ph], ph ? t - endGU : t, smem);
-    } else {  // combine: column block b, token rows [8·tb, 8·tb + 8)
-        const Params& P = F.ph[1];
-        const int cu = t - endD, nTB = (P.Tf + 7) / 8;
-        const int b = cu / nTB, t0 = (cu - b * nTB) * 8;
-        blockWaitCount(F.sync + 2 + F.ph[0].groups + b, liveJobs(P));
-        combineRange(P, b, t0, min(P.Tf, t0 + 8), tid, kThreads);
-    }
-    // Retire: the last block to get here (ordered after the others' counter updates — the ticket draw, the
-    // done counts — by the acquire-release arrival) resets the ticket counter, the retire count and the done counts; every other block
-    // has finished with them. The per-column arrival counters reset themselves (their last arrival).
-    __syncthreads();
-    if (tid == 0) {
-        const unsigned old = unsigned(atomAddAcqRel(F.sync + 1, 1));
-        lastS = old == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (lastS) {
-        const int n = moeSyncInts(F.ph[0].groups, F.ph[1].NB);
-        for (int i = tid; i < n; i += kThreads) F.sync[i] = 0;
-    }
-}
 
 __global__ void combineKernel(const __grid_constant__ Params P) {
     const int b = blockIdx.x;
@@ -167,56 +92,32 @@ __global__ void combineKernel(const __grid_constant__ Params P) {
     combineRange(P, b, t0, t1, threadIdx.x, blockDim.x);
 }
 
-using KernelFn = void (*)(Params);
-
-template <int K, int MG, bool TRACE = false>
-KernelFn kernelFor(int cb) {
-    switch (cb) {
-    case 0: return exl3Kernel<K, 0, MG, TRACE>;
-    case 1: return exl3Kernel<K, 1, MG, TRACE>;
-    default: return exl3Kernel<K, 2, MG, TRACE>;
-    }
-}
-
-template <int MG>
-KernelFn kernelFor(int bits, int cb) {
+// The instantiations live in cuda_exl3_k12/34/56/78.cu (cuda_exl3_kernels.cuh).
+KernelFn kernelFor(int MG, int bits, int cb, bool trace = false) {
     switch (bits) {
-    case 1: return kernelFor<1, MG>(cb);
-    case 2: return kernelFor<2, MG>(cb);
-    case 3: return kernelFor<3, MG>(cb);
-    case 4: return kernelFor<4, MG>(cb);
-    case 5: return kernelFor<5, MG>(cb);
-    case 6: return kernelFor<6, MG>(cb);
-    case 7: return kernelFor<7, MG>(cb);
-    default: return kernelFor<8, MG>(cb);
+    case 1: return linearKernelOfK<1>(MG, cb, trace);
+    case 2: return linearKernelOfK<2>(MG, cb, trace);
+    case 3: return linearKernelOfK<3>(MG, cb, trace);
+    case 4: return linearKernelOfK<4>(MG, cb, trace);
+    case 5: return linearKernelOfK<5>(MG, cb, trace);
+    case 6: return linearKernelOfK<6>(MG, cb, trace);
+    case 7: return linearKernelOfK<7>(MG, cb, trace);
+    default: return linearKernelOfK<8>(MG, cb, trace);
     }
 }
 
-using MoeKernelFn = void (*)(MoeParams);
-
-template <int K, int MG, bool TRACE = false>
-MoeKernelFn moeKernelFor(int cb) {
-    switch (cb) {
-    case 0: return exl3MoeKernel<K, 0, MG, TRACE>;
-    case 1: return exl3MoeKernel<K, 1, MG, TRACE>;
-    default: return exl3MoeKernel<K, 2, MG, TRACE>;
-    }
-}
-
-template <int MG>
-MoeKernelFn moeKernelFor(int bits, int cb) {
+MoeKernelFn moeKernelFor(int MG, int bits, int cb, bool trace = false) {
     switch (bits) {
-    case 1: return moeKernelFor<1, MG>(cb);
-    case 2: return moeKernelFor<2, MG>(cb);
-    case 3: return moeKernelFor<3, MG>(cb);
-    case 4: return moeKernelFor<4, MG>(cb);
-    case 5: return moeKernelFor<5, MG>(cb);
-    case 6: return moeKernelFor<6, MG>(cb);
-    case 7: return moeKernelFor<7, MG>(cb);
-    default: return moeKernelFor<8, MG>(cb);
+    case 1: return moeKernelOfK<1>(MG, cb, trace);
+    case 2: return moeKernelOfK<2>(MG, cb, trace);
+    case 3: return moeKernelOfK<3>(MG, cb, trace);
+    case 4: return moeKernelOfK<4>(MG, cb, trace);
+    case 5: return moeKernelOfK<5>(MG, cb, trace);
+    case 6: return moeKernelOfK<6>(MG, cb, trace);
+    case 7: return moeKernelOfK<7>(MG, cb, trace);
+    default: return moeKernelOfK<8>(MG, cb, trace);
     }
 }
-
 
 }  // namespace
 
@@ -278,7 +179,7 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
         std::atomic<int>& slot = occCache[dev][p.MG][bits][codebook][p.R];
         int occ = slot.load(std::memory_order_relaxed) - 1;
         if (occ < 0) {
-            const KernelFn fn = p.MG == kStream ? kernelFor<kStream>(bits, codebook) : kernelFor<1>(bits, codebook);
+            const KernelFn fn = kernelFor(p.MG == kStream ? kStream : 1, bits, codebook);
             // No device (a host-only test) or no answer: plan without the tuning, as when occ = 0.
             if ((p.smem > 48 * 1024 &&
                  cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)) != cudaSuccess) ||
@@ -413,10 +314,7 @@ void launch(const Params& p0, const Plan& plan, int bits, int codebook, cudaStre
     TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "EXL3 CUDA: bad K or codebook");
     TS_CHECK(plan.blocks > 0 && plan.blocks < (int64_t(1) << 31), "EXL3 CUDA: grid too large");
     const bool traced = p.trace && plan.MG == kStream && bits == 4;  // (the trace kernels: K = 4, streaming)
-    const KernelFn fn = plan.MG > 1          ? kernelFor<kMaxMG>(bits, codebook)
-                        : traced             ? kernelFor<4, kStream, true>(codebook)
-                        : plan.MG == kStream ? kernelFor<kStream>(bits, codebook)
-                                             : kernelFor<1>(bits, codebook);
+    const KernelFn fn = kernelFor(plan.MG > 1 ? kMaxMG : plan.MG == kStream ? kStream : 1, bits, codebook, traced);
     if (plan.smem > 48 * 1024) {
         // Per device and kernel; cheap enough to repeat for the (prefill-sized) launches that need it.
         TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(plan.smem)));
@@ -456,10 +354,8 @@ void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int b
     d.signal = d.fusedCombine ? nullptr : p.sync + 2 + gu.groups;  // per column block: down jobs out
     const size_t smem = std::max(planGU.smem, planD.smem);
     const bool traced = gu.trace && planGU.MG == kStream && bits == 4;
-    const MoeKernelFn fn = planGU.MG > 1          ? moeKernelFor<kMaxMG>(bits, codebook)
-                           : traced               ? moeKernelFor<4, kStream, true>(codebook)
-                           : planGU.MG == kStream ? moeKernelFor<kStream>(bits, codebook)
-                                                  : moeKernelFor<1>(bits, codebook);
+    const MoeKernelFn fn =
+        moeKernelFor(planGU.MG > 1 ? kMaxMG : planGU.MG == kStream ? kStream : 1, bits, codebook, traced);
     if (smem > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     // One block per ticket (see exl3MoeKernel): the two launches' grids and the combine kernel's, in one.

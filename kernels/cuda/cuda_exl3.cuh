@@ -1,4 +1,5 @@
-// Private to the EXL3 CUDA files (cuda_exl3.cu: the kernel and linear; cuda_exl3_moe.cu: the fused MoE):
+// Private to the EXL3 CUDA files (cuda_exl3.cu: the linear's planning and launches, cuda_exl3_kernels.cuh and
+// cuda_exl3_k*.cu: the kernels; cuda_exl3_moe.cu: the fused MoE):
 // the work description the kernel reads (jobs, launch parameters), the per-lane trellis decoder, and the
 // host-side planner and launcher. See cuda_exl3.cu's header comment for the algorithm.
 //

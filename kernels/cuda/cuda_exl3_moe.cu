@@ -1,5 +1,5 @@
 // The fused EXL3 MoE (CudaBackend::moeExpertsFused): all routed experts of one layer in ONE launch of the
-// EXL3 MoE kernel (cuda_exl3.cu, exl3MoeKernel), for every (token, choice) pair of the step. Its work is
+// EXL3 MoE kernel (exl3MoeKernel: cuda_exl3_kernels.cuh), for every (token, choice) pair of the step. Its work is
 // that of two phases, each planned as a grid of units of the EXL3 kernel:
 //
 //   phase 1 (mode swiglu): for each selected expert and its tokens (≤ 16 rows per job, or 64 when the
@@ -17,7 +17,7 @@
 // unit issues its trellis loads, then waits until every column block of its expert's activation rows is
 // written (a per-pair count, acquire/release); a combine unit waits for its column block's down outputs.
 // That cannot deadlock: everything a unit waits for has a lower ticket, held by a block that is running
-// (cuda_exl3.cu, exl3MoeKernel, has the argument). The last block to retire zeroes the ticket counters.
+// (exl3MoeKernel in cuda_exl3_kernels.cuh has the argument). The last block to retire zeroes the ticket counters.
 // Each unit is the two-launch version's unit, with the same plan and summation orders, so the result is
 // bit-identical to it.
 //
@@ -282,7 +282,7 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     pd.combEntries = reinterpret_cast<const CombineEntry*>(args + offCombEnt);
     pd.yFinal = y.f32();
     pd.Tf = int(T);
-    if (oneLaunch) {  // both phases and the combine: exl3MoeKernel (cuda_exl3.cu)
+    if (oneLaunch) {  // both phases and the combine: exl3MoeKernel (cuda_exl3_kernels.cuh)
         MoeParams mp;
         mp.ph[0] = pg;
         mp.ph[1] = pd;

@@ -1,0 +1,19 @@
+// The EXL3 kernels for K = 7 and 8 bits per weight: exl3Kernel<K, codebook, MG> and exl3MoeKernel<…> (the linear
+// and the one-launch fused MoE; what they compute: cuda_exl3.cu's header) for the three codebooks and the three
+// unit variants (MG = kStream: the streaming decode unit; 1 and kMaxMG: the staged unit).
+// One of four files that split the instantiations by K so the build compiles them in parallel
+// (cuda_exl3_kernels.cuh).
+// Test:      twinspark-cli selftest --backend cuda --filter exl3
+// Benchmark: twinspark-cli bench-device --what exl3
+#include "cuda/cuda_exl3_kernels.cuh"
+
+namespace ts {
+namespace exl3cuda {
+
+template <> KernelFn linearKernelOfK<7>(int MG, int cb, bool trace) { return pickLinear<7>(MG, cb, trace); }
+template <> KernelFn linearKernelOfK<8>(int MG, int cb, bool trace) { return pickLinear<8>(MG, cb, trace); }
+template <> MoeKernelFn moeKernelOfK<7>(int MG, int cb, bool trace) { return pickMoe<7>(MG, cb, trace); }
+template <> MoeKernelFn moeKernelOfK<8>(int MG, int cb, bool trace) { return pickMoe<8>(MG, cb, trace); }
+
+}  // namespace exl3cuda
+}  // namespace ts
