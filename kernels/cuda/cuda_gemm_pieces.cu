@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "cuda/cuda_backend.h"
+#include "cuda/cuda_bf16_pieces.cuh"
 #include "cuda/cuda_common.cuh"
 
 namespace ts {
@@ -32,27 +33,17 @@ namespace {
 constexpr size_t kPiecesBytes = size_t(48) << 20;  // scratch for one chunk's three bf16 pieces
 constexpr int kSplitThreads = 256;
 
-// One fp32 → its bf16 pieces (round to nearest even each time; the differences are exact in fp32).
-__device__ __forceinline__ void split3(float v, __nv_bfloat16& hi, __nv_bfloat16& mid, __nv_bfloat16& lo) {
-    hi = __float2bfloat16_rn(v);
-    const float r1 = v - __bfloat162float(hi);
-    mid = __float2bfloat16_rn(r1);
-    lo = __float2bfloat16_rn(r1 - __bfloat162float(mid));
-}
-
-// x [rows, K] fp32 → pieces [3][rows][K] bf16 (hi, mid, lo), 8 consecutive values per thread (K % 8 == 0, x
-// 16-byte aligned: the vector contract of CudaBackend::linear).
+// x [rows, K] fp32 → pieces [3][rows][K] bf16 (hi, mid, lo: cuda_bf16_pieces.cuh), 8 consecutive values per thread
+// (K % 8 == 0, x 16-byte aligned: the vector contract of CudaBackend::linear).
 __global__ void splitPiecesKernel(const float* __restrict__ x, int64_t n8, int64_t plane, __nv_bfloat16* __restrict__ p) {
     const int64_t i = int64_t(blockIdx.x) * kSplitThreads + threadIdx.x;
     if (i >= n8) return;
     const float4 a = reinterpret_cast<const float4*>(x)[2 * i], b = reinterpret_cast<const float4*>(x)[2 * i + 1];
     const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    alignas(16) __nv_bfloat16 h[8], m[8], l[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) split3(v[j], h[j], m[j], l[j]);
-    reinterpret_cast<uint4*>(p)[i] = *reinterpret_cast<const uint4*>(h);
-    reinterpret_cast<uint4*>(p + plane)[i] = *reinterpret_cast<const uint4*>(m);
-    reinterpret_cast<uint4*>(p + 2 * plane)[i] = *reinterpret_cast<const uint4*>(l);
+    const cuda::XPieces q = cuda::splitX(v);
+    reinterpret_cast<uint4*>(p)[i] = make_uint4(q.hi[0], q.hi[1], q.hi[2], q.hi[3]);
+    reinterpret_cast<uint4*>(p + plane)[i] = make_uint4(q.mid[0], q.mid[1], q.mid[2], q.mid[3]);
+    reinterpret_cast<uint4*>(p + 2 * plane)[i] = make_uint4(q.lo[0], q.lo[1], q.lo[2], q.lo[3]);
 }
 
 }  // namespace

@@ -42,6 +42,7 @@
 
 #include "core/env_switch.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/cuda_bf16_pieces.cuh"
 #include "cuda/cuda_common.cuh"
 
 namespace ts {
@@ -69,31 +70,8 @@ __device__ __forceinline__ void mmaBf16(float (&d)[4], uint32_t a0, uint32_t a1,
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Two fp32 values → one bf16x2 word (low half = u), round to nearest even; and its halves back to fp32.
-__device__ __forceinline__ uint32_t packBf16(float u, float v) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(u, v);
-    return *reinterpret_cast<const uint32_t*>(&h);
-}
-__device__ __forceinline__ float lowF(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float highF(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-
-// The three bf16 pieces of 8 fp32 values (pairs (2j, 2j+1) in word j): x = hi + mid + lo exactly (each
-// difference below is exact in fp32: the rounding error of a narrower format).
-struct XPieces {
-    uint32_t hi[4], mid[4], lo[4];
-};
-__device__ __forceinline__ XPieces splitX(const float (&v)[8]) {
-    XPieces p;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const float a = v[2 * j], b = v[2 * j + 1];
-        p.hi[j] = packBf16(a, b);
-        const float ra = a - lowF(p.hi[j]), rb = b - highF(p.hi[j]);
-        p.mid[j] = packBf16(ra, rb);
-        p.lo[j] = packBf16(ra - lowF(p.mid[j]), rb - highF(p.mid[j]));
-    }
-    return p;
-}
+using cuda::splitX;
+using cuda::XPieces;
 
 __device__ __forceinline__ uint4 ldStreamW(const uint16_t* p) {
     uint4 v;
