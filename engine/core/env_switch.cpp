@@ -27,4 +27,14 @@ int64_t envCount(const char* name, int64_t def) {
     return def;
 }
 
+int envMode(const char* name, int modes, int def) {
+    const int64_t v = envCount(name, def);
+    if (v >= modes) {
+        std::fprintf(stderr, "twinspark: %s=%lld: expected 0..%d; keeping the default (%d)\n", name,
+                     static_cast<long long>(v), modes - 1, def);
+        return def;
+    }
+    return int(v);
+}
+
 }  // namespace ts

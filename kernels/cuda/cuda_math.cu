@@ -280,28 +280,6 @@ bool gemvStreamLoads() {
 // restores it.
 namespace mathcuda {
 namespace {
-int envMode(const char* name, int modes, int def) {
-    const int64_t v = envCount(name, def);
-    if (v >= modes) {
-        std::fprintf(stderr, "%s=%lld: expected 0..%d; using %d\n", name, static_cast<long long>(v), modes - 1, def);
-        return def;
-    }
-    return int(v);
-}
-// One mode variable: the environment's value (read once, a bad one reported), unless overridden.
-struct ModeSwitch {
-    const char* env;
-    int modes, def;
-    std::atomic<int> override{-1};
-    std::once_flag once;
-    int fromEnv = 0;
-    int set(int mode) { return override.exchange(mode >= 0 && mode < modes ? mode : -1); }
-    int now() {
-        std::call_once(once, [this] { fromEnv = envMode(env, modes, def); });
-        const int o = override.load(std::memory_order_relaxed);
-        return o >= 0 ? o : fromEnv;
-    }
-};
 ModeSwitch g_one{"TS_GEMV1", 5, 1};
 ModeSwitch g_multi{"TS_GEMV_MULTI", 6, 1};
 ModeSwitch g_many{"TS_GEMM", 4, 3};

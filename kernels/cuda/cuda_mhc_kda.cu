@@ -82,14 +82,9 @@ int setFusedPre(int on) { return g_fused.set(on); }
 bool fusedPre() { return g_fused.on(); }
 // Where the Sinkhorn runs (mhcSetSideSinkhorn, kernels/exl3_tune.h): TS_MHC_SIDE (read once; default 1) or the
 // run-time override. 0 inline, 1 on the side stream inside decode-step regions, 2 on the side stream always.
-std::atomic<int> g_sideOverride{-1};
-int setSideSinkhorn(int mode) { return g_sideOverride.exchange(mode >= 0 && mode <= 2 ? mode : -1); }
-int sideSinkhorn() {
-    const int o = g_sideOverride.load(std::memory_order_relaxed);
-    if (o >= 0) return o;
-    static const int fromEnv = int(std::min<int64_t>(envCount("TS_MHC_SIDE", 1), 2));
-    return fromEnv;
-}
+static ModeSwitch g_side("TS_MHC_SIDE", 3, 1);
+int setSideSinkhorn(int mode) { return g_side.set(mode); }
+int sideSinkhorn() { return g_side.now(); }
 }  // namespace mhccuda
 
 namespace {

@@ -1,6 +1,6 @@
 // envSwitch: the 0/1 environment switches of the CUDA backend (TS_CUDA_GRAPHS, TS_GEMV_SPLIT, ...). Unset
 // gives the default, "0"/"1" off/on, and a typo keeps the default and says so on stderr. envCount: the same
-// for counts (TS_EXL3_TUNE, TS_EXL3_KSL, TS_KDA_CHUNK).
+// for counts (TS_EXL3_TUNE, TS_EXL3_KSL, TS_KDA_CHUNK); envMode / ModeSwitch for modes (TS_GEMM, TS_MHC_SIDE).
 #include <QtTest>
 
 #include <cstdio>
@@ -88,6 +88,31 @@ private slots:
         QVERIFY2(err.contains("TS_TEST_ENV_COUNT='abc' is not a count (an integer >= 0); keeping the default (7)"),
                  qPrintable(err));
         QCOMPARE(err.count(QStringLiteral("is not a count")), 5);
+    }
+
+    // envMode / ModeSwitch: a count below `modes` is taken, one at or above it keeps the default and says so; the
+    // override replaces the environment's value at once and set(out of range) clears it.
+    void modes() {
+        const char* name = "TS_TEST_ENV_MODE";
+        ::setenv(name, "2", 1);
+        QCOMPARE(envMode(name, 3, 1), 2);
+        int high = -1;
+        const QString err = stderrOf([&] {
+            ::setenv(name, "3", 1);
+            high = envMode(name, 3, 1);
+        });
+        QCOMPARE(high, 1);
+        QVERIFY2(err.contains("TS_TEST_ENV_MODE=3: expected 0..2; keeping the default (1)"), qPrintable(err));
+        ::setenv(name, "0", 1);
+        ModeSwitch m(name, 3, 1);
+        QCOMPARE(m.now(), 0);  // read once, here
+        ::setenv(name, "2", 1);
+        QCOMPARE(m.now(), 0);
+        QCOMPARE(m.set(2), -1);
+        QCOMPARE(m.now(), 2);
+        QCOMPARE(m.set(3), 2);  // out of range: the override is cleared
+        QCOMPARE(m.now(), 0);
+        ::unsetenv(name);
     }
 };
 
