@@ -41,6 +41,9 @@ namespace {
 
 const char* const kFamily = "sampling";
 
+// Twice the device's bound over z (cuda_sampling.cu: E = (8n + 256)·2⁻⁵³·z): see runBatch.
+double handBackBound(const SampleMargins& m) { return 2.0 * (8.0 * double(m.candidates) + 256.0) * 0x1.0p-53; }
+
 std::string sci(double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.2e", v);
@@ -177,14 +180,14 @@ std::vector<OpResult> runBatch(Context& ctx, const Batch& b) {
             // tokens ~0.5 % of rows: the cut falls among tail elements of ~6e-8·z); anything farther is a fault.
             const SampleMargins m =
                 sampleMarginsWithUniform(all.data() + i * size_t(V), V, seqs[i], uniform[i], r.suppressStop, b.eos);
-            const double bound = 2.0 * (8.0 * double(m.candidates) + 256.0) * 0x1.0p-53;
-            const double nearest = std::min(m.topP, m.draw);
-            dutI.push_back(nearest <= bound ? ref.token : -300 - o.status);
-            if (nearest <= bound) {
+            const bool due = handBackIsDue(m);
+            dutI.push_back(due ? ref.token : -300 - o.status);
+            if (due) {
                 ++dueHandBacks;
             } else {
-                bad(i, "handed back with the host's decisions " + sci(nearest) + "·z from their edges (bound " +
-                           sci(bound) + "·z; host token " + std::to_string(ref.token) + ")");
+                bad(i, "handed back with the host's decisions " + sci(std::min(m.topP, m.draw)) +
+                           "·z from their edges (bound " + sci(handBackBound(m)) + "·z; host token " +
+                           std::to_string(ref.token) + ")");
             }
             continue;
         }
@@ -507,5 +510,7 @@ void addSamplingCases(std::vector<Case>& out) {
     }
     add(out, "exact ties V=1000", [](Context&) { return exactTiesBatch(1000); });
 }
+
+bool handBackIsDue(const SampleMargins& m) { return std::min(m.topP, m.draw) <= handBackBound(m); }
 
 }  // namespace ts::selftest

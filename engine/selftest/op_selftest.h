@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "runtime/sampler.h"
 
 namespace ts::selftest {
 
@@ -126,6 +127,10 @@ void addAttentionCases(std::vector<Case>& out);
 void addMoeCases(std::vector<Case>& out);
 void addExl3Cases(std::vector<Case>& out);  // may be empty where the format is not linked in
 void addSamplingCases(std::vector<Case>& out);  // Backend::sampleRows against the host sampler
+// The sampling cases' rule for a row a backend hands back (SampleOutput::kAmbiguous) outside the constructed ties:
+// due when the host's own margins (sampleMarginsWithUniform) put a decision within twice the device sampler's
+// rounding bound (8n + 256)·2⁻⁵³ of its other side; a hand-back that is not due fails the case.
+bool handBackIsDue(const SampleMargins& m);
 
 std::vector<Case> allCases();
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "backend.h"
@@ -160,6 +161,18 @@ public:
         hit("scatterAddRows", y, size_t(D));
     }
 
+    // "sampleRows-handback": a sampler that hands every row back to the host (what a device sampler may do only
+    // for rows within its rounding bound); for any other fault, no sampler (the CPU's: the host samples).
+    bool sampleRows(const Buffer&, int64_t, int64_t n, const DeviceSampleRequest*, SampleOutput* out) override {
+        if (m_faulty != "sampleRows-handback") return false;
+        for (int64_t i = 0; i < n; ++i) {
+            out[i] = SampleOutput{};
+            out[i].token = -1;
+            out[i].status = SampleOutput::kAmbiguous;
+        }
+        return true;
+    }
+
 private:
     // Corrupts the last float of [0, n) of `b` when `op` is the faulty one: a one-element error, the
     // smallest thing the self-test has to catch.
@@ -234,6 +247,43 @@ private slots:
                 ++failedNamingOp;
         QVERIFY2(failedNamingOp > 0, qPrintable("no failing check names " + op));
         QCOMPARE(bad.released, 1);
+    }
+
+    // A backend that hands every row back fails every case: no decision of these rows is near the rounding bound,
+    // not even in the constructed-ties case, whose tied rows may be handed back but whose control row may not.
+    void handBacksNotDueFail() {
+        auto ref = makeCpuBackend();
+        FaultyBackend bad("sampleRows-handback");
+        const auto results = selftest::run(*ref, bad, 7, "sampling/");
+        int tokenRows = 0;
+        for (const auto& r : results) {
+            if (r.op != "sampleRows") continue;
+            ++tokenRows;
+            const QString what = QString::fromStdString(r.shape + ": " + r.note);
+            QVERIFY2(!r.pass, qPrintable(what));
+            // The NaN / masked rows fail their own status check; every other row names its margin.
+            QVERIFY2(r.note.find("handed back with the host's decisions") != std::string::npos ||
+                         r.note.find("expected status") != std::string::npos,
+                     qPrintable(what));
+            if (r.shape.rfind("exact ties", 0) == 0)
+                QVERIFY2(r.note.find("4 tied row(s) handed back to the host") != std::string::npos, qPrintable(what));
+        }
+        QVERIFY(tokenRows > 10);
+    }
+
+    // The rule itself: within twice (8n + 256)·2⁻⁵³ of an edge a hand-back is due, beyond it not; no decision
+    // (greedy: both margins infinite) is never due.
+    void dueHandBackRule() {
+        const double inf = std::numeric_limits<double>::infinity();
+        const int64_t n = 151552;
+        const double bound = 2.0 * (8.0 * double(n) + 256.0) * 0x1.0p-53;
+        QVERIFY(selftest::handBackIsDue(SampleMargins{0.0, inf, n, 1.0}));
+        QVERIFY(selftest::handBackIsDue(SampleMargins{inf, bound, n, 1.0}));
+        QVERIFY(!selftest::handBackIsDue(SampleMargins{inf, bound * 1.01, n, 1.0}));
+        QVERIFY(!selftest::handBackIsDue(SampleMargins{1e-3, 1e-3, n, 1.0}));
+        QVERIFY(!selftest::handBackIsDue(SampleMargins{inf, inf, n, 1.0}));
+        QVERIFY(selftest::handBackIsDue(SampleMargins{inf, bound, n, 1.0}) &&
+                !selftest::handBackIsDue(SampleMargins{inf, bound, 1000, 1.0}));  // the bound grows with n
     }
 
     void cliExitCodes() {
