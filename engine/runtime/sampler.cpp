@@ -110,8 +110,9 @@ std::vector<Cand> filtered(const std::vector<float>& x, const SamplingParams& p,
         margins->mass = zAll;
     }
     if (p.topP < 1.0f && c.size() > 1) {
-        double z = 0.0;
-        for (const Cand& a : c) z += std::exp(a.logit - maxLogit);
+        double z = zAll;  // the same sum in the same order, when the margins took it
+        if (!margins)
+            for (const Cand& a : c) z += std::exp(a.logit - maxLogit);
         const double target = double(p.topP) * z;
         size_t m = std::min<size_t>(c.size(), 256);
         for (;;) {

@@ -99,8 +99,10 @@ std::vector<OpResult> mhcPreCase(Context& ctx, const MhcPreShape& s) {
         for (int i = 0; i < 3; ++i)
             rs.push_back(Context::compareExact(kFamily, what[i], sh + (fused ? " (default: 1)" : " (default: 2)"),
                                                bitsOf(dut[size_t(i)]), bitsOf(other[size_t(i)])));
-        // The Sinkhorn on the side stream (a decode step's default, n² ≤ 32) against inline: the same function on
-        // the same values, so the same bits — and the download must wait for the side stream's result.
+        // The Sinkhorn on the side stream (a decode step's default, n² ≤ 32; larger n stays inline, so there is
+        // nothing to compare) against inline: the same function on the same values, so the same bits — and the
+        // download must wait for the side stream's result.
+        if (n * n > 32) return rs;
         Outs inl, aside;
         {
             const TuneOverride<mhcSetSideSinkhorn> off(0);
@@ -113,8 +115,7 @@ std::vector<OpResult> mhcPreCase(Context& ctx, const MhcPreShape& s) {
         const char* what2[3] = {"mhcPre.x inline vs aside", "mhcPre.post inline vs aside",
                                 "mhcPre.comb inline vs aside"};
         for (int i = 0; i < 3; ++i)
-            rs.push_back(Context::compareExact(kFamily, what2[i], sh + (n * n <= 32 ? "" : " (n² > 32: inline both)"),
-                                               bitsOf(inl[size_t(i)]), bitsOf(aside[size_t(i)])));
+            rs.push_back(Context::compareExact(kFamily, what2[i], sh, bitsOf(inl[size_t(i)]), bitsOf(aside[size_t(i)])));
     }
     return rs;
 }
