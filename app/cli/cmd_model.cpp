@@ -72,12 +72,14 @@ int cmdGenerate(const Args& args) {
         std::printf("twinspark-cli generate --model DIR (--prompt-ids 1,2,3 | --prompt \"text\" [--system S] [--no-thinking])\n"
                     "    [--max-tokens N] [--ignore-eos] [--concurrency N] [--temperature T --seed S]\n"
                     "    [--kv-cache-dtype fp8|fp32] [--threads N] [--backend auto|cpu|cuda] [--json FILE] [--profile-ops]\n"
-                    "    [--warmup]\n"
+                    "    [--warmup] [--prefill-chunk N]\n"
                     "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed\n"
                     "(--profile-ops: also per-op time tables of the prefill and of the decode steps, every op\n"
                     "synchronized; --warmup: the prompt is prefilled and one token decoded on a discarded sequence\n"
                     "first, so that the timed run carries no first-use costs: scratch allocations, and on CUDA the\n"
-                    "lazy loading of kernels — ~0.1 s at the first EXL3 decode step on the H200).\n"
+                    "lazy loading of kernels — ~0.1 s at the first EXL3 decode step on the H200); --prefill-chunk N:\n"
+                    "the prompt goes in forward calls of at most N tokens, as the engine prefills it (its\n"
+                    "MAX_NUM_BATCHED_TOKENS, 1024), instead of one call for the whole prompt.\n"
                     "--prompt: the text is chat-formatted with the model's template and tokenizer, and generated\n"
                     "through the engine (continuous batching); --concurrency N runs N copies at once and reports\n"
                     "the aggregate speed, and the decode-only speed while all N run (decode_tok_s in --json).\n"
@@ -87,11 +89,13 @@ int cmdGenerate(const Args& args) {
         return 0;
     }
     auto opts = kModelOptions;
-    opts.insert({"prompt-ids", "prompt", "system", "max-tokens", "json", "concurrency", "temperature", "seed"});
+    opts.insert({"prompt-ids", "prompt", "system", "max-tokens", "json", "concurrency", "temperature", "seed",
+                 "prefill-chunk"});
     args.accept(opts, {"ignore-eos", "no-thinking", "profile-ops", "warmup"});
     if (args.get("prompt") || args.get("concurrency") || args.get("temperature")) {
-        if (args.flag("profile-ops") || args.flag("warmup"))
-            fail(ErrorKind::InvalidArgument, "--profile-ops and --warmup go with --prompt-ids alone (the one-sequence path)");
+        if (args.flag("profile-ops") || args.flag("warmup") || args.get("prefill-chunk"))
+            fail(ErrorKind::InvalidArgument,
+                 "--profile-ops, --warmup and --prefill-chunk go with --prompt-ids alone (the one-sequence path)");
         return generateWithEngine(args);
     }
     if (args.flag("no-thinking") || args.get("system") || args.get("seed"))
@@ -99,11 +103,20 @@ int cmdGenerate(const Args& args) {
     const auto ids = Args::parseIds("prompt-ids", args.requireTextOrFile("prompt-ids"));
     const int64_t maxTokens = args.getInt("max-tokens", 32, 1, 1 << 20);
     const bool ignoreEos = args.flag("ignore-eos");
+    const int64_t chunk = args.getInt("prefill-chunk", 0, 1, 1 << 20);  // 0 (absent): the whole prompt at once
     LoadedModel l = loadModel(args, args.flag("profile-ops"));
     auto* prof = dynamic_cast<ProfilingBackend*>(l.backend.get());
     l.model->checkIds(ids.data(), int64_t(ids.size()));
     auto argmax = [](const std::vector<float>& v) {
         return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
+    };
+    // The prompt's prefill: one forward, or forwards of at most `chunk` tokens (the last one's logits are the
+    // prompt's).
+    auto prefill = [&](SequenceState& seq) {
+        const int64_t n = int64_t(ids.size()), step = chunk > 0 ? chunk : n;
+        ForwardResult r;
+        for (int64_t p = 0; p < n; p += step) r = l.model->forward(ids.data() + p, std::min(step, n - p), seq, true);
+        return r;
     };
     if (args.flag("warmup")) {
         // One untimed prefill of the same prompt and one decode step on a sequence of its own, dropped after: the
@@ -112,7 +125,7 @@ int cmdGenerate(const Args& args) {
         // took ~110 ms more on the H200, 2026-12-02 session; CUDA_MODULE_LOADING=EAGER instead costs ~1.1 s
         // at every process start).
         auto scratch = l.model->newSequence(l.dt);
-        const ForwardResult w = l.model->forward(ids.data(), int64_t(ids.size()), *scratch, true);
+        const ForwardResult w = prefill(*scratch);
         const int32_t first = argmax(w.logits);
         (void)l.model->forward(&first, 1, *scratch, true);
         if (prof) prof->reset();
@@ -121,7 +134,7 @@ int cmdGenerate(const Args& args) {
     const auto& eos = l.model->text().eos_token_ids;
 
     const auto t0 = std::chrono::steady_clock::now();
-    ForwardResult r = l.model->forward(ids.data(), int64_t(ids.size()), *state, true);
+    ForwardResult r = prefill(*state);
     const auto t1 = std::chrono::steady_clock::now();
     if (prof) {  // the prefill's table, then the decode steps' own
         std::fprintf(stderr, "per-op time of the prefill, %zu tokens (each op synchronized: attribution, not speed):\n%s",
@@ -151,14 +164,16 @@ int cmdGenerate(const Args& args) {
     const double prefillS = seconds(t0, t1), decodeS = seconds(t1, t2);
     const int64_t decoded = int64_t(out.size()) - 1;  // the first token comes from the prefill
     const double decodeTps = decoded > 0 ? double(decoded) / decodeS : 0.0;
-    std::fprintf(stderr, "prompt %zu tokens: prefill %.3f s (%.1f tok/s); decode %lld tokens in %.3f s: %.2f tok/s; "
+    const std::string chunks = chunk > 0 ? " in chunks of " + std::to_string(chunk) : std::string();
+    std::fprintf(stderr, "prompt %zu tokens: prefill%s %.3f s (%.1f tok/s); decode %lld tokens in %.3f s: %.2f tok/s; "
                          "finish %s; threads %d\n",
-                 ids.size(), prefillS, double(ids.size()) / prefillS, (long long)decoded, decodeS, decodeTps,
-                 finish.c_str(), ThreadPool::global().size());
+                 ids.size(), chunks.c_str(), prefillS, double(ids.size()) / prefillS, (long long)decoded, decodeS,
+                 decodeTps, finish.c_str(), ThreadPool::global().size());
     if (auto json = args.get("json")) {
         nlohmann::json j = {{"prompt_tokens", ids.size()}, {"generated", out},         {"finish_reason", finish},
                             {"prefill_s", prefillS},       {"decode_tokens", decoded}, {"decode_s", decodeS},
-                            {"decode_tok_s", decodeTps},   {"threads", ThreadPool::global().size()}};
+                            {"decode_tok_s", decodeTps},   {"threads", ThreadPool::global().size()},
+                            {"prefill_chunk", chunk}};
         std::ofstream f(*json);
         f << j.dump(2) << "\n";
         if (!f) fail(ErrorKind::Io, "cannot write " + *json);

@@ -9,7 +9,8 @@
 # the default settings.
 #   device: bash scripts/gpu/prefill_ab.sh "$OUT"   (after run_gpu_suite.sh in the same call)
 # Results: $OUT/prefill.txt (one line per run: prefill seconds and tok/s), $OUT/prefill_profile.txt.
-# Env: PF_LENGTHS ("1024 4096"), PF_VARS (see above; "" skips the A/B), PF_PROFILE (1).
+# Env: PF_LENGTHS ("1024 4096"), PF_VARS (see above; "" skips the A/B), PF_PROFILE (1), PF_CHUNK (unset: one
+# forward per prompt; N: forwards of at most N tokens, `--prefill-chunk N` — 1024 is how the engine prefills).
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -26,7 +27,7 @@ for n in $LENGTHS; do
   for setting in ${PF_VARS-TS_EXL3_PREFILL=1 TS_EXL3_PREFILL=0 TS_EXL3_PREFILL=0,TS_GEMM=0}; do
     tag=$(echo "$setting" | tr '=,' '__')
     env $(echo "$setting" | tr ',' ' ') $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@$IDS" --max-tokens 4 --ignore-eos \
-      --warmup --json "$OUT/pf_${n}_$tag.json" >"/tmp/pf_${n}_$tag.ids" 2>"/tmp/pf_${n}_$tag.err"
+      ${PF_CHUNK:+--prefill-chunk "$PF_CHUNK"} --warmup --json "$OUT/pf_${n}_$tag.json" >"/tmp/pf_${n}_$tag.ids" 2>"/tmp/pf_${n}_$tag.err"
     echo "prompt $n, $setting: rc $? $(grep -E 'prefill|rror' "/tmp/pf_${n}_$tag.err" | tail -1)" | tee -a "$PF"
   done
   # The first generated tokens of each setting (greedy): the same unless a summation order tips a near-tie.
@@ -48,6 +49,6 @@ done
 if [ "${PF_PROFILE:-1}" = 1 ]; then
   n=${LENGTHS##* }
   $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@/tmp/pf_prompt_$n.ids" --max-tokens 2 --ignore-eos \
-    --warmup --profile-ops >/dev/null 2>"$OUT/prefill_profile.txt"
+    ${PF_CHUNK:+--prefill-chunk "$PF_CHUNK"} --warmup --profile-ops >/dev/null 2>"$OUT/prefill_profile.txt"
   echo "profile rc $?: $OUT/prefill_profile.txt" | tee -a "$PF"
 fi

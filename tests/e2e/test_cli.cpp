@@ -108,12 +108,26 @@ private slots:
         QVERIFY2(wdec > 0, qPrintable(warmProf.err));
         QCOMPARE(headCallsIn(warmProf.err, warmProf.err.indexOf("per-op time of the prefill")), 1);
         QCOMPARE(headCallsIn(warmProf.err, wdec), 5);
+        // --prefill-chunk 2: the 5-token prompt in three forwards (three mhcHead calls in the prefill's table), as
+        // the engine prefills a prompt longer than its step; the same greedy tokens.
+        Run chunked = cli(base + QStringList{"--prefill-chunk", "2", "--profile-ops"});
+        QVERIFY2(chunked.code == 0, qPrintable(chunked.err));
+        QCOMPARE(chunked.out, plain.out);
+        QCOMPARE(headCallsIn(chunked.err, chunked.err.indexOf("per-op time of the prefill")), 3);
+        QVERIFY2(chunked.err.contains("prefill in chunks of 2 "), qPrintable(chunked.err));
+        Run badChunk = cli(base + QStringList{"--prefill-chunk", "0"});
+        QCOMPARE(badChunk.code, 2);
+        QVERIFY2(badChunk.err.contains("--prefill-chunk must be an integer in [1, "), qPrintable(badChunk.err));
+        const QString rule = "--profile-ops, --warmup and --prefill-chunk go with --prompt-ids alone";
         Run bad = cli({"generate", "--model", kTinyA, "--prompt", "hi", "--profile-ops"});
         QCOMPARE(bad.code, 2);
-        QVERIFY(bad.err.contains("--profile-ops and --warmup go with --prompt-ids alone"));
+        QVERIFY(bad.err.contains(rule));
         Run badWarm = cli({"generate", "--model", kTinyA, "--prompt", "hi", "--warmup"});
         QCOMPARE(badWarm.code, 2);
-        QVERIFY(badWarm.err.contains("--profile-ops and --warmup go with --prompt-ids alone"));
+        QVERIFY(badWarm.err.contains(rule));
+        Run badEngineChunk = cli({"generate", "--model", kTinyA, "--prompt", "hi", "--prefill-chunk", "4"});
+        QCOMPARE(badEngineChunk.code, 2);
+        QVERIFY(badEngineChunk.err.contains(rule));
     }
 
     // --concurrency runs copies through the engine (continuous batching): each copy must produce the
