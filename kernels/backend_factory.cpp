@@ -30,6 +30,11 @@ int tuneSliceTiles();
 void setTrace(unsigned long long* words, int64_t units);
 int setPrefillPath(int on);
 bool prefillPath();
+int setPrefillMoeMinRows(int rows);
+int prefillMoeMinRows();
+int setPrefillDeepRing(int on);
+int setPrefillLinearMinRows(int rows);
+int prefillLinearMinRows();
 int setPrefillBudgetMiB(int mib);
 }  // namespace exl3cuda
 namespace mhccuda {  // cuda_mhc_kda.cu
@@ -87,6 +92,11 @@ int exl3SetSmemLimitKiB(int kib) { return exl3cuda::setSmemLimitKiB(kib); }
 bool exl3PrefillJobs(int bits) { return exl3cuda::prefillJobs(bits); }
 int exl3SetPrefillPath(int on) { return exl3cuda::setPrefillPath(on); }
 bool exl3PrefillPath() { return exl3cuda::prefillPath(); }
+int exl3SetPrefillMoeMinRows(int rows) { return exl3cuda::setPrefillMoeMinRows(rows); }
+int exl3PrefillMoeMinRows() { return exl3cuda::prefillMoeMinRows(); }
+int exl3SetPrefillDeepRing(int on) { return exl3cuda::setPrefillDeepRing(on); }
+int exl3SetPrefillLinearMinRows(int rows) { return exl3cuda::setPrefillLinearMinRows(rows); }
+int exl3PrefillLinearMinRows() { return exl3cuda::prefillLinearMinRows(); }
 int exl3SetPrefillBudgetMiB(int mib) { return exl3cuda::setPrefillBudgetMiB(mib); }
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
@@ -111,6 +121,11 @@ int exl3SetSmemLimitKiB(int) { return 0; }
 bool exl3PrefillJobs(int) { return true; }
 int exl3SetPrefillPath(int) { return -1; }
 bool exl3PrefillPath() { return false; }
+int exl3SetPrefillMoeMinRows(int) { return -1; }
+int exl3PrefillMoeMinRows() { return 0; }
+int exl3SetPrefillDeepRing(int) { return -1; }
+int exl3SetPrefillLinearMinRows(int) { return -1; }
+int exl3PrefillLinearMinRows() { return 0; }
 int exl3SetPrefillBudgetMiB(int) { return 0; }
 void exl3SetTrace(unsigned long long*, int64_t) {}
 int exl3MoeLastLaunches() { return 0; }

@@ -104,11 +104,25 @@ int exl3SetSmemLimitKiB(int kib);
 // round each activation once to fp16 (the self-test's tolerance follows). True without CUDA or a device.
 bool exl3PrefillJobs(int bits);
 // The EXL3 prefill path (cuda_exl3_prefill.cu: each row transformed once, 64-row × 128-column GEMM blocks over the
-// whole of k, no split-K) for linears of ≥ 64 rows and MoE steps of ≥ 40 rows per used expert, at K = 2..6: on
+// whole of k, no split-K) for linears and MoE steps of enough rows (the thresholds below), at K = 2..6: on
 // unless TS_EXL3_PREFILL=0 (read once); exl3SetPrefillPath(0 / 1) overrides it, anything else restores it (the
 // self-test runs prefill-sized cases both ways). Returns the previous override (−1: none; −1 without CUDA).
 int exl3SetPrefillPath(int on);
 bool exl3PrefillPath();
+// The rows per used expert (on average) from which a MoE step takes the prefill path: TS_EXL3_PF_MOE_ROWS (read
+// once; a count up to 4,096) or 3; likewise the rows from which a linear takes it: TS_EXL3_PF_LINEAR_ROWS or 32 (both
+// the crossovers measured on the H200). exl3SetPrefill…MinRows(r) overrides it from now on for r in [0, 4096],
+// anything else restores the environment's; returns the previous override (−1: none; −1 without CUDA, where the
+// getters return 0). Under stream capture (decode graphs) a linear never takes the prefill path.
+int exl3SetPrefillMoeMinRows(int rows);
+int exl3PrefillMoeMinRows();
+int exl3SetPrefillLinearMinRows(int rows);
+int exl3PrefillLinearMinRows();
+// The prefill path's GEMM keeps 8 steps of planes and trellis in flight where two such blocks fit an SM's shared
+// memory (the H200), else 4: TS_EXL3_PF_DEEP=0 (read once) keeps 4 everywhere; exl3SetPrefillDeepRing(1 or 0)
+// overrides it, anything else restores the environment's; returns the previous override (−1: none; −1 without
+// CUDA). Both depths compute the same bits.
+int exl3SetPrefillDeepRing(int on);
 // The scratch budget (MiB) one group of the prefill path's rows may take (planes and outputs; default 256):
 // rows beyond it are done in more groups. 0 restores the default; returns the previous override (0: none).
 int exl3SetPrefillBudgetMiB(int mib);

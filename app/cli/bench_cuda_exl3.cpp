@@ -250,32 +250,41 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                     "TFLOP/s of the model's products, median of %d calls\n",
                     bits, static_cast<long long>(kExperts), static_cast<long long>(kTopk), static_cast<long long>(kHidden),
                     static_cast<long long>(kWideOut), pReps);
-        std::printf("%-10s %6s %6s %10s %10s %9s\n", "what", "cb", "tokens", "ms/call", "us/token", "TFLOP/s");
-        // Each row twice: the prefill path (cuda_exl3_prefill.cu, the default) and the staged kernels it replaces.
+        std::printf("%-10s %6s %6s %8s %10s %10s %9s\n", "what", "cb", "tokens", "rows/mat", "ms/call", "us/token", "TFLOP/s");
+        // Each row twice: the prefill path (cuda_exl3_prefill.cu, at any rows, whatever TS_EXL3_PF_MOE_ROWS and
+        // TS_EXL3_PF_LINEAR_ROWS would choose) and the staged kernels it replaces (below 16 rows: the decode
+        // kernels). The rows per used expert of each MoE size are printed: the thresholds come from these rows.
         auto timed = [&](const std::function<void()>& fn) {
             std::pair<double, double> s;
             {
                 const OverrideScope<exl3SetPrefillPath> on(1);
+                const OverrideScope<exl3SetPrefillMoeMinRows> anyRows(0);
+                const OverrideScope<exl3SetPrefillLinearMinRows> anyLinearRows(1);
                 s.first = medianSeconds(backend, pReps, 1, fn);
             }
             const OverrideScope<exl3SetPrefillPath> off(0);
             s.second = medianSeconds(backend, pReps, 1, fn);
             return s;
         };
-        auto line = [&](const char* what, Exl3Codebook cb, int64_t T, std::pair<double, double> s, double flops) {
+        // rowsPer: the rows per matrix (a GEMM's tokens; the MoE's routed rows per used expert).
+        auto line = [&](const char* what, Exl3Codebook cb, int64_t T, double rowsPer, std::pair<double, double> s,
+                        double flops) {
             for (int v = 0; v < 2; ++v) {
                 const double t = v ? s.second : s.first;
-                std::printf("%-10s %6s %6lld %10.3f %10.2f %9.1f  %s\n", what, cbName(cb).c_str(), static_cast<long long>(T),
-                            t * 1e3, t * 1e6 / double(T), flops / t / 1e12, v ? "staged kernels" : "prefill path");
+                std::printf("%-10s %6s %6lld %8.1f %10.3f %10.2f %9.1f  %s\n", what, cbName(cb).c_str(),
+                            static_cast<long long>(T), rowsPer, t * 1e3, t * 1e6 / double(T), flops / t / 1e12,
+                            v ? "staged kernels" : "prefill path");
                 rows.push_back({{"bench", std::string("exl3_prefill_") + what}, {"bits", bits}, {"codebook", cbName(cb)},
-                                {"tokens", T}, {"path", v ? "staged" : "prefill"}, {"ms", t * 1e3},
-                                {"us_per_token", t * 1e6 / double(T)}, {"TFLOPs", flops / t / 1e12}});
+                                {"tokens", T}, {"rows_per_matrix", rowsPer}, {"path", v ? "staged" : "prefill"},
+                                {"ms", t * 1e3}, {"us_per_token", t * 1e6 / double(T)}, {"TFLOPs", flops / t / 1e12}});
             }
         };
         for (const Exl3Codebook cb : {Exl3Codebook::Mul1, Exl3Codebook::Mcg}) {
             const Experts ex = makeExperts(store, cb, bits, rng);
-            for (const int64_t T : {int64_t(512), int64_t(4096)}) {
-                if (cb == Exl3Codebook::Mcg && T != 4096) continue;
+            // 1,024 tokens: the engine's prefill chunk (MAX_NUM_BATCHED_TOKENS), ~28 rows per expert.
+            for (const int64_t T : {int64_t(64), int64_t(96), int64_t(128), int64_t(256), int64_t(512), int64_t(1024),
+                                    int64_t(2048), int64_t(4096)}) {
+                if (cb == Exl3Codebook::Mcg && T != 1024 && T != 4096) continue;
                 const std::vector<int32_t> ro = randomRouting(T, rng);
                 const std::vector<float> wt(size_t(T * kTopk), 0.125f);
                 const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
@@ -287,17 +296,20 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                 };
                 const auto s = timed(fn);
                 if (!fused) continue;
-                line("moe", cb, T, s, 2.0 * double(T * kTopk) * 3.0 * double(kHidden * kInter));
+                std::vector<char> used(size_t(kExperts), 0);
+                for (const int32_t e : ro) used[size_t(e)] = 1;
+                const double nUsed = double(std::count(used.begin(), used.end(), char(1)));
+                line("moe", cb, T, double(T * kTopk) / nUsed, s, 2.0 * double(T * kTopk) * 3.0 * double(kHidden * kInter));
             }
         }
         const size_t bytes = size_t(kHidden * kWideOut * bits / 8);
         const WeightView w = WeightView::of(*store.make(store.newBytes(bytes, 2000), kHidden, kWideOut, bits,
                                                         Exl3Codebook::Mul1, rng));
-        for (const int64_t T : {int64_t(1024), int64_t(4096)}) {
+        for (const int64_t T : {int64_t(16), int64_t(32), int64_t(64), int64_t(256), int64_t(1024), int64_t(4096)}) {
             const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
             const Buffer y = backend.alloc(size_t(T * kWideOut) * 4);
             const auto s = timed([&] { backend.linear(x, T, w, y); });
-            line("gemm", Exl3Codebook::Mul1, T, s, 2.0 * double(T) * double(kHidden * kWideOut));
+            line("gemm", Exl3Codebook::Mul1, T, double(T), s, 2.0 * double(T) * double(kHidden * kWideOut));
         }
     }
 

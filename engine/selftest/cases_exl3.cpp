@@ -404,7 +404,7 @@ void addExl3Cases(std::vector<Case>& out) {
                        [bits](Context& c) { return linearCase(c, "glm", 4096, 12288, bits, CB::Mul1, {1}, false); }});
     out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias",
                    [](Context& c) { return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {1, 4, 33, 100}, true); }});
-    // The prefill path (cuda_exl3_prefill.cu: ≥ 64 rows of a linear, ≥ 40 routed rows per used expert, K = 2..6)
+    // The prefill path (cuda_exl3_prefill.cu: ≥ 32 rows of a linear, ≥ 3 routed rows per used expert, K = 2..6)
     // is the default for the prefill-sized cases; these run them again on the staged kernels (exl3SetPrefillPath(0)),
     // and under a scratch budget of 1 MiB, where its rows are split into several groups (of tokens for a linear,
     // of experts in ascending order for the MoE).
@@ -446,6 +446,15 @@ void addExl3Cases(std::vector<Case>& out) {
         out.push_back({kFamily, std::string("linear prefill 1024→640 K=5 ") + cbName(cb), [cb](Context& c) {
                            return linearCase(c, "prefill", 1024, 640, 5, cb, {64, 129}, false);
                        }});
+    // A last GEMM block of 16 and of 28 rows: blocks of at most 32 rows give each warp one tile of columns (the
+    // narrow warp split of cuda_exl3_prefill.cu), with one and two row groups.
+    for (const int deep : {1, 0})
+        out.push_back({kFamily, std::string("linear prefill 1024→512 K=4 mcg, short last block, ") +
+                                    (deep ? "deep" : "4-step") + " ring",
+                       [deep](Context& c) {
+                           const TuneOverride<exl3SetPrefillDeepRing> ring(deep);
+                           return linearCase(c, "prefill", 1024, 512, 4, CB::Mcg, {80, 92}, false);
+                       }});
 
     // Fused MoE.
     const MoeShape moes[] = {
@@ -473,8 +482,16 @@ void addExl3Cases(std::vector<Case>& out) {
         {"moe odd ids", 4, 256, 384, 288, 8, 16, 4, 4, CB::Mcg, 0.0f, false, 12, true},
         {"moe odd ids", 16, 256, 384, 288, 8, 16, 3, 3, CB::Mul1, 0.5f, false, 12, true},
     };
-    for (const MoeShape& s : moes)
-        out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T), [s](Context& c) { return moeCase(c, s); }});
+    // The shapes not named "prefill" are about the decode-sized kernels (the one-launch MoE, its combine units, the
+    // device-routed list): from 3 routed rows per expert a host-routed step would take the prefill path, so they
+    // keep it off (the prefill path's own small-rows cases follow below).
+    for (const MoeShape& s : moes) {
+        const bool pf = std::string(s.label).find("prefill") != std::string::npos;
+        out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T), [s, pf](Context& c) {
+                           const TuneOverride<exl3SetPrefillMoeMinRows> rows(pf ? -1 : 4096);
+                           return moeCase(c, s);
+                       }});
+    }
     // Prefill-sized MoE steps on the staged kernels, and the prefill path's expert groups under a 1 MiB budget.
     const MoeShape pfMoe = {"moe prefill top-8", 64, 512, 256, 32, 8, 32, 4, 4, CB::Mul1, 10.0f, false, 8};
     out.push_back({kFamily, std::string(pfMoe.label) + " T=64", [pfMoe](Context& c) { return moeCase(c, pfMoe); }});
@@ -484,13 +501,29 @@ void addExl3Cases(std::vector<Case>& out) {
         if (std::string(s.label).find("prefill") != std::string::npos)
             out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T) + ", staged prefill",
                            staged([s](Context& c) { return moeCase(c, s); })});
+    // ~28 rows per expert (the engine's 1,024-token prefill chunk at GLM-5.3-Flash's 288 experts, top-8): the
+    // prefill path whatever TS_EXL3_PF_MOE_ROWS says, every block at most 32 rows (the narrow warp split).
+    const MoeShape chunkMoe = {"moe chunk-sized", 56, 512, 256, 16, 8, 16, 4, 4, CB::Mul1, 10.0f, false, 16};
+    // Both ring depths of the prefill GEMM (8 steps in flight where two blocks fit an SM, else 4).
+    for (const int deep : {1, 0})
+        out.push_back({kFamily, std::string(chunkMoe.label) + " T=56, prefill path, " + (deep ? "deep" : "4-step") + " ring",
+                       [chunkMoe, deep](Context& c) {
+                           const TuneOverride<exl3SetPrefillMoeMinRows> anyRows(0);
+                           const TuneOverride<exl3SetPrefillDeepRing> ring(deep);
+                           return moeCase(c, chunkMoe);
+                       }});
     // ~70 tokens per expert at K = 2 under a GB10's 99 KiB: 16-row jobs instead of 64 (see above).
     const MoeShape gb10Moe = {"moe prefill K=2, 99 KiB plans", 70, 256, 384, 8, 4, 8, 2, 2, CB::Mcg, 0.0f, false, 4};
     out.push_back({kFamily, std::string(gb10Moe.label) + " T=70",
                    gb10(staged([gb10Moe](Context& c) { return moeCase(c, gb10Moe); }))});
     out.push_back({kFamily, std::string(gb10Moe.label) + " T=70, prefill path",
                    gb10([gb10Moe](Context& c) { return moeCase(c, gb10Moe); })});
-    out.push_back({kFamily, "moe 1 vs 2 launches, back to back", [](Context& c) { return moeLaunchesCase(c); }});
+    // About the decode-sized kernels' launch variants: the prefill path stays off (its ≥ 3 rows per expert would take
+    // the 64- and 100-token steps, and it launches neither variant).
+    out.push_back({kFamily, "moe 1 vs 2 launches, back to back", [](Context& c) {
+                       const TuneOverride<exl3SetPrefillMoeMinRows> rows(4096);
+                       return moeLaunchesCase(c);
+                   }});
 }
 
 }  // namespace ts::selftest

@@ -121,6 +121,19 @@ MoeKernelFn moeKernelFor(int MG, int bits, int cb, bool trace = false) {
 
 }  // namespace
 
+void preloadDecodeKernels(int bits, int codebook) {
+    // One bit per (K, codebook); the attribute query is what makes CUDA load a kernel under lazy loading.
+    static std::atomic<uint32_t> done{0};
+    const uint32_t bit = 1u << ((bits & 7) * 3 + (codebook % 3));
+    if (done.fetch_or(bit) & bit) return;
+    cudaFuncAttributes a;
+    for (const int MG : {int(kStream), 1}) {
+        TS_CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernelFor(MG, bits, codebook))));
+        TS_CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(moeKernelFor(MG, bits, codebook))));
+    }
+    TS_CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(combineKernel)));
+}
+
 Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int rowsTotal, int R, bool pairMode, int numSMs,
                 bool allowStream, size_t smemLimit) {
     Plan p;

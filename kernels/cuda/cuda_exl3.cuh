@@ -454,11 +454,18 @@ struct PfJobHost {
     float* y = nullptr;
     int64_t ldy = 0, m = 0;
 };
-// When the prefill path is taken: a linear of at least kPfMinRowsLinear rows; a MoE step of at least kPfMinRowsMoe
-// routed rows per used expert on average (chooseMG's threshold for the staged 64-row jobs too).
-constexpr int64_t kPfMinRowsLinear = 64;
-constexpr double kPfMinRowsMoe = 40.0;
+// When the prefill path is taken: a linear of at least prefillLinearMinRows() rows (TS_EXL3_PF_LINEAR_ROWS, default
+// kPfMinRowsLinear); a MoE step of at least prefillMoeMinRows() routed rows per used expert on average
+// (TS_EXL3_PF_MOE_ROWS, default kPfMinRowsMoe). The defaults are the crossovers measured on the H200
+// (docs/PERFORMANCE.md, "EXL3 prefill at the engine's chunk").
+constexpr int kPfMinRowsLinear = 32;
+constexpr int kPfMinRowsMoe = 3;
 bool pfSupported(int bits, int codebook);  // K = 2..6, any codebook
+// Loads the decode kernels of K = bits and the codebook (the streaming and 16-row linear and MoE kernels, the combine)
+// into the context, once per (K, codebook) and process. CUDA loads a kernel at its first use; a prefill on the
+// prefill path uses none of them, so the first decode step after it paid ~0.06–0.11 s of loading (measured on the
+// H200, docs/PERFORMANCE.md). The prefill path calls it.
+void preloadDecodeKernels(int bits, int codebook);
 // The MoE's work split (host code, tests/kernels/test_exl3_prefill_plan.cpp): groups [e0, e1) of experts in
 // ascending order covering [0, E), each with at most `cap` routed rows unless one expert alone has more;
 // first: [E + 1] row offsets of the experts (rows expert-major).
@@ -473,6 +480,11 @@ PfCombine pfCombineLists(const int32_t* byExpert, int64_t base, int64_t end, int
                          const float* weight);
 int setPrefillPath(int on);  // TS_EXL3_PREFILL override (ts::exl3SetPrefillPath)
 bool prefillPath();
+int setPrefillMoeMinRows(int rows);  // TS_EXL3_PF_MOE_ROWS override (ts::exl3SetPrefillMoeMinRows)
+int prefillMoeMinRows();
+int setPrefillLinearMinRows(int rows);  // TS_EXL3_PF_LINEAR_ROWS override (ts::exl3SetPrefillLinearMinRows)
+int prefillLinearMinRows();
+int setPrefillDeepRing(int on);  // TS_EXL3_PF_DEEP override (ts::exl3SetPrefillDeepRing)
 
 // A/B switches for measuring the decode changes on a GPU, read once from the environment variable
 // TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units

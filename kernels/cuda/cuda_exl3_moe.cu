@@ -146,7 +146,7 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const size_t lim = smemLimit(size_t(props().sharedMemPerBlockOptin));
     const double perExpert = double(nChoices) / double(nUsed);
     // Many rows per expert (a prefill step): the throughput path of cuda_exl3_prefill.cu, when it takes them.
-    if (perExpert >= kPfMinRowsMoe && exl3PrefillMoe(x, T, D, I, byExpert.data(), first.data(), E, topk, hostWeight,
+    if (perExpert >= double(prefillMoeMinRows()) && exl3PrefillMoe(x, T, D, I, byExpert.data(), first.data(), E, topk, hostWeight,
                                                      gate, up, down, limit, y))
         return true;
     const int MG = std::min(chooseMG(perExpert, sigGU.bits, lim), chooseMG(perExpert, sigD.bits, lim));

@@ -1,6 +1,6 @@
 // EXL3 at prefill sizes: y = x · Wᵀ for a packed EXL3 linear over many token rows, and the routed experts of a
 // prefill step (CudaBackend::exl3PrefillLinear / exl3PrefillMoe, chosen by exl3Linear and moeExpertsFused when
-// the rows per matrix are many: kPfMinRowsLinear / kPfMinRowsMoe in cuda_exl3.cuh; TS_EXL3_PREFILL or
+// the rows per matrix are many: prefillLinearMinRows() and prefillMoeMinRows() in cuda_exl3.cuh; TS_EXL3_PREFILL or
 // exl3SetPrefillPath in kernels/exl3_tune.h). The format and the
 // math are cuda_exl3.cu's (xr = BH_k(x ⊙ suh), yr = xr · Ŵ, y = BH_n(yr) ⊙ svh + bias); what differs is the
 // work split, built for throughput instead of weight streaming:
@@ -14,7 +14,9 @@
 //      steps of the hi/lo planes (64 rows, swizzled for ldmatrix) and of the trellis (2 k-tiles × 8 tiles);
 //      per step each warp decodes two tiles (laneStates + the codebook: the CPU's fp16 values exactly) into
 //      mma B fragments in shared memory, one step ahead of the tensor cores, and every warp then runs its
-//      32 rows × 32 columns: 16 mma.m16n8k16 per k-tile (2 row groups × 2 tiles × 2 halves × hi, lo). Each
+//      32 rows × 32 columns: 16 mma.m16n8k16 per k-tile (2 row groups × 2 tiles × 2 halves × hi, lo); a block of
+//      at most 32 rows (a MoE expert's rows in a 1,024-token chunk) gives each warp 32 rows × 16 columns instead,
+//      and row groups past the block's rows are skipped. Each
 //      weight is decoded once per 64 rows (the staged unit of cuda_exl3.cu: once per 64 rows too, but with
 //      4 warps, a barrier per 16 k-tiles and the input transform in every unit).
 //      Epilogue: ÷ 2^e, the output Hadamard of the block's 128 columns (the CPU's butterflies), ⊙ svh, + bias.
@@ -37,6 +39,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -54,7 +57,9 @@ namespace {
 
 constexpr int kPfThreads = 256;  // 8 warps: 2 (rows) × 4 (columns) for the mma, 8 tiles decoded per k-tile
 constexpr int kPfBM = 64;        // token rows per block
-constexpr int kPfStages = 4;     // cp.async ring depth (32-k steps)
+// cp.async ring depth (32-k steps): 8 where two such blocks fit an SM's shared memory (the H200 at every K; the loads of
+// a block that decodes each weight for few rows are what it waits for), else 4 (pfStagesFor; TS_EXL3_PF_DEEP=0: 4).
+constexpr int kPfStagesShallow = 4, kPfStagesDeep = 8;
 constexpr int kPfTransformThreads = 128;
 constexpr size_t kPfBudget = size_t(256) << 20;  // scratch of one group of rows (planes, outputs)
 
@@ -112,29 +117,28 @@ __device__ __forceinline__ void lanePairs(const uint32_t (&st)[8], uint32_t (&b)
     }
 }
 
-// Shared memory of the GEMM (bytes): the ring of kPfStages steps — hi and lo planes [2][64 rows][32 k] fp16 and the
+// Shared memory of the GEMM (bytes): the ring of S steps — hi and lo planes [2][64 rows][32 k] fp16 and the
 // trellis [2 k-tiles][8 tiles][8K words] — then the decoded B fragments [2 buffers][2 k-tiles][8 tiles][32 lanes]
 // of 16 bytes. The epilogue reuses the ring for its [64][128 + 4] fp32 output tile.
 __host__ __device__ constexpr int pfPlaneBytes() { return 2 * kPfBM * 64; }
 __host__ __device__ constexpr int pfTrellisBytes(int K) { return 2 * 8 * tileWords(K) * 4; }
 __host__ __device__ constexpr int pfStageBytes(int K) { return pfPlaneBytes() + pfTrellisBytes(K); }
 __host__ __device__ constexpr int pfFragBytes() { return 2 * 2 * 8 * 32 * 16; }
-__host__ __device__ constexpr int pfSmemBytes(int K) {
-    return (kPfStages * pfStageBytes(K) > kPfBM * 132 * 4 ? kPfStages * pfStageBytes(K) : kPfBM * 132 * 4) +
-           pfFragBytes();
+__host__ __device__ constexpr int pfSmemBytes(int K, int S) {
+    return (S * pfStageBytes(K) > kPfBM * 132 * 4 ? S * pfStageBytes(K) : kPfBM * 132 * 4) + pfFragBytes();
 }
 
 // Byte offset of the 16-byte chunk j (k 8j..8j+7 of a 32-k step) of row r in one plane: rows of 64 bytes, the
 // chunk index xor-ed with (r / 2) % 4 so that the 8 rows one ldmatrix phase reads fall on distinct banks.
 __device__ __forceinline__ int pfChunk(int r, int j) { return r * 64 + ((j ^ ((r >> 1) & 3)) << 4); }
 
-template <int K, int CB>
+template <int K, int CB, int S>
 __global__ void __launch_bounds__(kPfThreads, 2) exl3PfGemmKernel(PfGemmParams P) {
     constexpr int TW = tileWords(K);
     constexpr int SB = pfStageBytes(K);
     extern __shared__ __align__(16) unsigned char smem[];
     unsigned char* ring = smem;
-    uint4* frag = reinterpret_cast<uint4*>(smem + (pfSmemBytes(K) - pfFragBytes()));  // [2][2][8][32]
+    uint4* frag = reinterpret_cast<uint4*>(smem + (pfSmemBytes(K, S) - pfFragBytes()));  // [2][2][8][32]
 
     // The block's job (binary search over blockStart: jobs are few hundred at most).
     int lo = 0, hi = P.J - 1;
@@ -151,29 +155,38 @@ __global__ void __launch_bounds__(kPfThreads, 2) exl3PfGemmKernel(PfGemmParams P
     const int tilesK = P.k / 16, tilesN = P.n / 16, steps = tilesK / 2;
     const __half* ah = job.ah + int64_t(r0) * P.k;
     const uint32_t* tr = reinterpret_cast<const uint32_t*>(job.trellis) + int64_t(nb) * 8 * TW;
+    // A block of at most 32 rows reads rows 0..31 of the planes only (the narrow warp split below).
+    const bool narrow = m <= 32;
 
-    // Step s into ring slot s % kPfStages: 512 plane chunks (2 planes × 64 rows × 4), then 2 × 8 × TW / 4 trellis
-    // chunks (two k-tile rows of 8 consecutive tiles). Rows ≥ m are zero-filled.
+    // Step s into ring slot s % S: 512 plane chunks (2 planes × 64 rows × 4; a narrow block's 32 rows: 256), then
+    // 2 × 8 × TW / 4 trellis chunks (two k-tile rows of 8 consecutive tiles). Rows ≥ m are zero-filled. Thread t
+    // copies chunk (row t / 4 % 64, t % 4) of both planes and trellis chunk t (if t < TCH); its addresses are
+    // worked out once here and advance by a constant per step (the loop spent ~100 instructions a step on them).
+    constexpr int TCH = 2 * 8 * TW / 4;
+    static_assert(TCH <= kPfThreads, "one trellis chunk per thread and step");
+    const int pr = (tid >> 2) & 63, pj = tid & 3;
+    const bool pLoad = !(narrow && pr >= 32), pValid = pr < m;
+    const __half* pSrc = ah + int64_t(pValid ? pr : 0) * P.k + 8 * pj;  // + 32 per step; lo: + loOffset
+    const int pDst = pfChunk(pr, pj);
+    const bool tLoad = tid < TCH;
+    const uint32_t* tSrc = tr + int64_t(tid / (TCH / 2)) * tilesN * TW + (tid % (TCH / 2)) * 4;
+    const int64_t tStep = int64_t(2) * tilesN * TW;  // words per step
     auto issue = [&](int s) {
         if (s < steps) {
-            unsigned char* st = ring + (s % kPfStages) * SB;
-            for (int i = tid; i < 512; i += kPfThreads) {
-                const int plane = i >> 8, r = (i >> 2) & 63, j = i & 3;
-                const __half* src = ah + (plane ? P.loOffset : 0) + int64_t(r < m ? r : 0) * P.k + s * 32 + 8 * j;
-                cpAsync16Zfill(st + plane * (kPfBM * 64) + pfChunk(r, j), src, r < m);
+            unsigned char* st = ring + (s % S) * SB;
+            if (pLoad) {
+                const __half* src = pSrc + s * 32;
+                cpAsync16Zfill(st + pDst, src, pValid);
+                cpAsync16Zfill(st + kPfBM * 64 + pDst, src + P.loOffset, pValid);
             }
-            constexpr int TCH = 2 * 8 * TW / 4;  // 16-byte chunks of the step's trellis
-            for (int i = tid; i < TCH; i += kPfThreads) {
-                const int kk = i / (TCH / 2), q = i % (TCH / 2);
-                cpAsync16(st + pfPlaneBytes() + i * 16, tr + (int64_t(2 * s + kk) * tilesN) * TW + q * 4);
-            }
+            if (tLoad) cpAsync16(st + pfPlaneBytes() + tid * 16, tSrc + s * tStep);
         }
         cpAsyncCommit();  // one group per step, maybe empty
     };
     // Decodes step s's 16 tiles into fragment buffer s % 2: warp w takes tile w of both k-tiles.
     auto decode = [&](int s) {
         if (s >= steps) return;
-        const uint32_t* tw = reinterpret_cast<const uint32_t*>(ring + (s % kPfStages) * SB + pfPlaneBytes());
+        const uint32_t* tw = reinterpret_cast<const uint32_t*>(ring + (s % S) * SB + pfPlaneBytes());
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
             uint32_t st8[8], b[4];
@@ -183,7 +196,15 @@ __global__ void __launch_bounds__(kPfThreads, 2) exl3PfGemmKernel(PfGemmParams P
         }
     };
 
-    const int wm = warp >> 2, wn = warp & 3;  // rows 32·wm.., tiles 2·wn, 2·wn + 1
+    // The warps' share of the block's 64 rows × 8 tiles: 2 × 4 warps of 32 rows × 2 tiles each, or — when the block
+    // has at most 32 rows (a MoE step of a 1,024-token chunk has ~28 per expert) — 8 warps of 32 rows × 1 tile, so
+    // that no warp spends its mmas on zero rows while the others wait for it at the next step's barrier. Either way
+    // each output's sum runs over the same mmas in the same order: the results are the same bits.
+    const int rbase = narrow ? 0 : 32 * (warp >> 2);  // the warp's first row
+    const int tbase = narrow ? warp : 2 * (warp & 3);   // its first tile (of 8)
+    const int TN = narrow ? 1 : 2;                      // its tiles
+    const int AG = min(2, (m - rbase + 15) >> 4);       // its row groups of 16 that hold rows < m: 1 or 2 (m ≥ 1;
+                                                        // a wide block's second row half holds m − 32 ≥ 1 rows)
     float acc[2][2][2][4];  // [row group][tile][column half][mma accumulator]
 #pragma unroll
     for (int a = 0; a < 2; ++a)
@@ -195,47 +216,60 @@ __global__ void __launch_bounds__(kPfThreads, 2) exl3PfGemmKernel(PfGemmParams P
                 for (int i = 0; i < 4; ++i) acc[a][t][h][i] = 0.0f;
 
 #pragma unroll
-    for (int s = 0; s < kPfStages - 1; ++s) issue(s);
-    cpAsyncWait<kPfStages - 2>();  // step 0 has landed
+    for (int s = 0; s < S - 1; ++s) issue(s);
+    cpAsyncWait<S - 2>();  // step 0 has landed
     __syncthreads();
     decode(0);
     // ldmatrix addresses: lane l gives row (l % 16) of its matrix pair, k chunk (l / 16) of the k-tile.
     const int lr = lane & 15, lj = lane >> 4;
-    for (int s = 0; s < steps; ++s) {
-        cpAsyncWait<kPfStages - 3>();  // step s + 1 has landed (s + 2 may still be in flight)
-        __syncthreads();               // step s's fragments written; step s − 1's slot and fragments free
-        issue(s + kPfStages - 1);
-        decode(s + 1);
-        const unsigned char* st = ring + (s % kPfStages) * SB;
+    // The main loop for a warp of TN_ tiles and AG_ row groups, both known at compile time: a warp-uniform choice
+    // made once, so that no mma is issued under a false predicate (with run-time counts ptxas issued all 32 of a
+    // step, predicated, with a WARPSYNC before each pair).
+    auto mainLoop = [&](auto tnC, auto agC) {
+        constexpr int TN_ = decltype(tnC)::value, AG_ = decltype(agC)::value;
+        for (int s = 0; s < steps; ++s) {
+            cpAsyncWait<S - 3>();  // step s + 1 has landed (s + 2 … s + S − 2 may still be in flight)
+            __syncthreads();       // step s's fragments written; step s − 1's slot and fragments free
+            issue(s + S - 1);
+            decode(s + 1);
+            const unsigned char* st = ring + (s % S) * SB;
 #pragma unroll
-        for (int kk = 0; kk < 2; ++kk) {
-            uint4 bt[2];
+            for (int kk = 0; kk < 2; ++kk) {
+                uint4 bt[TN_];
 #pragma unroll
-            for (int t = 0; t < 2; ++t) bt[t] = frag[((s & 1) * 2 + kk) * 256 + (2 * wn + t) * 32 + lane];
-            uint32_t af[2][2][4];  // [plane: hi, lo][row group]
+                for (int t = 0; t < TN_; ++t) bt[t] = frag[((s & 1) * 2 + kk) * 256 + (tbase + t) * 32 + lane];
+                uint32_t af[2][AG_][4];  // [plane: hi, lo][row group]
 #pragma unroll
-            for (int a = 0; a < 2; ++a) {
-                const int r = 32 * wm + 16 * a + lr;
-                ldmatrixX4(af[0][a], st + pfChunk(r, 2 * kk + lj));
-                ldmatrixX4(af[1][a], st + kPfBM * 64 + pfChunk(r, 2 * kk + lj));
+                for (int a = 0; a < AG_; ++a) {
+                    const int r = rbase + 16 * a + lr;
+                    ldmatrixX4(af[0][a], st + pfChunk(r, 2 * kk + lj));
+                    ldmatrixX4(af[1][a], st + kPfBM * 64 + pfChunk(r, 2 * kk + lj));
+                }
+                // All the hi products, then the lo ones: an accumulator's second mma comes several after its
+                // first, not right behind it.
+#pragma unroll
+                for (int p = 0; p < 2; ++p)
+#pragma unroll
+                    for (int a = 0; a < AG_; ++a)
+#pragma unroll
+                        for (int t = 0; t < TN_; ++t) {
+                            mma(acc[a][t][0], af[p][a][0], af[p][a][1], af[p][a][2], af[p][a][3], bt[t].x, bt[t].y);
+                            mma(acc[a][t][1], af[p][a][0], af[p][a][1], af[p][a][2], af[p][a][3], bt[t].z, bt[t].w);
+                        }
             }
-            // All eight hi products, then the eight lo ones: an accumulator's second mma comes eight after its
-            // first, not right behind it.
-#pragma unroll
-            for (int p = 0; p < 2; ++p)
-#pragma unroll
-                for (int a = 0; a < 2; ++a)
-#pragma unroll
-                    for (int t = 0; t < 2; ++t) {
-                        mma(acc[a][t][0], af[p][a][0], af[p][a][1], af[p][a][2], af[p][a][3], bt[t].x, bt[t].y);
-                        mma(acc[a][t][1], af[p][a][0], af[p][a][1], af[p][a][2], af[p][a][3], bt[t].z, bt[t].w);
-                    }
         }
+    };
+    if (TN == 1) {
+        if (AG == 2) mainLoop(std::integral_constant<int, 1>{}, std::integral_constant<int, 2>{});
+        else mainLoop(std::integral_constant<int, 1>{}, std::integral_constant<int, 1>{});
+    } else {
+        if (AG == 2) mainLoop(std::integral_constant<int, 2>{}, std::integral_constant<int, 2>{});
+        else mainLoop(std::integral_constant<int, 2>{}, std::integral_constant<int, 1>{});
     }
     cpAsyncWait<0>();
     __syncthreads();  // the ring is free: the output tile goes there
 
-    // acc[a][t][h][i]: row 32·wm + 16·a + g + 8·(i >> 1), column 32·wn + 16·t + 8·h + 2c + (i & 1).
+    // acc[a][t][h][i]: row rbase + 16·a + g + 8·(i >> 1), column 16·(tbase + t) + 8·h + 2c + (i & 1).
     float* ct = reinterpret_cast<float*>(ring);  // [64][132]
     const int g = lane >> 2, c = lane & 3;
 #pragma unroll
@@ -246,8 +280,9 @@ __global__ void __launch_bounds__(kPfThreads, 2) exl3PfGemmKernel(PfGemmParams P
             for (int h = 0; h < 2; ++h)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
-                    const int row = 32 * wm + 16 * a + g + 8 * (i >> 1);
-                    const int col = 32 * wn + 16 * t + 8 * h + 2 * c + (i & 1);
+                    if (t >= TN) continue;
+                    const int row = rbase + 16 * a + g + 8 * (i >> 1);
+                    const int col = 16 * (tbase + t) + 8 * h + 2 * c + (i & 1);
                     ct[row * 132 + col] = acc[a][t][h][i];
                 }
     __syncthreads();
@@ -338,31 +373,33 @@ __global__ void exl3PfCombineKernel(const int* __restrict__ off, const int* __re
 }
 
 using PfKernelFn = void (*)(PfGemmParams);
-template <int K>
+template <int K, int S>
 PfKernelFn pfKernelForBits(int cb) {
-    return cb == 0 ? exl3PfGemmKernel<K, 0> : cb == 1 ? exl3PfGemmKernel<K, 1> : exl3PfGemmKernel<K, 2>;
+    return cb == 0 ? exl3PfGemmKernel<K, 0, S> : cb == 1 ? exl3PfGemmKernel<K, 1, S> : exl3PfGemmKernel<K, 2, S>;
 }
-PfKernelFn pfKernelFor(int bits, int cb) {
+template <int S>
+PfKernelFn pfKernelForStages(int bits, int cb) {
     switch (bits) {
-    case 2: return pfKernelForBits<2>(cb);
-    case 3: return pfKernelForBits<3>(cb);
-    case 4: return pfKernelForBits<4>(cb);
-    case 5: return pfKernelForBits<5>(cb);
-    case 6: return pfKernelForBits<6>(cb);
+    case 2: return pfKernelForBits<2, S>(cb);
+    case 3: return pfKernelForBits<3, S>(cb);
+    case 4: return pfKernelForBits<4, S>(cb);
+    case 5: return pfKernelForBits<5, S>(cb);
+    case 6: return pfKernelForBits<6, S>(cb);
     default: return nullptr;
     }
 }
-size_t pfSmemFor(int bits) {
-    switch (bits) {
-    case 2: return size_t(pfSmemBytes(2));
-    case 3: return size_t(pfSmemBytes(3));
-    case 4: return size_t(pfSmemBytes(4));
-    case 5: return size_t(pfSmemBytes(5));
-    default: return size_t(pfSmemBytes(6));
-    }
+PfKernelFn pfKernelFor(int bits, int cb, int stages) {
+    return stages == kPfStagesDeep ? pfKernelForStages<kPfStagesDeep>(bits, cb)
+                                   : pfKernelForStages<kPfStagesShallow>(bits, cb);
 }
+// Bytes of pfSmemBytes(bits, stages) for K = bits in 2..6 (the kernels' K).
+size_t pfSmemFor(int bits, int stages) { return size_t(pfSmemBytes(bits, stages)); }
 
 OverridableSwitch g_prefillPath("TS_EXL3_PREFILL", true);
+OverridableSwitch g_pfDeep("TS_EXL3_PF_DEEP", true);  // the GEMM's deep ring where it fits (pfStagesFor)
+// Rows per used expert from which a MoE step takes the prefill path (a count below 4,097; more is reported).
+ModeSwitch g_pfMoeMinRows("TS_EXL3_PF_MOE_ROWS", 4097, kPfMinRowsMoe);
+ModeSwitch g_pfLinearMinRows("TS_EXL3_PF_LINEAR_ROWS", 4097, kPfMinRowsLinear);  // rows of a linear, likewise
 std::atomic<int> g_budgetMiB{0};
 
 }  // namespace
@@ -400,6 +437,11 @@ PfCombine pfCombineLists(const int32_t* byExpert, int64_t base, int64_t end, int
 
 int setPrefillPath(int on) { return g_prefillPath.set(on); }
 bool prefillPath() { return g_prefillPath.on(); }
+int setPrefillMoeMinRows(int rows) { return g_pfMoeMinRows.set(rows); }
+int prefillMoeMinRows() { return g_pfMoeMinRows.now(); }
+int setPrefillDeepRing(int on) { return g_pfDeep.set(on); }
+int setPrefillLinearMinRows(int rows) { return g_pfLinearMinRows.set(rows); }
+int prefillLinearMinRows() { return g_pfLinearMinRows.now(); }
 int setPrefillBudgetMiB(int mib) { return g_budgetMiB.exchange(mib > 0 ? mib : 0); }
 size_t prefillBudget() {
     const int mib = g_budgetMiB.load(std::memory_order_relaxed);
@@ -429,7 +471,14 @@ size_t carved(size_t count, size_t size) { return (count * size + 255) & ~size_t
 // memory a block may have (the device's opt-in limit, or exl3SetSmemLimitKiB's): else the staged kernels take the call.
 bool pfFits(int bits, int64_t k, size_t deviceOptin) {
     const size_t lim = smemLimit(deviceOptin);
-    return pfSmemFor(bits) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
+    return pfSmemFor(bits, kPfStagesShallow) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
+}
+// The ring depth of the GEMM at K = bits: the deep ring when it fits a block (under the limit in force) and two such
+// blocks, with the 1 KiB the device reserves for each, fit an SM; else the shallow one.
+int pfStagesFor(int bits, size_t deviceOptin, size_t perSm) {
+    const size_t deep = pfSmemFor(bits, kPfStagesDeep);
+    if (g_pfDeep.on() && deep <= smemLimit(deviceOptin) && 2 * (deep + 1024) <= perSm) return kPfStagesDeep;
+    return kPfStagesShallow;
 }
 // A Buffer over scratch memory the backend owns (no ownership: the arena outlives the call).
 Buffer rawBuffer(void* p, size_t bytes) { return Buffer(std::shared_ptr<void>(p, [](void*) {}), bytes); }
@@ -469,9 +518,10 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
     P.NB = int(n / 128);
     P.nOut = int(nOut);
     P.loOffset = loOffset;
-    const PfKernelFn fn = pfKernelFor(bits, codebook);
+    const int stages = pfStagesFor(bits, props().sharedMemPerBlockOptin, props().sharedMemPerMultiprocessor);
+    const PfKernelFn fn = pfKernelFor(bits, codebook, stages);
     TS_CHECK(fn != nullptr, "exl3 prefill: no kernel for these bits");
-    const size_t smem = pfSmemFor(bits);
+    const size_t smem = pfSmemFor(bits, stages);
     // Per call (a host-side attribute write, no device work): right on every device of the process.
     TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     fn<<<unsigned(blocks), kPfThreads, smem, m_stream>>>(P);
@@ -493,9 +543,10 @@ void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int6
 }
 
 bool CudaBackend::exl3PrefillLinear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y) {
-    if (!prefillPath() || T < kPfMinRowsLinear || capturingNow()) return false;
+    if (!prefillPath() || T < prefillLinearMinRows() || capturingNow()) return false;
     const DeviceTrellis& d = deviceTrellis(p);
     if (!pfSupported(d.bits, d.codebook) || !pfFits(d.bits, d.k, props().sharedMemPerBlockOptin)) return false;
+    preloadDecodeKernels(d.bits, d.codebook);
     const int64_t in = p.inFeatures(), out = p.outFeatures();
     // Rows per group: the planes (4 bytes per element) and exponents within the budget.
     const int64_t perRow = int64_t(d.k) * 4 + 4;
@@ -531,6 +582,8 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
     if (!prefillPath() || capturingNow() || !pfSupported(g0.bits, g0.codebook) || !pfSupported(d0.bits, d0.codebook) ||
         !pfFits(g0.bits, g0.k, props().sharedMemPerBlockOptin) || !pfFits(d0.bits, d0.k, props().sharedMemPerBlockOptin))
         return false;
+    preloadDecodeKernels(g0.bits, g0.codebook);
+    preloadDecodeKernels(d0.bits, d0.codebook);
     const int64_t kG = g0.k, nG = g0.n, kD = d0.k, nD = d0.n;  // padded: [kG = D', nG = I'], [kD = I', nD = D']
     // Per routed row: gate and up planes (kG each, hi + lo), G and U outputs (I), the activation (I), its planes
     // (kD), the down output (D), exponents.
