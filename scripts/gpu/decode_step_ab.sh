@@ -9,13 +9,8 @@
 # Env: AB_VARS (space-separated NAME=VALUE settings, one run each, e.g. "TS_GEMV_ROWS=0 TS_GEMV_ROWS=4";
 #      default "TS_MOE_DEVICE_ROUTE=1 TS_MOE_DEVICE_ROUTE=0"; "" skips the A/B), AB_BATCHES ("1 4"), AB_TOKENS (48), NCU_ON (1; 0 skips the ncu run), PROFILE (1; 0 skips the per-op profile).
 set -uo pipefail
-OUT=${1:-/tmp/twinspark-gpu}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/../.."
-CLI=build-gpu/app/twinspark-cli
-SL=${SLICE_LAYERS:-4}; SP=${SLICE_PROMPT:-256}; SN=${AB_TOKENS:-48}
-SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L$SL}
-[ -x "$CLI" ] && [ -f "$SDIR/config.json" ] || { echo "run run_gpu_suite.sh (SLICE=1) first"; exit 2; }
+source "$(dirname "$0")/slice_env.sh" "$@"  # OUT, CLI, SL, SDIR; the repository root
+SP=${SLICE_PROMPT:-256}; SN=${AB_TOKENS:-48}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 AB="$OUT/ab.txt"
 for b in ${AB_BATCHES:-1 4}; do

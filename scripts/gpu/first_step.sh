@@ -9,13 +9,7 @@
 #   device: bash scripts/gpu/first_step.sh "$OUT"   (after run_gpu_suite.sh in the same call)
 # Results: $OUT/first_step.txt. Env: FS_LENGTH (4096), FS_TOKENS (8), FS_VARS ("default CUDA_MODULE_LOADING=EAGER").
 set -uo pipefail
-OUT=${1:-/tmp/twinspark-gpu}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/../.."
-CLI=build-gpu/app/twinspark-cli
-SL=${SLICE_LAYERS:-4}
-SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L$SL}
-[ -x "$CLI" ] && [ -f "$SDIR/config.json" ] || { echo "run run_gpu_suite.sh (SLICE=1) first"; exit 2; }
+source "$(dirname "$0")/slice_env.sh" "$@"  # OUT, CLI, SL, SDIR; the repository root
 FS="$OUT/first_step.txt"
 n=${FS_LENGTH:-4096}
 IDS="/tmp/fs_prompt_$n.ids"

@@ -12,13 +12,7 @@
 # Env: PF_LENGTHS ("1024 4096"), PF_VARS (see above; "" skips the A/B), PF_PROFILE (1), PF_CHUNK (unset: one
 # forward per prompt; N: forwards of at most N tokens, `--prefill-chunk N` — 1024 is how the engine prefills).
 set -uo pipefail
-OUT=${1:-/tmp/twinspark-gpu}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/../.."
-CLI=build-gpu/app/twinspark-cli
-SL=${SLICE_LAYERS:-4}
-SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L$SL}
-[ -x "$CLI" ] && [ -f "$SDIR/config.json" ] || { echo "run run_gpu_suite.sh (SLICE=1) first"; exit 2; }
+source "$(dirname "$0")/slice_env.sh" "$@"  # OUT, CLI, SL, SDIR; the repository root
 PF="$OUT/prefill.txt"
 LENGTHS=${PF_LENGTHS:-1024 4096}
 for n in $LENGTHS; do
