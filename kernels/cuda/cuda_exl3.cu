@@ -122,9 +122,11 @@ MoeKernelFn moeKernelFor(int MG, int bits, int cb, bool trace = false) {
 }  // namespace
 
 void preloadDecodeKernels(int bits, int codebook) {
-    // One bit per (K, codebook); the attribute query is what makes CUDA load a kernel under lazy loading.
+    // One bit per (K, codebook): K 1..8 × 3 codebooks, 27 bits. The attribute query is what makes CUDA load a kernel
+    // under lazy loading (measured: the first decode step after a prefill-path prefill came back to its usual time).
+    TS_CHECK(bits >= 1 && bits <= 8 && codebook >= 0 && codebook <= 2, "exl3: no decode kernels for these bits");
     static std::atomic<uint32_t> done{0};
-    const uint32_t bit = 1u << ((bits & 7) * 3 + (codebook % 3));
+    const uint32_t bit = 1u << (bits * 3 + codebook);
     if (done.fetch_or(bit) & bit) return;
     cudaFuncAttributes a;
     for (const int MG : {int(kStream), 1}) {

@@ -10,7 +10,7 @@
 //      planes (~22 bits: products with the fp16 codebook values stay exact in fp32), once per row and matrix
 //      instead of once per unit of 128 output columns.
 //   2. GEMM (exl3PfGemmKernel<K, codebook>, 256 threads): a block owns 64 rows × 128 columns of one job (a
-//      matrix and its rows) over the whole of k — no split-K, no partials. A 4-deep cp.async ring brings 32-k
+//      matrix and its rows) over the whole of k — no split-K, no partials. A 4- or 8-deep cp.async ring brings 32-k
 //      steps of the hi/lo planes (64 rows, swizzled for ldmatrix) and of the trellis (2 k-tiles × 8 tiles);
 //      per step each warp decodes two tiles (laneStates + the codebook: the CPU's fp16 values exactly) into
 //      mma B fragments in shared memory, one step ahead of the tensor cores, and every warp then runs its
@@ -55,10 +55,11 @@ namespace exl3cuda {
 
 namespace {
 
-constexpr int kPfThreads = 256;  // 8 warps: 2 (rows) × 4 (columns) for the mma, 8 tiles decoded per k-tile
+constexpr int kPfThreads = 256;  // 8 warps: 2 (rows) × 4 (columns) for the mma (8 × 1 in a narrow block), 8 tiles decoded per k-tile
 constexpr int kPfBM = 64;        // token rows per block
-// cp.async ring depth (32-k steps): 8 where two such blocks fit an SM's shared memory (the H200 at every K; the loads of
-// a block that decodes each weight for few rows are what it waits for), else 4 (pfStagesFor; TS_EXL3_PF_DEEP=0: 4).
+// cp.async ring depth (32-k steps): 8 where two such blocks fit an SM's shared memory (the H200 at every K), else 4
+// (pfStagesFor; TS_EXL3_PF_DEEP=0: 4). Built on the guess that the loads were what the GEMM waited for; measured, they
+// were not (8 vs 4 within ±3 %, before the loop's instruction count was cut; docs/PERFORMANCE.md) — kept, not a gain.
 constexpr int kPfStagesShallow = 4, kPfStagesDeep = 8;
 constexpr int kPfTransformThreads = 128;
 constexpr size_t kPfBudget = size_t(256) << 20;  // scratch of one group of rows (planes, outputs)
@@ -392,8 +393,6 @@ PfKernelFn pfKernelFor(int bits, int cb, int stages) {
     return stages == kPfStagesDeep ? pfKernelForStages<kPfStagesDeep>(bits, cb)
                                    : pfKernelForStages<kPfStagesShallow>(bits, cb);
 }
-// Bytes of pfSmemBytes(bits, stages) for K = bits in 2..6 (the kernels' K).
-size_t pfSmemFor(int bits, int stages) { return size_t(pfSmemBytes(bits, stages)); }
 
 OverridableSwitch g_prefillPath("TS_EXL3_PREFILL", true);
 OverridableSwitch g_pfDeep("TS_EXL3_PF_DEEP", true);  // the GEMM's deep ring where it fits (pfStagesFor)
@@ -471,12 +470,12 @@ size_t carved(size_t count, size_t size) { return (count * size + 255) & ~size_t
 // memory a block may have (the device's opt-in limit, or exl3SetSmemLimitKiB's): else the staged kernels take the call.
 bool pfFits(int bits, int64_t k, size_t deviceOptin) {
     const size_t lim = smemLimit(deviceOptin);
-    return pfSmemFor(bits, kPfStagesShallow) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
+    return size_t(pfSmemBytes(bits, kPfStagesShallow)) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
 }
 // The ring depth of the GEMM at K = bits: the deep ring when it fits a block (under the limit in force) and two such
 // blocks, with the 1 KiB the device reserves for each, fit an SM; else the shallow one.
 int pfStagesFor(int bits, size_t deviceOptin, size_t perSm) {
-    const size_t deep = pfSmemFor(bits, kPfStagesDeep);
+    const size_t deep = size_t(pfSmemBytes(bits, kPfStagesDeep));
     if (g_pfDeep.on() && deep <= smemLimit(deviceOptin) && 2 * (deep + 1024) <= perSm) return kPfStagesDeep;
     return kPfStagesShallow;
 }
@@ -521,7 +520,7 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
     const int stages = pfStagesFor(bits, props().sharedMemPerBlockOptin, props().sharedMemPerMultiprocessor);
     const PfKernelFn fn = pfKernelFor(bits, codebook, stages);
     TS_CHECK(fn != nullptr, "exl3 prefill: no kernel for these bits");
-    const size_t smem = pfSmemFor(bits, stages);
+    const size_t smem = size_t(pfSmemBytes(bits, stages));
     // Per call (a host-side attribute write, no device work): right on every device of the process.
     TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     fn<<<unsigned(blocks), kPfThreads, smem, m_stream>>>(P);
