@@ -32,7 +32,6 @@ int setPrefillPath(int on);
 bool prefillPath();
 int setPrefillMoeMinRows(int rows);
 int prefillMoeMinRows();
-int setPrefillDeepRing(int on);
 int setPrefillLinearMinRows(int rows);
 int prefillLinearMinRows();
 int setPrefillBudgetMiB(int mib);
@@ -94,7 +93,6 @@ int exl3SetPrefillPath(int on) { return exl3cuda::setPrefillPath(on); }
 bool exl3PrefillPath() { return exl3cuda::prefillPath(); }
 int exl3SetPrefillMoeMinRows(int rows) { return exl3cuda::setPrefillMoeMinRows(rows); }
 int exl3PrefillMoeMinRows() { return exl3cuda::prefillMoeMinRows(); }
-int exl3SetPrefillDeepRing(int on) { return exl3cuda::setPrefillDeepRing(on); }
 int exl3SetPrefillLinearMinRows(int rows) { return exl3cuda::setPrefillLinearMinRows(rows); }
 int exl3PrefillLinearMinRows() { return exl3cuda::prefillLinearMinRows(); }
 int exl3SetPrefillBudgetMiB(int mib) { return exl3cuda::setPrefillBudgetMiB(mib); }
@@ -123,7 +121,6 @@ int exl3SetPrefillPath(int) { return -1; }
 bool exl3PrefillPath() { return false; }
 int exl3SetPrefillMoeMinRows(int) { return -1; }
 int exl3PrefillMoeMinRows() { return 0; }
-int exl3SetPrefillDeepRing(int) { return -1; }
 int exl3SetPrefillLinearMinRows(int) { return -1; }
 int exl3PrefillLinearMinRows() { return 0; }
 int exl3SetPrefillBudgetMiB(int) { return 0; }

@@ -118,11 +118,6 @@ int exl3SetPrefillMoeMinRows(int rows);
 int exl3PrefillMoeMinRows();
 int exl3SetPrefillLinearMinRows(int rows);
 int exl3PrefillLinearMinRows();
-// The prefill path's GEMM keeps 8 steps of planes and trellis in flight where two such blocks fit an SM's shared
-// memory (the H200), else 4: TS_EXL3_PF_DEEP=0 (read once) keeps 4 everywhere; exl3SetPrefillDeepRing(1 or 0)
-// overrides it, anything else restores the environment's; returns the previous override (−1: none; −1 without
-// CUDA). Both depths compute the same bits.
-int exl3SetPrefillDeepRing(int on);
 // The scratch budget (MiB) one group of the prefill path's rows may take (planes and outputs; default 256):
 // rows beyond it are done in more groups. 0 restores the default; returns the previous override (0: none).
 int exl3SetPrefillBudgetMiB(int mib);

@@ -144,6 +144,9 @@ struct MoeShape {
     bool mixedK;     // expert sets alternate their gate/up K (no single launch fits: the fused path declines)
     int64_t poolE;   // routing draws from experts [0, poolE) (sharing between tokens)
     bool oddIds = false;  // each token names its first expert twice, and one id is out of range (skipped)
+    // Prefill-sized (64-row jobs): the case runs with TS_EXL3_PF_MOE_ROWS as configured and again on the staged
+    // kernels; the other shapes are about the decode-sized kernels and keep the prefill path off.
+    bool prefillSized = false;
 };
 
 std::vector<OpResult> moeCase(Context& ctx, const MoeShape& s) {
@@ -448,13 +451,9 @@ void addExl3Cases(std::vector<Case>& out) {
                        }});
     // A last GEMM block of 16 and of 28 rows: blocks of at most 32 rows give each warp one tile of columns (the
     // narrow warp split of cuda_exl3_prefill.cu), with one and two row groups.
-    for (const int deep : {1, 0})
-        out.push_back({kFamily, std::string("linear prefill 1024→512 K=4 mcg, short last block, ") +
-                                    (deep ? "deep" : "4-step") + " ring",
-                       [deep](Context& c) {
-                           const TuneOverride<exl3SetPrefillDeepRing> ring(deep);
-                           return linearCase(c, "prefill", 1024, 512, 4, CB::Mcg, {80, 92}, false);
-                       }});
+    out.push_back({kFamily, "linear prefill 1024→512 K=4 mcg, short last block", [](Context& c) {
+                       return linearCase(c, "prefill", 1024, 512, 4, CB::Mcg, {80, 92}, false);
+                   }});
 
     // Fused MoE.
     const MoeShape moes[] = {
@@ -463,7 +462,7 @@ void addExl3Cases(std::vector<Case>& out) {
         {"moe small", 4, 256, 384, 16, 4, 16, 3, 5, CB::Mcg, 0.5f, false, 16},
         {"moe small", 33, 256, 384, 16, 4, 16, 4, 4, CB::Inst3, 0.0f, false, 16},
         {"moe shared", 40, 200, 300, 8, 4, 8, 2, 6, CB::Mul1, 0.3f, false, 6},  // > 16 tokens per expert
-        {"moe prefill", 70, 256, 384, 8, 4, 8, 4, 3, CB::Mcg, 0.0f, false, 4},  // 64-row jobs (+ a short one)
+        {"moe prefill", 70, 256, 384, 8, 4, 8, 4, 3, CB::Mcg, 0.0f, false, 4, false, true},  // 64-row jobs (+ a short one)
         {"moe mixed-K", 4, 256, 256, 8, 2, 4, 4, 4, CB::Mcg, 0.0f, true, 8},
         {"moe glm", 1, 4096, 2048, 288, 8, 16, 4, 4, CB::Mul1, 10.0f, false, 288},
         {"moe glm", 4, 4096, 2048, 288, 8, 16, 4, 4, CB::Mcg, 10.0f, false, 288},
@@ -476,19 +475,18 @@ void addExl3Cases(std::vector<Case>& out) {
         {"moe 1-launch dup", 8, 256, 384, 288, 8, 16, 3, 3, CB::Mul1, 0.0f, false, 12},
         {"moe 1-launch dup", 16, 256, 384, 288, 8, 16, 5, 5, CB::Inst3, 0.0f, false, 12},
         {"moe 1-launch combine", 64, 256, 256, 288, 8, 16, 2, 2, CB::Mcg, 0.0f, false, 24},
-        {"moe 1-launch prefill", 100, 200, 300, 16, 4, 16, 6, 6, CB::Mul1, 0.3f, false, 6},
+        {"moe 1-launch prefill", 100, 200, 300, 16, 4, 16, 6, 6, CB::Mul1, 0.3f, false, 6, false, true},
         // Device-routed work list (decode sizes): a token naming an expert twice (16 of 12 experts' rows
         // exceed T: extra jobs) and an out-of-range id; the two-K cases above check that it declines.
         {"moe odd ids", 4, 256, 384, 288, 8, 16, 4, 4, CB::Mcg, 0.0f, false, 12, true},
         {"moe odd ids", 16, 256, 384, 288, 8, 16, 3, 3, CB::Mul1, 0.5f, false, 12, true},
     };
-    // The shapes not named "prefill" are about the decode-sized kernels (the one-launch MoE, its combine units, the
+    // The shapes not prefill-sized are about the decode-sized kernels (the one-launch MoE, its combine units, the
     // device-routed list): from 3 routed rows per expert a host-routed step would take the prefill path, so they
     // keep it off (the prefill path's own small-rows cases follow below).
     for (const MoeShape& s : moes) {
-        const bool pf = std::string(s.label).find("prefill") != std::string::npos;
-        out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T), [s, pf](Context& c) {
-                           const TuneOverride<exl3SetPrefillMoeMinRows> rows(pf ? -1 : 4096);
+        out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T), [s](Context& c) {
+                           const TuneOverride<exl3SetPrefillMoeMinRows> rows(s.prefillSized ? -1 : 4096);
                            return moeCase(c, s);
                        }});
     }
@@ -498,20 +496,16 @@ void addExl3Cases(std::vector<Case>& out) {
     out.push_back({kFamily, std::string(pfMoe.label) + " T=64, 1 MiB groups",
                    smallBudget([pfMoe](Context& c) { return moeCase(c, pfMoe); })});
     for (const MoeShape& s : moes)
-        if (std::string(s.label).find("prefill") != std::string::npos)
+        if (s.prefillSized)
             out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T) + ", staged prefill",
                            staged([s](Context& c) { return moeCase(c, s); })});
     // ~28 rows per expert (the engine's 1,024-token prefill chunk at GLM-5.3-Flash's 288 experts, top-8): the
     // prefill path whatever TS_EXL3_PF_MOE_ROWS says, every block at most 32 rows (the narrow warp split).
     const MoeShape chunkMoe = {"moe chunk-sized", 56, 512, 256, 16, 8, 16, 4, 4, CB::Mul1, 10.0f, false, 16};
-    // Both ring depths of the prefill GEMM (8 steps in flight where two blocks fit an SM, else 4).
-    for (const int deep : {1, 0})
-        out.push_back({kFamily, std::string(chunkMoe.label) + " T=56, prefill path, " + (deep ? "deep" : "4-step") + " ring",
-                       [chunkMoe, deep](Context& c) {
-                           const TuneOverride<exl3SetPrefillMoeMinRows> anyRows(0);
-                           const TuneOverride<exl3SetPrefillDeepRing> ring(deep);
-                           return moeCase(c, chunkMoe);
-                       }});
+    out.push_back({kFamily, std::string(chunkMoe.label) + " T=56, prefill path", [chunkMoe](Context& c) {
+                       const TuneOverride<exl3SetPrefillMoeMinRows> anyRows(0);
+                       return moeCase(c, chunkMoe);
+                   }});
     // ~70 tokens per expert at K = 2 under a GB10's 99 KiB: 16-row jobs instead of 64 (see above).
     const MoeShape gb10Moe = {"moe prefill K=2, 99 KiB plans", 70, 256, 384, 8, 4, 8, 2, 2, CB::Mcg, 0.0f, false, 4};
     out.push_back({kFamily, std::string(gb10Moe.label) + " T=70",

@@ -484,7 +484,6 @@ int setPrefillMoeMinRows(int rows);  // TS_EXL3_PF_MOE_ROWS override (ts::exl3Se
 int prefillMoeMinRows();
 int setPrefillLinearMinRows(int rows);  // TS_EXL3_PF_LINEAR_ROWS override (ts::exl3SetPrefillLinearMinRows)
 int prefillLinearMinRows();
-int setPrefillDeepRing(int on);  // TS_EXL3_PF_DEEP override (ts::exl3SetPrefillDeepRing)
 
 // A/B switches for measuring the decode changes on a GPU, read once from the environment variable
 // TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units

@@ -10,7 +10,7 @@
 //      planes (~22 bits: products with the fp16 codebook values stay exact in fp32), once per row and matrix
 //      instead of once per unit of 128 output columns.
 //   2. GEMM (exl3PfGemmKernel<K, codebook>, 256 threads): a block owns 64 rows × 128 columns of one job (a
-//      matrix and its rows) over the whole of k — no split-K, no partials. A 4- or 8-deep cp.async ring brings 32-k
+//      matrix and its rows) over the whole of k — no split-K, no partials. A 4-deep cp.async ring brings 32-k
 //      steps of the hi/lo planes (64 rows, swizzled for ldmatrix) and of the trellis (2 k-tiles × 8 tiles);
 //      per step each warp decodes two tiles (laneStates + the codebook: the CPU's fp16 values exactly) into
 //      mma B fragments in shared memory, one step ahead of the tensor cores, and every warp then runs its
@@ -57,10 +57,11 @@ namespace {
 
 constexpr int kPfThreads = 256;  // 8 warps: 2 (rows) × 4 (columns) for the mma (8 × 1 in a narrow block), 8 tiles decoded per k-tile
 constexpr int kPfBM = 64;        // token rows per block
-// cp.async ring depth (32-k steps): 8 where two such blocks fit an SM's shared memory (the H200 at every K), else 4
-// (pfStagesFor; TS_EXL3_PF_DEEP=0: 4). Built on the guess that the loads were what the GEMM waited for; measured, they
-// were not (8 vs 4 within ±3 %, before the loop's instruction count was cut; docs/PERFORMANCE.md) — kept, not a gain.
-constexpr int kPfStagesShallow = 4, kPfStagesDeep = 8;
+// cp.async ring depth (32-k steps). 4 keeps a block at ~56 KiB, so three blocks share an H200 SM (80 registers; the
+// launch bound below): measured 7–11 % faster than an 8-step ring at two blocks per SM, which was no faster than 4 at
+// two; four blocks (64 registers) spilled in the loop and gained nothing (docs/PERFORMANCE.md, 2026-12-02 third session).
+constexpr int kPfStages = 4;
+constexpr int kPfBlocksPerSm = 3;
 constexpr int kPfTransformThreads = 128;
 constexpr size_t kPfBudget = size_t(256) << 20;  // scratch of one group of rows (planes, outputs)
 
@@ -118,14 +119,15 @@ __device__ __forceinline__ void lanePairs(const uint32_t (&st)[8], uint32_t (&b)
     }
 }
 
-// Shared memory of the GEMM (bytes): the ring of S steps — hi and lo planes [2][64 rows][32 k] fp16 and the
+// Shared memory of the GEMM (bytes): the ring of kPfStages steps — hi and lo planes [2][64 rows][32 k] fp16 and the
 // trellis [2 k-tiles][8 tiles][8K words] — then the decoded B fragments [2 buffers][2 k-tiles][8 tiles][32 lanes]
 // of 16 bytes. The epilogue reuses the ring for its [64][128 + 4] fp32 output tile.
 __host__ __device__ constexpr int pfPlaneBytes() { return 2 * kPfBM * 64; }
 __host__ __device__ constexpr int pfTrellisBytes(int K) { return 2 * 8 * tileWords(K) * 4; }
 __host__ __device__ constexpr int pfStageBytes(int K) { return pfPlaneBytes() + pfTrellisBytes(K); }
 __host__ __device__ constexpr int pfFragBytes() { return 2 * 2 * 8 * 32 * 16; }
-__host__ __device__ constexpr int pfSmemBytes(int K, int S) {
+__host__ __device__ constexpr int pfSmemBytes(int K) {
+    constexpr int S = kPfStages;
     return (S * pfStageBytes(K) > kPfBM * 132 * 4 ? S * pfStageBytes(K) : kPfBM * 132 * 4) + pfFragBytes();
 }
 
@@ -133,13 +135,14 @@ __host__ __device__ constexpr int pfSmemBytes(int K, int S) {
 // chunk index xor-ed with (r / 2) % 4 so that the 8 rows one ldmatrix phase reads fall on distinct banks.
 __device__ __forceinline__ int pfChunk(int r, int j) { return r * 64 + ((j ^ ((r >> 1) & 3)) << 4); }
 
-template <int K, int CB, int S>
-__global__ void __launch_bounds__(kPfThreads, 2) exl3PfGemmKernel(PfGemmParams P) {
+template <int K, int CB>
+__global__ void __launch_bounds__(kPfThreads, kPfBlocksPerSm) exl3PfGemmKernel(PfGemmParams P) {
+    constexpr int S = kPfStages;
     constexpr int TW = tileWords(K);
     constexpr int SB = pfStageBytes(K);
     extern __shared__ __align__(16) unsigned char smem[];
     unsigned char* ring = smem;
-    uint4* frag = reinterpret_cast<uint4*>(smem + (pfSmemBytes(K, S) - pfFragBytes()));  // [2][2][8][32]
+    uint4* frag = reinterpret_cast<uint4*>(smem + (pfSmemBytes(K) - pfFragBytes()));  // [2][2][8][32]
 
     // The block's job (binary search over blockStart: jobs are few hundred at most).
     int lo = 0, hi = P.J - 1;
@@ -374,28 +377,22 @@ __global__ void exl3PfCombineKernel(const int* __restrict__ off, const int* __re
 }
 
 using PfKernelFn = void (*)(PfGemmParams);
-template <int K, int S>
+template <int K>
 PfKernelFn pfKernelForBits(int cb) {
-    return cb == 0 ? exl3PfGemmKernel<K, 0, S> : cb == 1 ? exl3PfGemmKernel<K, 1, S> : exl3PfGemmKernel<K, 2, S>;
+    return cb == 0 ? exl3PfGemmKernel<K, 0> : cb == 1 ? exl3PfGemmKernel<K, 1> : exl3PfGemmKernel<K, 2>;
 }
-template <int S>
-PfKernelFn pfKernelForStages(int bits, int cb) {
+PfKernelFn pfKernelFor(int bits, int cb) {
     switch (bits) {
-    case 2: return pfKernelForBits<2, S>(cb);
-    case 3: return pfKernelForBits<3, S>(cb);
-    case 4: return pfKernelForBits<4, S>(cb);
-    case 5: return pfKernelForBits<5, S>(cb);
-    case 6: return pfKernelForBits<6, S>(cb);
+    case 2: return pfKernelForBits<2>(cb);
+    case 3: return pfKernelForBits<3>(cb);
+    case 4: return pfKernelForBits<4>(cb);
+    case 5: return pfKernelForBits<5>(cb);
+    case 6: return pfKernelForBits<6>(cb);
     default: return nullptr;
     }
 }
-PfKernelFn pfKernelFor(int bits, int cb, int stages) {
-    return stages == kPfStagesDeep ? pfKernelForStages<kPfStagesDeep>(bits, cb)
-                                   : pfKernelForStages<kPfStagesShallow>(bits, cb);
-}
 
 OverridableSwitch g_prefillPath("TS_EXL3_PREFILL", true);
-OverridableSwitch g_pfDeep("TS_EXL3_PF_DEEP", true);  // the GEMM's deep ring where it fits (pfStagesFor)
 // Rows per used expert from which a MoE step takes the prefill path (a count below 4,097; more is reported).
 ModeSwitch g_pfMoeMinRows("TS_EXL3_PF_MOE_ROWS", 4097, kPfMinRowsMoe);
 ModeSwitch g_pfLinearMinRows("TS_EXL3_PF_LINEAR_ROWS", 4097, kPfMinRowsLinear);  // rows of a linear, likewise
@@ -438,7 +435,6 @@ int setPrefillPath(int on) { return g_prefillPath.set(on); }
 bool prefillPath() { return g_prefillPath.on(); }
 int setPrefillMoeMinRows(int rows) { return g_pfMoeMinRows.set(rows); }
 int prefillMoeMinRows() { return g_pfMoeMinRows.now(); }
-int setPrefillDeepRing(int on) { return g_pfDeep.set(on); }
 int setPrefillLinearMinRows(int rows) { return g_pfLinearMinRows.set(rows); }
 int prefillLinearMinRows() { return g_pfLinearMinRows.now(); }
 int setPrefillBudgetMiB(int mib) { return g_budgetMiB.exchange(mib > 0 ? mib : 0); }
@@ -470,14 +466,7 @@ size_t carved(size_t count, size_t size) { return (count * size + 255) & ~size_t
 // memory a block may have (the device's opt-in limit, or exl3SetSmemLimitKiB's): else the staged kernels take the call.
 bool pfFits(int bits, int64_t k, size_t deviceOptin) {
     const size_t lim = smemLimit(deviceOptin);
-    return size_t(pfSmemBytes(bits, kPfStagesShallow)) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
-}
-// The ring depth of the GEMM at K = bits: the deep ring when it fits a block (under the limit in force) and two such
-// blocks, with the 1 KiB the device reserves for each, fit an SM; else the shallow one.
-int pfStagesFor(int bits, size_t deviceOptin, size_t perSm) {
-    const size_t deep = size_t(pfSmemBytes(bits, kPfStagesDeep));
-    if (g_pfDeep.on() && deep <= smemLimit(deviceOptin) && 2 * (deep + 1024) <= perSm) return kPfStagesDeep;
-    return kPfStagesShallow;
+    return size_t(pfSmemBytes(bits)) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
 }
 // A Buffer over scratch memory the backend owns (no ownership: the arena outlives the call).
 Buffer rawBuffer(void* p, size_t bytes) { return Buffer(std::shared_ptr<void>(p, [](void*) {}), bytes); }
@@ -517,12 +506,13 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
     P.NB = int(n / 128);
     P.nOut = int(nOut);
     P.loOffset = loOffset;
-    const int stages = pfStagesFor(bits, props().sharedMemPerBlockOptin, props().sharedMemPerMultiprocessor);
-    const PfKernelFn fn = pfKernelFor(bits, codebook, stages);
+    const PfKernelFn fn = pfKernelFor(bits, codebook);
     TS_CHECK(fn != nullptr, "exl3 prefill: no kernel for these bits");
-    const size_t smem = size_t(pfSmemBytes(bits, stages));
+    const size_t smem = size_t(pfSmemBytes(bits));
     // Per call (a host-side attribute write, no device work): right on every device of the process.
     TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    // The whole unified L1 as shared memory: three blocks of the 4-step ring take ~173 KiB of an SM.
+    TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     fn<<<unsigned(blocks), kPfThreads, smem, m_stream>>>(P);
     TS_CUDA_LAUNCH_CHECK();
 }
