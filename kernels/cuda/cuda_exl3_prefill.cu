@@ -34,8 +34,8 @@
 // memory per block (pfFits), take cuda_exl3.cu's kernels.
 // Test:      twinspark-cli selftest --backend cuda --filter exl3   (the prefill-sized linear and MoE cases run
 //            this path and, with exl3SetPrefillPath(0), the staged one; both against the CPU)
-// Benchmark: twinspark-cli bench-device --what exl3-prefill   (the MoE layer at 512 / 4,096 tokens and a
-//            4096 → 12288 GEMM at 1,024 / 4,096 tokens, TFLOP/s; TS_EXL3_PREFILL=0 for the staged path)
+// Benchmark: twinspark-cli bench-device --what exl3-prefill   (the MoE layer at 64 … 4,096 tokens and a
+//            4096 → 12288 GEMM at 16 … 4,096 rows, TFLOP/s, each beside the staged kernels)
 #include <cuda_fp16.h>
 
 #include <algorithm>
