@@ -39,10 +39,10 @@ timeout 200 "$NCU" --clock-control none --kernel-name-base mangled -k "regex:$KE
 echo "ncu $TAG source: rc $?"
 python3 tools/device/ncu_source_top.py "$OUT/ncu_${TAG}_source.csv" --top 60 --buckets 100 >"$OUT/ncu_${TAG}_source.txt" 2>&1
 xz -9f "$OUT/ncu_${TAG}_source.csv"
-# The kernel's SASS (the instruction count of the hot loop): every function of the object whose mangled name
-# holds KERNEL, via cuobjdump.
-OBJ=build-gpu/kernels/CMakeFiles/ts_kernels_cuda.dir/cuda/cuda_exl3.cu.o
+# The kernel's SASS (the instruction count of the hot loop): every function whose mangled name holds KERNEL,
+# via cuobjdump on the binary itself — its fat binary holds every kernel of every object (the decode kernels are in
+# cuda_exl3_k*.cu.o, the prefill GEMM in cuda_exl3_prefill.cu.o), and under PREBUILT=1 there are no objects at all.
 CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-"$CUOBJDUMP" -sass "$OBJ" 2>/dev/null | awk -v pat="$KERNEL" \
+"$CUOBJDUMP" -sass "$CLI" 2>"$OUT/sass_$TAG.err" | awk -v pat="$KERNEL" \
   '/Function : /{on = index($0, pat) > 0} on' >"$OUT/sass_$TAG.txt"
 echo "sass $TAG: $(grep -c '/\*[0-9a-f]*\*/' "$OUT/sass_$TAG.txt") instructions"

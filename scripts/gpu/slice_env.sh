@@ -5,7 +5,7 @@
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-CLI=build-gpu/app/twinspark-cli
+CLI=${CLI:-build-gpu/app/twinspark-cli}  # another binary for A/B runs (ab_binaries.sh)
 SL=${SLICE_LAYERS:-4}
 SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L$SL}
 [ -x "$CLI" ] && [ -f "$SDIR/config.json" ] || { echo "run run_gpu_suite.sh (SLICE=1) first"; exit 2; }
