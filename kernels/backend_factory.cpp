@@ -21,11 +21,14 @@ int setSmemLimitKiB(int kib);
 bool prefillJobs(int bits);
 int lastMoeLaunches();
 int moeLaunches();
+int moeJobRows();
+int setMoeJobRows(int rows);
 bool moeDeviceRouting();
 bool tuneStagedDecode();
 bool tuneRegisterRing();
 bool tunePdlOff();
 bool tuneOneStageSlices();
+int tuneFlags();
 int tuneSliceTiles();
 void setTrace(unsigned long long* words, int64_t units);
 int setPrefillPath(int on);
@@ -87,6 +90,7 @@ int gemmSetMode(int mode) { return mathcuda::setManyTokenMode(mode); }
 int gemmMode() { return mathcuda::manyTokenMode(); }
 int64_t gemmCublasMinTokens() { return mathcuda::cublasMinTokens(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
+int exl3SetMoeJobRows(int rows) { return exl3cuda::setMoeJobRows(rows); }
 int exl3SetSmemLimitKiB(int kib) { return exl3cuda::setSmemLimitKiB(kib); }
 bool exl3PrefillJobs(int bits) { return exl3cuda::prefillJobs(bits); }
 int exl3SetPrefillPath(int on) { return exl3cuda::setPrefillPath(on); }
@@ -106,6 +110,10 @@ const char* exl3DecodeUnit() {
                                                                                : "streaming, shared-memory ring") +
                                     (exl3cuda::tuneOneStageSlices() ? ", one-stage slices" : "") +
                                     (exl3cuda::tunePdlOff() ? ", launched without PDL" : "") +
+                                    ((exl3cuda::tuneFlags() & 128) ? ", split-K bounds as before" : "") +
+                                    (exl3cuda::moeJobRows() != 8
+                                         ? ", MoE jobs of " + std::to_string(exl3cuda::moeJobRows()) + " rows"
+                                         : std::string()) +
                                     (exl3cuda::tuneSliceTiles() > 0
                                          ? ", slices of " + std::to_string(exl3cuda::tuneSliceTiles()) + " k-tiles"
                                          : std::string());
@@ -115,6 +123,7 @@ const char* exl3DecodeUnit() {
 bool cudaBackendBuilt() { return false; }
 int cudaDeviceCount() { return 0; }
 int exl3MoeSetLaunches(int) { return 0; }
+int exl3SetMoeJobRows(int) { return -1; }
 int exl3SetSmemLimitKiB(int) { return 0; }
 bool exl3PrefillJobs(int) { return true; }
 int exl3SetPrefillPath(int) { return -1; }

@@ -17,6 +17,13 @@ namespace ts {
 // overrides it from now on, n = 0 restores the environment's choice. Returns the previous override (0:
 // none). Both variants compute bit-identical results.
 int exl3MoeSetLaunches(int n);
+// The most rows one job of a decode-sized fused MoE step holds (host- and device-routed; prefill-sized steps keep
+// their 64-row jobs, linears 16-row ones): TS_EXL3_MOE_JOB_ROWS (read once; 1..16) or 8, the streaming unit's mma
+// width. An expert with more rows gets more jobs, so that one busy expert or a 9..16-token device-routed step does
+// not put the whole launch into the 16-row form (docs/PERFORMANCE_EXL3.md).
+// exl3SetMoeJobRows(r) overrides it from now on for r in [1, 16], anything else restores the environment's;
+// returns the previous override (−1: none; −1 without CUDA).
+int exl3SetMoeJobRows(int rows);
 // Kernel launches of the last fused MoE call in this process (1, 2 or 3; 0 before any).
 int exl3MoeLastLaunches();
 // The variant in force now: 1 or 2 (0 without CUDA).
@@ -28,7 +35,8 @@ bool moeDeviceRouting();
 // The unit that EXL3 jobs planned as one stage per slice (decode steps of up to ~8–12 rows per matrix) run on,
 // as TS_EXL3_TUNE sets it (bits 8 and 16, docs/PERFORMANCE_EXL3.md): "streaming, shared-memory ring" (the default),
 // "streaming, register ring" or "staged", with ", one-stage slices" under bit 64, ", launched without PDL"
-// under bit 32 and ", slices of N k-tiles" under TS_EXL3_KSL=N (decode plans' slice length forced, for A/B
+// under bit 32, ", split-K bounds as before" under bit 128, ", MoE jobs of N rows" under TS_EXL3_MOE_JOB_ROWS=N
+// (N ≠ 8) and ", slices of N k-tiles" under TS_EXL3_KSL=N (decode plans' slice length forced, for A/B
 // runs); "none" without CUDA.
 // Bigger jobs run the staged unit whatever it says.
 const char* exl3DecodeUnit();
@@ -110,7 +118,7 @@ bool exl3PrefillJobs(int bits);
 int exl3SetPrefillPath(int on);
 bool exl3PrefillPath();
 // The rows per used expert (on average) from which a MoE step takes the prefill path: TS_EXL3_PF_MOE_ROWS (read
-// once; a count up to 4,096) or 3; likewise the rows from which a linear takes it: TS_EXL3_PF_LINEAR_ROWS or 32 (both
+// once; a count up to 4,096) or 8; likewise the rows from which a linear takes it: TS_EXL3_PF_LINEAR_ROWS or 32 (both
 // the crossovers measured on the H200). exl3SetPrefill…MinRows(r) overrides it from now on for r in [0, 4096],
 // anything else restores the environment's; returns the previous override (−1: none; −1 without CUDA, where the
 // getters return 0). Under stream capture (decode graphs) a linear never takes the prefill path.

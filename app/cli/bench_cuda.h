@@ -32,8 +32,8 @@ using OverrideScope = TuneOverride<Set>;
 // weight object: a second call's fresh objects could reuse a freed one's address). Parts: the MoE layer
 // (a), the GEMV (b) at K = 2..6 or at K = 4 only (the short runs for A/B measurements and profiles).
 // trace: after the K = 4 MUL1 GEMV and MoE timings (batch 1 and 4), a phase trace of one launch of each
-// (traceExl3Calls; --what exl3-trace). prefill (c): the MoE layer at 512 / 4,096 routed tokens and the GEMV's matrix
-// at 1,024 / 4,096 tokens (--what exl3-prefill; also in exl3), in TFLOP/s.
+// (traceExl3Calls; --what exl3-trace). prefill (c): the MoE layer at 64 … 4,096 routed tokens and the GEMV's matrix
+// at 16 … 4,096 tokens on the prefill path and the staged kernels (--what exl3-prefill; also in exl3), in TFLOP/s.
 struct Exl3BenchParts {
     bool moe = true;
     bool gemv = true;

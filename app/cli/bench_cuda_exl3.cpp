@@ -8,8 +8,10 @@
 //     Timed twice on CUDA: the fused MoE in one launch per layer (the default) and in the earlier two
 //     (exl3MoeSetLaunches, kernels/exl3_tune.h); the table has a line each with its launch count, the JSON
 //     row the default's figures plus launches and two_launch_{launches, us, fraction_of_copy}.
+// (a') the same layer routed on the device (moeExpertsFusedDevice, the engine's decode path) at batch 1, 4, 8 and 16,
+//     MUL1; at 16 also with the 16-row jobs of before (exl3SetMoeJobRows).
 // (b) one large GEMV 4096→12288 through Backend::linear on a packed view, K = 2..6 × each codebook,
-//     batch 1 and 4 (25 MB at K = 4).
+//     batch 1 and 4 (25 MB at K = 4); at K = 4 MUL1 also 8, 12, 16 and 24 rows (verify and larger decode batches).
 // Every call reads weights that are not in L2 (50 MB on an H200): the GEMV cycles over enough copies of the
 // matrix to span ≥ 256 MiB, and each MoE call draws a fresh routing (288 experts = 3.6 GB) — except one
 // extra row, the K = 4 MUL1 GEMV at batch 1 on a single copy that L2 holds (marked l2_resident): the
@@ -238,6 +240,51 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
             }
             rows.push_back(row);
         }
+        // (a') the same layer with its routing read from device buffers (moeExpertsFusedDevice: the engine's decode
+        // path, its work list built by a kernel, planned for the most pairs a step of T tokens can have) at the
+        // decode and verify sizes it takes (T <= 16): 8-row jobs (the default) and, where T > 8 makes them differ,
+        // the 16-row jobs before it (exl3SetMoeJobRows).
+        if (device && cb == Exl3Codebook::Mul1) {
+            std::printf("(a') routed on the device (the engine's decode path)\n%6s %8s %10s %12s %10s %10s %8s\n", "batch",
+                        "job rows", "experts", "MB/call", "us/call", "GB/s", "of copy");
+            for (const int64_t T : {int64_t(1), int64_t(4), int64_t(8), int64_t(16)}) {
+                const int nRoutings = 64;
+                std::vector<Buffer> ib, wb;
+                const std::vector<float> wt(size_t(T * kTopk), 0.125f);
+                double distinct = 0;
+                for (int i = 0; i < nRoutings; ++i) {
+                    const std::vector<int32_t> r = randomRouting(T, rng);
+                    distinct += double(std::set<int32_t>(r.begin(), r.end()).size());
+                    ib.push_back(backend.upload(r.data(), r.size() * 4));
+                    wb.push_back(backend.upload(wt.data(), wt.size() * 4));
+                }
+                distinct /= nRoutings;
+                const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
+                const Buffer y = backend.alloc(size_t(T * kHidden) * 4);
+                for (const int jobRows : {8, 16}) {
+                    if (jobRows == 16 && T <= 8) continue;
+                    const OverrideScope<exl3SetMoeJobRows> rowsScope(jobRows);
+                    int call = 0;
+                    bool fused = true;
+                    auto fn = [&] {
+                        const size_t i = size_t(call++ % nRoutings);
+                        fused = backend.moeExpertsFusedDevice(x, T, kHidden, kInter, ib[i], wb[i], kTopk, gv.data(), uv.data(),
+                                                              dv.data(), kExperts, 10.0f, y) && fused;
+                    };
+                    const double sec = medianSeconds(backend, reps, nRoutings, fn);
+                    if (!fused) {
+                        std::printf("%6lld  (no device-routed path for these weights: skipped)\n", static_cast<long long>(T));
+                        break;
+                    }
+                    const double bytes = distinct * double(expertBytes), bw = bytes / sec;
+                    std::printf("%6lld %8d %10.1f %12.1f %10.1f %10.1f %7.1f%%\n", static_cast<long long>(T), jobRows, distinct,
+                                bytes / 1e6, sec * 1e6, bw / 1e9, 100.0 * bw / copyBw);
+                    rows.push_back({{"bench", "exl3_moe_routed"}, {"batch", T}, {"bits", bits}, {"codebook", cbName(cb)},
+                                    {"job_rows", jobRows}, {"experts_read", distinct}, {"packed_MB", bytes / 1e6},
+                                    {"us", sec * 1e6}, {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}});
+                }
+            }
+        }
     }
 
     // (c) prefill sizes ------------------------------------------------------------------------------------
@@ -250,40 +297,55 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                     "TFLOP/s of the model's products, median of %d calls\n",
                     bits, static_cast<long long>(kExperts), static_cast<long long>(kTopk), static_cast<long long>(kHidden),
                     static_cast<long long>(kWideOut), pReps);
-        std::printf("%-10s %6s %6s %8s %10s %10s %9s\n", "what", "cb", "tokens", "rows/mat", "ms/call", "us/token", "TFLOP/s");
+        std::printf("%-10s %6s %6s %8s %8s %10s %10s %9s\n", "what", "cb", "tokens", "rows/mat", "max rows", "ms/call",
+                    "us/token", "TFLOP/s");
         // Each row twice: the prefill path (cuda_exl3_prefill.cu, at any rows, whatever TS_EXL3_PF_MOE_ROWS and
         // TS_EXL3_PF_LINEAR_ROWS would choose) and the staged kernels it replaces (below 16 rows: the decode
         // kernels). The rows per used expert of each MoE size are printed: the thresholds come from these rows.
-        auto timed = [&](const std::function<void()>& fn) {
-            std::pair<double, double> s;
+        // [0] the prefill path, [1] the staged kernels, [2] (MoE steps of ≤ 384 tokens) the staged kernels with the
+        // 16-row decode-sized jobs used before 8 became the default (exl3SetMoeJobRows); < 0: not timed.
+        struct Times {
+            double t[3] = {-1, -1, -1};
+        };
+        auto timed = [&](const std::function<void()>& fn, bool rows16) {
+            Times s;
             {
                 const OverrideScope<exl3SetPrefillPath> on(1);
                 const OverrideScope<exl3SetPrefillMoeMinRows> anyRows(0);
                 const OverrideScope<exl3SetPrefillLinearMinRows> anyLinearRows(1);
-                s.first = medianSeconds(backend, pReps, 1, fn);
+                s.t[0] = medianSeconds(backend, pReps, 1, fn);
             }
             const OverrideScope<exl3SetPrefillPath> off(0);
-            s.second = medianSeconds(backend, pReps, 1, fn);
+            s.t[1] = medianSeconds(backend, pReps, 1, fn);
+            if (rows16) {
+                const OverrideScope<exl3SetMoeJobRows> jobRows(16);
+                s.t[2] = medianSeconds(backend, pReps, 1, fn);
+            }
             return s;
         };
-        // rowsPer: the rows per matrix (a GEMM's tokens; the MoE's routed rows per used expert).
-        auto line = [&](const char* what, Exl3Codebook cb, int64_t T, double rowsPer, std::pair<double, double> s,
+        // rowsPer: the rows per matrix (a GEMM's tokens; the MoE's routed rows per used expert); maxRows: the most
+        // rows of one matrix (the MoE's busiest expert; a GEMM's tokens).
+        auto line = [&](const char* what, Exl3Codebook cb, int64_t T, double rowsPer, int64_t maxRows, const Times& s,
                         double flops) {
-            for (int v = 0; v < 2; ++v) {
-                const double t = v ? s.second : s.first;
-                std::printf("%-10s %6s %6lld %8.1f %10.3f %10.2f %9.1f  %s\n", what, cbName(cb).c_str(),
-                            static_cast<long long>(T), rowsPer, t * 1e3, t * 1e6 / double(T), flops / t / 1e12,
-                            v ? "staged kernels" : "prefill path");
+            static const char* const path[3] = {"prefill", "staged", "staged_rows16"};
+            static const char* const label[3] = {"prefill path", "staged kernels", "staged kernels, 16-row MoE jobs"};
+            for (int v = 0; v < 3; ++v) {
+                const double t = s.t[v];
+                if (t < 0) continue;
+                std::printf("%-10s %6s %6lld %8.1f %8lld %10.3f %10.2f %9.1f  %s\n", what, cbName(cb).c_str(),
+                            static_cast<long long>(T), rowsPer, static_cast<long long>(maxRows), t * 1e3,
+                            t * 1e6 / double(T), flops / t / 1e12, label[v]);
                 rows.push_back({{"bench", std::string("exl3_prefill_") + what}, {"bits", bits}, {"codebook", cbName(cb)},
-                                {"tokens", T}, {"rows_per_matrix", rowsPer}, {"path", v ? "staged" : "prefill"},
+                                {"tokens", T}, {"rows_per_matrix", rowsPer}, {"max_rows", maxRows}, {"path", path[v]},
                                 {"ms", t * 1e3}, {"us_per_token", t * 1e6 / double(T)}, {"TFLOPs", flops / t / 1e12}});
             }
         };
         for (const Exl3Codebook cb : {Exl3Codebook::Mul1, Exl3Codebook::Mcg}) {
             const Experts ex = makeExperts(store, cb, bits, rng);
             // 1,024 tokens: the engine's prefill chunk (MAX_NUM_BATCHED_TOKENS), ~28 rows per expert.
-            for (const int64_t T : {int64_t(64), int64_t(96), int64_t(128), int64_t(256), int64_t(512), int64_t(1024),
-                                    int64_t(2048), int64_t(4096)}) {
+            for (const int64_t T : {int64_t(64), int64_t(96), int64_t(128), int64_t(160), int64_t(192), int64_t(224),
+                                    int64_t(256), int64_t(320), int64_t(384), int64_t(512), int64_t(1024), int64_t(2048),
+                                    int64_t(4096)}) {
                 if (cb == Exl3Codebook::Mcg && T != 1024 && T != 4096) continue;
                 const std::vector<int32_t> ro = randomRouting(T, rng);
                 const std::vector<float> wt(size_t(T * kTopk), 0.125f);
@@ -294,12 +356,13 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                     fused = backend.moeExpertsFused(x, T, kHidden, kInter, ro.data(), wt.data(), kTopk, ex.gate.data(),
                                                     ex.up.data(), ex.down.data(), kExperts, 10.0f, y) && fused;
                 };
-                const auto s = timed(fn);
+                const auto s = timed(fn, T <= 384);
                 if (!fused) continue;
-                std::vector<char> used(size_t(kExperts), 0);
-                for (const int32_t e : ro) used[size_t(e)] = 1;
-                const double nUsed = double(std::count(used.begin(), used.end(), char(1)));
-                line("moe", cb, T, double(T * kTopk) / nUsed, s, 2.0 * double(T * kTopk) * 3.0 * double(kHidden * kInter));
+                std::vector<int64_t> per(size_t(kExperts), 0);
+                for (const int32_t e : ro) ++per[size_t(e)];
+                const double nUsed = double(kExperts - std::count(per.begin(), per.end(), int64_t(0)));
+                line("moe", cb, T, double(T * kTopk) / nUsed, *std::max_element(per.begin(), per.end()), s,
+                     2.0 * double(T * kTopk) * 3.0 * double(kHidden * kInter));
             }
         }
         const size_t bytes = size_t(kHidden * kWideOut * bits / 8);
@@ -308,8 +371,8 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         for (const int64_t T : {int64_t(16), int64_t(32), int64_t(64), int64_t(256), int64_t(1024), int64_t(4096)}) {
             const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
             const Buffer y = backend.alloc(size_t(T * kWideOut) * 4);
-            const auto s = timed([&] { backend.linear(x, T, w, y); });
-            line("gemm", Exl3Codebook::Mul1, T, double(T), s, 2.0 * double(T) * double(kHidden * kWideOut));
+            const auto s = timed([&] { backend.linear(x, T, w, y); }, false);
+            line("gemm", Exl3Codebook::Mul1, T, double(T), T, s, 2.0 * double(T) * double(kHidden * kWideOut));
         }
     }
 
@@ -345,6 +408,24 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                                 {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}});
                 if (parts.trace && bits == 4 && cb == Exl3Codebook::Mul1)
                     traceRows.push_back(traceExl3Calls(backend, "the GEMV at batch " + std::to_string(T), fn, s, reps));
+            }
+            // Verify and larger decode batches (speculation's k + 1 = 8 rows per sequence; 2 sequences: 16), below the
+            // prefill path's 32 rows, on the cycled copies.
+            if (device && bits == 4 && cb == Exl3Codebook::Mul1) {
+                for (const int64_t T : {int64_t(8), int64_t(12), int64_t(16), int64_t(24)}) {
+                    const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
+                    const Buffer y = backend.alloc(size_t(T * kWideOut) * 4);
+                    int call = 0;
+                    auto fn = [&] { backend.linear(x, T, w[size_t(call++ % copies)], y); };
+                    const double s = medianSeconds(backend, reps, 4 * copies, fn);
+                    const double bw = double(bytes) / s;
+                    std::printf("%4d %6s %6lld %10.1f %8d %10.1f %10.1f %7.1f%%\n", bits, cbName(cb).c_str(),
+                                static_cast<long long>(T), double(bytes) / 1e6, copies, s * 1e6, bw / 1e9,
+                                100.0 * bw / copyBw);
+                    rows.push_back({{"bench", "exl3_gemv"}, {"in", kHidden}, {"out", kWideOut}, {"bits", bits},
+                                    {"codebook", cbName(cb)}, {"batch", T}, {"packed_MB", double(bytes) / 1e6},
+                                    {"us", s * 1e6}, {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}});
+                }
             }
             // The decoder's own ceiling: the same K = 4 MUL1 GEMV on one copy, which stays in L2 (25 MB of the
             // H200's 50 MB) from call to call — what the kernel reaches when HBM is not what it waits for.

@@ -1,5 +1,5 @@
 // 0/1 switches, modes and counts from the environment: the A/B switches of the CUDA backend (TS_CUDA_GRAPHS,
-// TS_GEMV_STREAM, TS_MOE_DEVICE_ROUTE, TS_MLA_TC, TS_MHC_FUSED, TS_IDX_FAST; TS_GEMV1, TS_GEMV_MULTI, TS_EXL3_TUNE,
+// TS_GEMV_STREAM, TS_MOE_DEVICE_ROUTE, TS_MLA_TC, TS_MHC_FUSED, TS_IDX_FAST; TS_GEMV1, TS_GEMV_MULTI, TS_EXL3_TUNE, TS_EXL3_MOE_JOB_ROWS,
 // TS_EXL3_KSL, TS_KDA_CHUNK; the model's TS_SEQ_BATCH; docs/PERFORMANCE.md says what each measured).
 #pragma once
 

@@ -407,7 +407,7 @@ void addExl3Cases(std::vector<Case>& out) {
                        [bits](Context& c) { return linearCase(c, "glm", 4096, 12288, bits, CB::Mul1, {1}, false); }});
     out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias",
                    [](Context& c) { return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {1, 4, 33, 100}, true); }});
-    // The prefill path (cuda_exl3_prefill.cu: ≥ 32 rows of a linear, ≥ 3 routed rows per used expert, K = 2..6)
+    // The prefill path (cuda_exl3_prefill.cu: ≥ 32 rows of a linear, ≥ 8 routed rows per used expert, K = 2..6)
     // is the default for the prefill-sized cases; these run them again on the staged kernels (exl3SetPrefillPath(0)),
     // and under a scratch budget of 1 MiB, where its rows are split into several groups (of tokens for a linear,
     // of experts in ascending order for the MoE).
@@ -449,6 +449,11 @@ void addExl3Cases(std::vector<Case>& out) {
         out.push_back({kFamily, std::string("linear prefill 1024→640 K=5 ") + cbName(cb), [cb](Context& c) {
                            return linearCase(c, "prefill", 1024, 640, 5, cb, {64, 129}, false);
                        }});
+    // Verify-sized linears (9..31 rows, below the prefill path: 16-row jobs, streaming since the split-K bound lets
+    // 13–16-row jobs stream too; 24 rows: a 16-row job and an 8-row one).
+    out.push_back({kFamily, "linear glm 4096→12288 K=4 mcg, verify rows", [](Context& c) {
+                       return linearCase(c, "glm", 4096, 12288, 4, CB::Mcg, {12, 16, 24}, false);
+                   }});
     // A last GEMM block of 16 and of 28 rows: blocks of at most 32 rows give each warp one tile of columns (the
     // narrow warp split of cuda_exl3_prefill.cu), with one and two row groups.
     out.push_back({kFamily, "linear prefill 1024→512 K=4 mcg, short last block", [](Context& c) {
@@ -482,11 +487,21 @@ void addExl3Cases(std::vector<Case>& out) {
         {"moe odd ids", 16, 256, 384, 288, 8, 16, 3, 3, CB::Mul1, 0.5f, false, 12, true},
     };
     // The shapes not prefill-sized are about the decode-sized kernels (the one-launch MoE, its combine units, the
-    // device-routed list): from 3 routed rows per expert a host-routed step would take the prefill path, so they
+    // device-routed list): from 8 routed rows per expert a host-routed step would take the prefill path, so they
     // keep it off (the prefill path's own small-rows cases follow below).
     for (const MoeShape& s : moes) {
         out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T), [s](Context& c) {
                            const TuneOverride<exl3SetPrefillMoeMinRows> rows(s.prefillSized ? -1 : 4096);
+                           return moeCase(c, s);
+                       }});
+    }
+    // Decode-sized steps take jobs of ≤ 8 rows (exl3SetMoeJobRows): the pool-of-12 cases above give experts of ~10
+    // rows, hence split jobs, host and device routed. The 16-row form of the same steps, as before that default:
+    for (const MoeShape& s : moes) {
+        if (s.prefillSized || s.T <= 8 || s.poolE > 12) continue;
+        out.push_back({kFamily, std::string(s.label) + " T=" + str(s.T) + ", 16-row jobs", [s](Context& c) {
+                           const TuneOverride<exl3SetPrefillMoeMinRows> rows(4096);
+                           const TuneOverride<exl3SetMoeJobRows> jobRows(16);
                            return moeCase(c, s);
                        }});
     }
@@ -512,7 +527,7 @@ void addExl3Cases(std::vector<Case>& out) {
                    gb10(staged([gb10Moe](Context& c) { return moeCase(c, gb10Moe); }))});
     out.push_back({kFamily, std::string(gb10Moe.label) + " T=70, prefill path",
                    gb10([gb10Moe](Context& c) { return moeCase(c, gb10Moe); })});
-    // About the decode-sized kernels' launch variants: the prefill path stays off (its ≥ 3 rows per expert would take
+    // About the decode-sized kernels' launch variants: the prefill path stays off (its ≥ 8 rows per expert would take
     // the 64- and 100-token steps, and it launches neither variant).
     out.push_back({kFamily, "moe 1 vs 2 launches, back to back", [](Context& c) {
                        const TuneOverride<exl3SetPrefillMoeMinRows> rows(4096);

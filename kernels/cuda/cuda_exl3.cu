@@ -154,9 +154,23 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
     // that under ~40% of the trellis bytes a job streams from HBM (k·n·K/8), i.e. S ≤ k·K / (160·rows per
     // job) — decode keeps single-stage slices, 16/64-row jobs get few slices — and under 64 MiB in all.
     const double rowsPerJob = double(rowsTotal) / std::max(1, J);
-    S = std::min(S, std::max(1, int(double(tilesK) * 16.0 * bits / (160.0 * rowsPerJob))));
+    int sBound = std::max(1, int(double(tilesK) * 16.0 * bits / (160.0 * rowsPerJob)));
+    // Except where that bound alone would keep a decode job off the streaming unit (a 13–16-row job at k = 4096,
+    // K = 4: 6 slices of 48 k-tiles instead of 8 of 32 — the staged unit, 1.7× slower for a 4096→12288 linear): there
+    // the slices one streaming unit takes, as long as their partials stay within the matrix's own bytes (through L2).
+    // TS_EXL3_TUNE bit 128: the bound as before (A/B).
+    if (mayStream && !(tuneFlags() & 128) && sBound < sSingle &&
+        double(sSingle) * rowsPerJob * 32.0 <= double(tilesK) * 16.0 * bits)
+        sBound = sSingle;
+    S = std::min(S, sBound);
+    // The partials' 64 MiB likewise, up to 256 MiB (past L2 either way; at most a few % of the weights a step of that
+    // many rows reads): a MoE step of 130–300 tokens has 2,000–4,800 gate/up rows, and at 64 MiB its slices got too
+    // long for the streaming unit — 2.3 → 6.0 ms between 128 and 160 tokens on the H200 (docs/PERFORMANCE_EXL3.md).
     const double partBytesPerSlice = double(rowsTotal) * NB * 128 * 4;
-    S = std::min(S, std::max(1, int((64.0 * 1024 * 1024) / std::max(1.0, partBytesPerSlice))));
+    int sCap = std::max(1, int((64.0 * 1024 * 1024) / std::max(1.0, partBytesPerSlice)));
+    if (mayStream && !(tuneFlags() & 128) && sCap < sSingle && double(sSingle) * partBytesPerSlice <= 256.0 * 1024 * 1024)
+        sCap = sSingle;
+    S = std::min(S, sCap);
     S = std::max(1, std::min(S, groups8));
     const int KSL = 8 * ((groups8 + S - 1) / S);
     S = (tilesK + KSL - 1) / KSL;
@@ -318,6 +332,18 @@ int moeLaunches() {
 }
 
 int setMoeLaunches(int n) { return g_moeLaunchesOverride.exchange(n == 1 || n == 2 ? n : 0); }
+
+namespace {
+ModeSwitch g_moeJobRows("TS_EXL3_MOE_JOB_ROWS", kGroupRows + 1, 8);  // 0 reads as the default
+}  // namespace
+int moeJobRows() {
+    const int r = g_moeJobRows.now();
+    return r >= 1 && r <= kGroupRows ? r : 8;
+}
+int moeJobRowsFor(int MG, double rowsPerMatrix) {
+    return MG <= 1 && rowsPerMatrix < 40.0 ? moeJobRows() : kGroupRows * std::max(1, MG);
+}
+int setMoeJobRows(int rows) { return g_moeJobRows.set(rows >= 1 && rows <= kGroupRows ? rows : -1); }
 void noteMoeLaunches(int n) { g_moeLastLaunches.store(n, std::memory_order_relaxed); }
 int lastMoeLaunches() { return g_moeLastLaunches.load(std::memory_order_relaxed); }
 
@@ -444,6 +470,9 @@ void CudaBackend::exl3Linear(const Buffer& x, int64_t T, const PackedLinear& p, 
     P.inlineJob.ldy = int(out);
     const size_t lim = smemLimit(size_t(props().sharedMemPerBlockOptin));
     const int MG = chooseMG(double(T), d.bits, lim);
+    // Jobs of 16 rows (64 for prefill sizes): a linear's rows share one read of the weights. (The MoE's 8-row jobs
+    // are about outlier experts; here 9–16 rows in two 8-row jobs read the matrix twice — measured slower at 12 rows
+    // than one 16-row streaming job, docs/PERFORMANCE_EXL3.md.)
     P.rowsPerJob = kGroupRows * MG;
     P.J = int((T + P.rowsPerJob - 1) / P.rowsPerJob);
     P.T = int(T);

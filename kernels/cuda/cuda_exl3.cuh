@@ -457,9 +457,11 @@ struct PfJobHost {
 // When the prefill path is taken: a linear of at least prefillLinearMinRows() rows (TS_EXL3_PF_LINEAR_ROWS, default
 // kPfMinRowsLinear); a MoE step of at least prefillMoeMinRows() routed rows per used expert on average
 // (TS_EXL3_PF_MOE_ROWS, default kPfMinRowsMoe). The defaults are the crossovers measured on the H200
-// (docs/PERFORMANCE.md, "EXL3 prefill at the engine's chunk").
+// (docs/PERFORMANCE.md, "EXL3 prefill at the engine's chunk"; the MoE's moved from 3 to 8 rows once the decode-sized
+// steps kept 8-row jobs on the streaming unit up to ~500 tokens: 256 tokens, 7.1 rows, 3.3 against 4.0 ms; 320
+// tokens, 8.9 rows, 4.1 against 3.9 ms — docs/PERFORMANCE_EXL3.md, 2026-12-02 fourth session).
 constexpr int kPfMinRowsLinear = 32;
-constexpr int kPfMinRowsMoe = 3;
+constexpr int kPfMinRowsMoe = 8;
 bool pfSupported(int bits, int codebook);  // K = 2..6, any codebook
 // Loads the decode kernels of K = bits and the codebook (the streaming and 16-row linear and MoE kernels, the combine)
 // into the context, once per (K, codebook) and process. CUDA loads a kernel at its first use; a prefill on the
@@ -493,7 +495,9 @@ int prefillLinearMinRows();
 // (MG = 1) instead of streaming (kStream), 16 = streaming units keep their k-tiles in flight in registers
 // (4 per warp) instead of a per-warp cp.async ring in shared memory, 32 = the EXL3 kernels are launched
 // without programmatic dependent launch (each waits for the previous kernel to finish before it starts),
-// 64 = streaming units take one stage per slice (streamSliceTiles' second stage unused).
+// 64 = streaming units take one stage per slice (streamSliceTiles' second stage unused), 128 = the planner's
+// split-K bounds on partials (≤ 40 % of the weight bytes, ≤ 64 MiB) apply to decode jobs too, as before: a 13–16-row
+// linear and a MoE step of more than ~130 tokens then take the staged unit (planLaunch).
 int tuneFlags();
 // The switches of TS_EXL3_TUNE, named (bits 8, 16, 32 and 64 above).
 bool tuneStagedDecode();
@@ -508,6 +512,19 @@ int tuneSliceTiles();
 int moeLaunches();
 bool moeDeviceRouting();  // cuda_exl3_moe_routed.cu: TS_MOE_DEVICE_ROUTE (default on)
 int setMoeLaunches(int n);     // 1 or 2; anything else: back to TS_EXL3_TUNE. Returns the previous override.
+// The most rows one job of a decode-sized fused MoE step holds (MG = 1 plans, host or device routed; a linear keeps
+// 16-row jobs, which share one read of its weights): 8, the width of the streaming unit's mma (streamRows),
+// unless TS_EXL3_MOE_JOB_ROWS (1..16, read once) or ts::exl3SetMoeJobRows says otherwise. One plan serves every unit
+// of a launch, and a 16-row job puts them all into the 16-row form — 16 staged rows, two mmas per tile, one-stage
+// slices, or (the split-K bound on partials keeping slices long) the staged unit: so a single MoE expert of 9–16
+// rows (an outlier of a ~100-token prefill chunk; every device-routed step of 9–16 tokens by its bound) used to slow
+// the whole step. With 8-row jobs such an expert is read once per job instead (docs/PERFORMANCE_EXL3.md).
+int moeJobRows();
+int setMoeJobRows(int rows);  // 1..16; anything else: back to the environment's. Returns the previous (−1: none).
+// The rows per MoE job for MG m-groups and `rowsPerMatrix` routed rows per used expert: moeJobRows() for the
+// decode sizes (below chooseMG's 40), else 16·MG (a 64-row plan, or the 16-row jobs a small shared-memory limit
+// leaves prefill-sized steps: there each job's weights are a full read).
+int moeJobRowsFor(int MG, double rowsPerMatrix);
 // The shared memory a block may have in the plans (exl3SetSmemLimitKiB, kernels/exl3_tune.h): the device's opt-in
 // limit, or less while an override is set (the self-test plans a GB10's 99 KiB on an H200).
 int setSmemLimitKiB(int kib);  // > 0: that many KiB at most; anything else: the device's. Returns the previous (0: none).

@@ -132,7 +132,7 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
         }
     }
 
-    // Pairs: (expert, ≤ 16·MG of its rows). rowStart indexes the packed row space of the step (act rows,
+    // Pairs: (expert, ≤ chunk of its rows). rowStart indexes the packed row space of the step (act rows,
     // expert-output rows, partial rows); each choice remembers its (pair, row).
     struct Pair {
         int32_t e, rowStart, m;
@@ -150,7 +150,9 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
                                                      gate, up, down, limit, y))
         return true;
     const int MG = std::min(chooseMG(perExpert, sigGU.bits, lim), chooseMG(perExpert, sigD.bits, lim));
-    const int32_t chunk = kGroupRows * MG;
+    // Decode-sized steps: jobs of ≤ moeJobRows() rows (8: an outlier expert must not put the whole plan into the
+    // 16-row form; its weights are read once per job instead); 64-row jobs for prefill-sized ones.
+    const int32_t chunk = moeJobRowsFor(MG, perExpert);
     int maxM = 1;
     for (int64_t e = 0; e < E; ++e) {
         for (int32_t r0 = first[size_t(e)]; r0 < first[size_t(e) + 1]; r0 += chunk) {

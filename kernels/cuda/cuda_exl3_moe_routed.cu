@@ -7,13 +7,14 @@
 //   work list, computed by ranks instead of a counting sort. Pair i = (t, k) with expert e:
 //     row of i     = #{valid j : e_j < e, or e_j = e and j < i}     (experts ascending, token-major within)
 //     rowStart(e)  = #{valid j : e_j < e};  count(e) = #{j : e_j = e}
-//     first of e   = no j < i with e_j = e; it writes e's jobs: ⌈count/T⌉ pairs of ≤ T rows, pair index
-//                    = Σ over experts e' < e of ⌈count(e')/T⌉ + chunk (the host's ascending pair order)
+//     first of e   = no j < i with e_j = e; it writes e's jobs: ⌈count/R⌉ pairs of ≤ R rows (R = min(T, 8),
+//                    moeJobRows), pair index = Σ over experts e' < e of ⌈count(e')/R⌉ + chunk (the host's
+//                    ascending pair order)
 //     combine slot = combOffsets[t] + #{valid k' of t : (e_k', k') < (e, k)}   (ascending expert, then choice)
 //   and *live = the number of pairs. Ids outside [0, E) are skipped, as by the host version.
 //
-//   exl3MoeKernel: planned on the host for the most pairs the step can have, min(T·topk, topk + min(E,
-//   T·topk)) (an expert has ≤ T rows unless a token names it twice; then it gets more jobs), with
+//   exl3MoeKernel: planned on the host for the most pairs the step can have, min(T·topk, ⌈T·topk/R⌉ + min(E,
+//   T·topk)) (an expert with more than R rows gets more jobs), with
 //   Params::liveGroups pointing at *live: units of pairs ≥ live exit at once, the combine counts live
 //   jobs. At T = 1 the bound is exact (a token's top-k experts are distinct), so the plan, the units and
 //   the summation order are the host version's: the result is bit-identical to moeExpertsFused with the
@@ -249,12 +250,14 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
     const int bits = L.sigGU[0], cb = L.sigGU[1];
     const int64_t kG = L.sigGU[2], nG = L.sigGU[3], kD = L.sigD[2], nD = L.sigD[3];
 
-    // Planned for the most pairs this step can have (see the header). Jobs hold ≤ R = T rows: an expert
-    // serves each token at most once unless a token names it twice, and then it gets more jobs. With
-    // c_e rows per used expert, Σ⌈c_e/T⌉ ≤ Σ(c_e/T + 1) ≤ topk + used ≤ topk + min(E, P0), and ≤ P0.
+    // Planned for the most pairs this step can have (see the header). Jobs hold ≤ R = min(T, moeJobRows()) rows
+    // (8 by default: at 9–16 tokens a job of T rows would put every unit into the 16-row form, though an expert
+    // rarely serves more than a few of the tokens); an expert with more rows than that — more than 8 of the
+    // tokens, or a token naming it twice — gets more jobs. With c_e rows per used expert,
+    // Σ⌈c_e/R⌉ ≤ Σ(c_e/R + 1) ≤ ⌈P0/R⌉ + used ≤ ⌈P0/R⌉ + min(E, P0), and ≤ P0 (at R = T: topk + used, as before).
     const int P0 = int(T * topk);
-    const int R = int(T);
-    const int maxPairs = int(std::min<int64_t>(int64_t(P0), topk + std::min<int64_t>(E, P0)));
+    const int R = int(std::min<int64_t>(T, moeJobRows()));
+    const int maxPairs = int(std::min<int64_t>(int64_t(P0), (P0 + R - 1) / R + std::min<int64_t>(E, P0)));
     const int numSMs = props().multiProcessorCount;
     const int tilesKG = int(kG / 16), NBG = int(nG / 128), tilesKD = int(kD / 16), NBD = int(nD / 128);
     const MoePlans plans = planMoePhases(bits, cb, bits, cb, 1, tilesKG, NBG, tilesKD, NBD, maxPairs, P0, R, numSMs,

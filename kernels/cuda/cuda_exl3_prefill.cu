@@ -57,10 +57,19 @@ namespace {
 
 constexpr int kPfThreads = 256;  // 8 warps: 2 (rows) × 4 (columns) for the mma (8 × 1 in a narrow block), 8 tiles decoded per k-tile
 constexpr int kPfBM = 64;        // token rows per block
-// cp.async ring depth (32-k steps). 4 keeps a block at ~56 KiB, so three blocks share an H200 SM (80 registers; the
-// launch bound below): measured 7–11 % faster than an 8-step ring at two blocks per SM, which was no faster than 4 at
-// two; four blocks (64 registers) spilled in the loop and gained nothing (docs/PERFORMANCE.md, 2026-12-02 third session).
-constexpr int kPfStages = 4;
+// cp.async ring depth (32-k steps), per architecture. 4 on the H200: a block takes ~56 KiB, so three share an SM (80
+// registers; the launch bound below) — measured 7–11 % faster than an 8-step ring at two blocks per SM, which was no
+// faster than 4 at two; four blocks (64 registers) spilled in the loop and gained nothing (docs/PERFORMANCE.md,
+// 2026-12-02 third session); 3 steps measured 1–4 % slower there (fourth session). 3 on sm_12x (a GB10): 100 KiB of
+// shared memory per SM and 1 KiB reserved per block hold one 56 KiB block but two of 49 KiB (the epilogue's output
+// tile, not the ring, sets the size from 3 steps down, at K ≤ 6). The device code takes its architecture's depth,
+// the host plans with pfStagesOn(the device's major version); the kernel traps on a mismatch.
+__host__ __device__ constexpr int pfStagesFor(int ccMajor) { return ccMajor >= 12 ? 3 : 4; }
+#if defined(__CUDA_ARCH__)
+constexpr int kPfStagesHere = pfStagesFor(__CUDA_ARCH__ / 100);
+#else
+constexpr int kPfStagesHere = pfStagesFor(9);  // host pass: unused by the kernels' bodies
+#endif
 constexpr int kPfBlocksPerSm = 3;
 constexpr int kPfTransformThreads = 128;
 constexpr size_t kPfBudget = size_t(256) << 20;  // scratch of one group of rows (planes, outputs)
@@ -81,6 +90,7 @@ struct PfJob {
 struct PfGemmParams {
     const PfJob* jobs = nullptr;
     int J = 0, k = 0, n = 0, NB = 0, nOut = 0;
+    int stages = 0;  // the ring depth the host sized the shared memory for (pfStagesFor)
     int64_t loOffset = 0;  // elements from the hi plane to the lo plane
 };
 
@@ -119,17 +129,20 @@ __device__ __forceinline__ void lanePairs(const uint32_t (&st)[8], uint32_t (&b)
     }
 }
 
-// Shared memory of the GEMM (bytes): the ring of kPfStages steps — hi and lo planes [2][64 rows][32 k] fp16 and the
+// Shared memory of the GEMM (bytes): the ring of S steps — hi and lo planes [2][64 rows][32 k] fp16 and the
 // trellis [2 k-tiles][8 tiles][8K words] — then the decoded B fragments [2 buffers][2 k-tiles][8 tiles][32 lanes]
 // of 16 bytes. The epilogue reuses the ring for its [64][128 + 4] fp32 output tile.
 __host__ __device__ constexpr int pfPlaneBytes() { return 2 * kPfBM * 64; }
 __host__ __device__ constexpr int pfTrellisBytes(int K) { return 2 * 8 * tileWords(K) * 4; }
 __host__ __device__ constexpr int pfStageBytes(int K) { return pfPlaneBytes() + pfTrellisBytes(K); }
 __host__ __device__ constexpr int pfFragBytes() { return 2 * 2 * 8 * 32 * 16; }
-__host__ __device__ constexpr int pfSmemBytes(int K) {
-    constexpr int S = kPfStages;
+__host__ __device__ constexpr int pfSmemBytes(int K, int S) {
     return (S * pfStageBytes(K) > kPfBM * 132 * 4 ? S * pfStageBytes(K) : kPfBM * 132 * 4) + pfFragBytes();
 }
+// What the depths are for (the path takes K = 2..6; 1 KiB of each block's shared memory is the system's): three blocks
+// per H200 SM (228 KiB), two per sm_12x SM (100 KiB).
+static_assert(3 * (pfSmemBytes(6, pfStagesFor(9)) + 1024) <= 228 * 1024, "three prefill blocks per H200 SM");
+static_assert(2 * (pfSmemBytes(6, pfStagesFor(12)) + 1024) <= 100 * 1024, "two prefill blocks per sm_12x SM");
 
 // Byte offset of the 16-byte chunk j (k 8j..8j+7 of a 32-k step) of row r in one plane: rows of 64 bytes, the
 // chunk index xor-ed with (r / 2) % 4 so that the 8 rows one ldmatrix phase reads fall on distinct banks.
@@ -137,12 +150,13 @@ __device__ __forceinline__ int pfChunk(int r, int j) { return r * 64 + ((j ^ ((r
 
 template <int K, int CB>
 __global__ void __launch_bounds__(kPfThreads, kPfBlocksPerSm) exl3PfGemmKernel(PfGemmParams P) {
-    constexpr int S = kPfStages;
+    constexpr int S = kPfStagesHere;
     constexpr int TW = tileWords(K);
     constexpr int SB = pfStageBytes(K);
     extern __shared__ __align__(16) unsigned char smem[];
     unsigned char* ring = smem;
-    uint4* frag = reinterpret_cast<uint4*>(smem + (pfSmemBytes(K) - pfFragBytes()));  // [2][2][8][32]
+    uint4* frag = reinterpret_cast<uint4*>(smem + (pfSmemBytes(K, S) - pfFragBytes()));  // [2][2][8][32]
+    if (P.stages != S) __trap();  // planned for another ring: its shared memory would not hold this one
 
     // The block's job (binary search over blockStart: jobs are few hundred at most).
     int lo = 0, hi = P.J - 1;
@@ -464,9 +478,9 @@ struct Carve {
 size_t carved(size_t count, size_t size) { return (count * size + 255) & ~size_t(255); }
 // The GEMM block of K-bit weights and the transform of a k-wide row (the rotated row in shared memory) fit the shared
 // memory a block may have (the device's opt-in limit, or exl3SetSmemLimitKiB's): else the staged kernels take the call.
-bool pfFits(int bits, int64_t k, size_t deviceOptin) {
-    const size_t lim = smemLimit(deviceOptin);
-    return size_t(pfSmemBytes(bits)) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
+bool pfFits(int bits, int64_t k, const cudaDeviceProp& dev) {
+    const size_t lim = smemLimit(dev.sharedMemPerBlockOptin);
+    return size_t(pfSmemBytes(bits, pfStagesFor(dev.major))) <= lim && size_t(k + kPfTransformThreads / 32) * 4 <= lim;
 }
 // A Buffer over scratch memory the backend owns (no ownership: the arena outlives the call).
 Buffer rawBuffer(void* p, size_t bytes) { return Buffer(std::shared_ptr<void>(p, [](void*) {}), bytes); }
@@ -508,10 +522,12 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
     P.loOffset = loOffset;
     const PfKernelFn fn = pfKernelFor(bits, codebook);
     TS_CHECK(fn != nullptr, "exl3 prefill: no kernel for these bits");
-    const size_t smem = size_t(pfSmemBytes(bits));
+    P.stages = pfStagesFor(props().major);  // the ring of the architecture whose code runs here
+    const size_t smem = size_t(pfSmemBytes(bits, P.stages));
     // Per call (a host-side attribute write, no device work): right on every device of the process.
     TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    // The whole unified L1 as shared memory: three blocks of the 4-step ring take ~173 KiB of an SM.
+    // The whole unified L1 as shared memory: three blocks of the 4-step ring take ~173 KiB of an H200 SM, two of the
+    // 3-step ring ~100 KiB of a GB10's.
     TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     fn<<<unsigned(blocks), kPfThreads, smem, m_stream>>>(P);
     TS_CUDA_LAUNCH_CHECK();
@@ -534,7 +550,7 @@ void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int6
 bool CudaBackend::exl3PrefillLinear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y) {
     if (!prefillPath() || T < prefillLinearMinRows() || capturingNow()) return false;
     const DeviceTrellis& d = deviceTrellis(p);
-    if (!pfSupported(d.bits, d.codebook) || !pfFits(d.bits, d.k, props().sharedMemPerBlockOptin)) return false;
+    if (!pfSupported(d.bits, d.codebook) || !pfFits(d.bits, d.k, props())) return false;
     preloadDecodeKernels(d.bits, d.codebook);
     const int64_t in = p.inFeatures(), out = p.outFeatures();
     // Rows per group: the planes (4 bytes per element) and exponents within the budget.
@@ -569,7 +585,7 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
     const DeviceTrellis& g0 = deviceTrellis(*gate[firstUsed].packed);
     const DeviceTrellis& d0 = deviceTrellis(*down[firstUsed].packed);
     if (!prefillPath() || capturingNow() || !pfSupported(g0.bits, g0.codebook) || !pfSupported(d0.bits, d0.codebook) ||
-        !pfFits(g0.bits, g0.k, props().sharedMemPerBlockOptin) || !pfFits(d0.bits, d0.k, props().sharedMemPerBlockOptin))
+        !pfFits(g0.bits, g0.k, props()) || !pfFits(d0.bits, d0.k, props()))
         return false;
     preloadDecodeKernels(g0.bits, g0.codebook);
     preloadDecodeKernels(d0.bits, d0.codebook);

@@ -13,6 +13,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -96,6 +97,31 @@ private slots:
                         }
         QVERIFY(cases > 100);
         qInfo("%d MoE phase plans, %d re-planned without streaming", cases, replanned);
+    }
+
+    // The rows of one decode-sized MoE job (moeJobRows: 8 unless TS_EXL3_MOE_JOB_ROWS or the override says otherwise):
+    // the override takes 1..16, reports the previous one, and anything else restores the environment's. With 8-row
+    // jobs the MoE phases of GLM-5.3-Flash's experts take the streaming unit's two-stage slices (the 16-row form
+    // would not: one stage, twice the units) — the reason for the default.
+    void moeJobRowsSwitch() {
+        if (std::getenv("TS_EXL3_MOE_JOB_ROWS")) QSKIP("TS_EXL3_MOE_JOB_ROWS is set in this environment");
+        QCOMPARE(moeJobRows(), 8);
+        QCOMPARE(exl3SetMoeJobRows(16), -1);
+        QCOMPARE(moeJobRows(), 16);
+        QCOMPARE(exl3SetMoeJobRows(4), 16);
+        QCOMPARE(moeJobRows(), 4);
+        QCOMPARE(exl3SetMoeJobRows(17), 4);  // out of range: back to the environment's
+        QCOMPARE(moeJobRows(), 8);
+        QCOMPARE(exl3SetMoeJobRows(0), -1);
+        QCOMPARE(moeJobRows(), 8);
+        const auto [streamOn, regRing, oneStage] = switchesInForce();
+        if (!streamOn || regRing || oneStage) return;
+        const MoePlans p8 = planMoePhases(4, 2, 4, 2, 1, 256, 16, 128, 32, 30, 30 * 8, 8, 132);
+        QCOMPARE(p8.gu.MG, int(kStream));
+        QCOMPARE(p8.gu.KSL, 2 * stageTilesBase(4));
+        // 16 rows: one-stage streaming slices, or (the split-K bound on partials keeping slices long) the staged unit.
+        const MoePlans p16 = planMoePhases(4, 2, 4, 2, 1, 256, 16, 128, 32, 30, 30 * 16, 16, 132);
+        QVERIFY(p16.gu.MG != kStream || p16.gu.KSL <= stageTilesBase(4));
     }
 
     // sm_120/121 (a GB10) give a block 99 KiB of shared memory, the H200 227 KiB. Under the smaller limit the
