@@ -38,6 +38,8 @@ int prefillMoeMinRows();
 int setPrefillLinearMinRows(int rows);
 int prefillLinearMinRows();
 int setPrefillBudgetMiB(int mib);
+int setPrefillMaxSplit(int splits);
+int prefillLastSplits();
 }  // namespace exl3cuda
 namespace mhccuda {  // cuda_mhc_kda.cu
 int setFusedPre(int on);
@@ -100,6 +102,8 @@ int exl3PrefillMoeMinRows() { return exl3cuda::prefillMoeMinRows(); }
 int exl3SetPrefillLinearMinRows(int rows) { return exl3cuda::setPrefillLinearMinRows(rows); }
 int exl3PrefillLinearMinRows() { return exl3cuda::prefillLinearMinRows(); }
 int exl3SetPrefillBudgetMiB(int mib) { return exl3cuda::setPrefillBudgetMiB(mib); }
+int exl3SetPrefillMaxSplit(int splits) { return exl3cuda::setPrefillMaxSplit(splits); }
+int exl3PrefillLastSplits() { return exl3cuda::prefillLastSplits(); }
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units) { exl3cuda::setTrace(deviceWords, units); }
 int exl3MoeLastLaunches() { return exl3cuda::lastMoeLaunches(); }
 int exl3MoeLaunches() { return exl3cuda::moeLaunches(); }
@@ -133,6 +137,8 @@ int exl3PrefillMoeMinRows() { return 0; }
 int exl3SetPrefillLinearMinRows(int) { return -1; }
 int exl3PrefillLinearMinRows() { return 0; }
 int exl3SetPrefillBudgetMiB(int) { return 0; }
+int exl3SetPrefillMaxSplit(int) { return -1; }
+int exl3PrefillLastSplits() { return 0; }
 void exl3SetTrace(unsigned long long*, int64_t) {}
 int exl3MoeLastLaunches() { return 0; }
 int exl3MoeLaunches() { return 0; }

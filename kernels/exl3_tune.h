@@ -126,6 +126,13 @@ int exl3SetPrefillMoeMinRows(int rows);
 int exl3PrefillMoeMinRows();
 int exl3SetPrefillLinearMinRows(int rows);
 int exl3PrefillLinearMinRows();
+// The prefill path's GEMM cuts k into up to this many splits (each a block; the last block of a tile adds them in
+// order) when its output tiles are too few for one wave of blocks — a linear of ≤ ~256 rows: TS_EXL3_PF_SPLIT (read
+// once; 1..16, a power of two is what is used; 1 = never) or 8. exl3SetPrefillMaxSplit(s) overrides it from now on
+// for s in [1, 16], anything else restores the environment's; returns the previous override (−1: none; −1 without
+// CUDA). exl3PrefillLastSplits: the splits the last GEMM launch took (0 before any, and without CUDA).
+int exl3SetPrefillMaxSplit(int splits);
+int exl3PrefillLastSplits();
 // The scratch budget (MiB) one group of the prefill path's rows may take (planes and outputs; default 256):
 // rows beyond it are done in more groups. 0 restores the default; returns the previous override (0: none).
 int exl3SetPrefillBudgetMiB(int mib);

@@ -302,22 +302,33 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         // Each row twice: the prefill path (cuda_exl3_prefill.cu, at any rows, whatever TS_EXL3_PF_MOE_ROWS and
         // TS_EXL3_PF_LINEAR_ROWS would choose) and the staged kernels it replaces (below 16 rows: the decode
         // kernels). The rows per used expert of each MoE size are printed: the thresholds come from these rows.
-        // [0] the prefill path, [1] the staged kernels, [2] (MoE steps of ≤ 384 tokens) the staged kernels with the
-        // 16-row decode-sized jobs used before 8 became the default (exl3SetMoeJobRows); < 0: not timed.
+        // [0] the prefill path (splits: the split-K its GEMM launches took), [1] the staged kernels, [2] extra: the
+        // staged kernels with the 16-row decode-sized MoE jobs used before 8 became the default (exl3SetMoeJobRows;
+        // MoE steps of ≤ 384 tokens), or the prefill path without split-K (exl3SetPrefillMaxSplit(1); GEMMs of
+        // ≤ 1,024 rows); < 0: not timed.
+        enum Extra { kNoExtra, kMoeRows16, kNoSplit };
         struct Times {
             double t[3] = {-1, -1, -1};
+            Extra extra = kNoExtra;
+            int splits = 0;
         };
-        auto timed = [&](const std::function<void()>& fn, bool rows16) {
+        auto timed = [&](const std::function<void()>& fn, Extra extra) {
             Times s;
+            s.extra = extra;
             {
                 const OverrideScope<exl3SetPrefillPath> on(1);
                 const OverrideScope<exl3SetPrefillMoeMinRows> anyRows(0);
                 const OverrideScope<exl3SetPrefillLinearMinRows> anyLinearRows(1);
                 s.t[0] = medianSeconds(backend, pReps, 1, fn);
+                s.splits = exl3PrefillLastSplits();
+                if (extra == kNoSplit) {
+                    const OverrideScope<exl3SetPrefillMaxSplit> noSplit(1);
+                    s.t[2] = medianSeconds(backend, pReps, 1, fn);
+                }
             }
             const OverrideScope<exl3SetPrefillPath> off(0);
             s.t[1] = medianSeconds(backend, pReps, 1, fn);
-            if (rows16) {
+            if (extra == kMoeRows16) {
                 const OverrideScope<exl3SetMoeJobRows> jobRows(16);
                 s.t[2] = medianSeconds(backend, pReps, 1, fn);
             }
@@ -327,17 +338,22 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         // rows of one matrix (the MoE's busiest expert; a GEMM's tokens).
         auto line = [&](const char* what, Exl3Codebook cb, int64_t T, double rowsPer, int64_t maxRows, const Times& s,
                         double flops) {
-            static const char* const path[3] = {"prefill", "staged", "staged_rows16"};
-            static const char* const label[3] = {"prefill path", "staged kernels", "staged kernels, 16-row MoE jobs"};
+            const std::string prefillLabel = "prefill path (split-K " + std::to_string(s.splits) + ")";
+            const char* const path[3] = {"prefill", "staged", s.extra == kMoeRows16 ? "staged_rows16" : "prefill_no_split"};
+            const char* const label[3] = {prefillLabel.c_str(), "staged kernels",
+                                          s.extra == kMoeRows16 ? "staged kernels, 16-row MoE jobs" : "prefill path, no split-K"};
             for (int v = 0; v < 3; ++v) {
                 const double t = s.t[v];
                 if (t < 0) continue;
                 std::printf("%-10s %6s %6lld %8.1f %8lld %10.3f %10.2f %9.1f  %s\n", what, cbName(cb).c_str(),
                             static_cast<long long>(T), rowsPer, static_cast<long long>(maxRows), t * 1e3,
                             t * 1e6 / double(T), flops / t / 1e12, label[v]);
-                rows.push_back({{"bench", std::string("exl3_prefill_") + what}, {"bits", bits}, {"codebook", cbName(cb)},
-                                {"tokens", T}, {"rows_per_matrix", rowsPer}, {"max_rows", maxRows}, {"path", path[v]},
-                                {"ms", t * 1e3}, {"us_per_token", t * 1e6 / double(T)}, {"TFLOPs", flops / t / 1e12}});
+                nlohmann::json row = {{"bench", std::string("exl3_prefill_") + what}, {"bits", bits},
+                                      {"codebook", cbName(cb)}, {"tokens", T}, {"rows_per_matrix", rowsPer},
+                                      {"max_rows", maxRows}, {"path", path[v]}, {"ms", t * 1e3},
+                                      {"us_per_token", t * 1e6 / double(T)}, {"TFLOPs", flops / t / 1e12}};
+                if (v == 0) row["splits"] = s.splits;
+                rows.push_back(row);
             }
         };
         for (const Exl3Codebook cb : {Exl3Codebook::Mul1, Exl3Codebook::Mcg}) {
@@ -356,7 +372,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                     fused = backend.moeExpertsFused(x, T, kHidden, kInter, ro.data(), wt.data(), kTopk, ex.gate.data(),
                                                     ex.up.data(), ex.down.data(), kExperts, 10.0f, y) && fused;
                 };
-                const auto s = timed(fn, T <= 384);
+                const auto s = timed(fn, T <= 384 ? kMoeRows16 : kNoExtra);
                 if (!fused) continue;
                 std::vector<int64_t> per(size_t(kExperts), 0);
                 for (const int32_t e : ro) ++per[size_t(e)];
@@ -368,10 +384,11 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         const size_t bytes = size_t(kHidden * kWideOut * bits / 8);
         const WeightView w = WeightView::of(*store.make(store.newBytes(bytes, 2000), kHidden, kWideOut, bits,
                                                         Exl3Codebook::Mul1, rng));
-        for (const int64_t T : {int64_t(16), int64_t(32), int64_t(64), int64_t(256), int64_t(1024), int64_t(4096)}) {
+        for (const int64_t T : {int64_t(16), int64_t(32), int64_t(48), int64_t(64), int64_t(128), int64_t(256), int64_t(1024),
+                                int64_t(4096)}) {
             const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
             const Buffer y = backend.alloc(size_t(T * kWideOut) * 4);
-            const auto s = timed([&] { backend.linear(x, T, w, y); }, false);
+            const auto s = timed([&] { backend.linear(x, T, w, y); }, T <= 1024 ? kNoSplit : kNoExtra);
             line("gemm", Exl3Codebook::Mul1, T, double(T), T, s, 2.0 * double(T) * double(kHidden * kWideOut));
         }
     }

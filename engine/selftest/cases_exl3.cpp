@@ -449,6 +449,20 @@ void addExl3Cases(std::vector<Case>& out) {
         out.push_back({kFamily, std::string("linear prefill 1024→640 K=5 ") + cbName(cb), [cb](Context& c) {
                            return linearCase(c, "prefill", 1024, 640, 5, cb, {64, 129}, false);
                        }});
+    // The prefill GEMM cuts k into splits when its output tiles are too few for a wave of blocks (all the small prefill
+    // cases above: at most a few dozen tiles); the same cases with one block per tile.
+    auto noSplit = [](auto fn) {
+        return [fn](Context& c) {
+            const TuneOverride<exl3SetPrefillMaxSplit> one(1);
+            return fn(c);
+        };
+    };
+    out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias, prefill without split-K", noSplit([](Context& c) {
+                       return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {33, 100}, true);
+                   })});
+    out.push_back({kFamily, "linear prefill 1024→640 K=5 3inst, without split-K", noSplit([](Context& c) {
+                       return linearCase(c, "prefill", 1024, 640, 5, CB::Inst3, {64, 129}, false);
+                   })});
     // Verify-sized linears (9..31 rows, below the prefill path: 16-row jobs, streaming since the split-K bound lets
     // 13–16-row jobs stream too; 24 rows: a 16-row job and an 8-row one).
     out.push_back({kFamily, "linear glm 4096→12288 K=4 mcg, verify rows", [](Context& c) {
@@ -508,6 +522,10 @@ void addExl3Cases(std::vector<Case>& out) {
     // Prefill-sized MoE steps on the staged kernels, and the prefill path's expert groups under a 1 MiB budget.
     const MoeShape pfMoe = {"moe prefill top-8", 64, 512, 256, 32, 8, 32, 4, 4, CB::Mul1, 10.0f, false, 8};
     out.push_back({kFamily, std::string(pfMoe.label) + " T=64", [pfMoe](Context& c) { return moeCase(c, pfMoe); }});
+    out.push_back({kFamily, std::string(pfMoe.label) + " T=64, without split-K", [pfMoe](Context& c) {
+                       const TuneOverride<exl3SetPrefillMaxSplit> one(1);
+                       return moeCase(c, pfMoe);
+                   }});
     out.push_back({kFamily, std::string(pfMoe.label) + " T=64, 1 MiB groups",
                    smallBudget([pfMoe](Context& c) { return moeCase(c, pfMoe); })});
     for (const MoeShape& s : moes)

@@ -486,6 +486,15 @@ int setPrefillMoeMinRows(int rows);  // TS_EXL3_PF_MOE_ROWS override (ts::exl3Se
 int prefillMoeMinRows();
 int setPrefillLinearMinRows(int rows);  // TS_EXL3_PF_LINEAR_ROWS override (ts::exl3SetPrefillLinearMinRows)
 int prefillLinearMinRows();
+// The prefill GEMM's splits of k for `tiles` output tiles, `slots` co-resident blocks on the device and `steps` 32-k
+// steps: the largest power of two ≤ maxSplit that keeps the blocks within one wave, divides the steps and leaves
+// each split ≥ kPfMinSplitSteps of them (1: no split).
+constexpr int kPfMinSplitSteps = 8;
+int pfSplits(int64_t tiles, int64_t slots, int64_t steps, int maxSplit);
+int setPrefillMaxSplit(int splits);  // TS_EXL3_PF_SPLIT override (ts::exl3SetPrefillMaxSplit)
+int prefillMaxSplit();               // the most splits of k one GEMM launch may take (≥ 1)
+int prefillLastSplits();             // the splits of the last GEMM launch (0 before any)
+void noteSplits(int splits);
 
 // A/B switches for measuring the decode changes on a GPU, read once from the environment variable
 // TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units
@@ -560,6 +569,8 @@ struct Exl3Cache {
     Buffer args;      // per-call job tables, row lists and combine lists (device)
     Buffer act;       // the fused MoE's swiglu output rows
     Buffer expertOut; // the fused MoE's per-expert down outputs
+    Buffer pfPart;     // the prefill GEMM's split-K tiles (fp32 [tiles][splits][64][128])
+    Buffer pfCounters; // its int32 arrival counters per tile, zero between launches
 
     // Pinned host staging: a ring of slots, each reused only after the copy that last read it has run
     // (its event), so the host never waits on the stream and never overwrites bytes still being copied.

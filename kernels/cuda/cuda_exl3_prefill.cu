@@ -10,7 +10,10 @@
 //      planes (~22 bits: products with the fp16 codebook values stay exact in fp32), once per row and matrix
 //      instead of once per unit of 128 output columns.
 //   2. GEMM (exl3PfGemmKernel<K, codebook>, 256 threads): a block owns 64 rows × 128 columns of one job (a
-//      matrix and its rows) over the whole of k — no split-K, no partials. A 4-deep cp.async ring brings 32-k
+//      matrix and its rows) over the whole of k — or, when a launch has too few such tiles for one wave of blocks
+//      (a linear of ≤ ~256 rows: 96 tiles at 4096 → 12288 and ≤ 64 rows), over 1/2, 1/4 … of k (split-K,
+//      pfSplits: each split's fp32 tile to a partial buffer, the tile's last block adding them in split order
+//      before the epilogue). A cp.async ring (4 steps; 3 on sm_12x) brings 32-k
 //      steps of the hi/lo planes (64 rows, swizzled for ldmatrix) and of the trellis (2 k-tiles × 8 tiles);
 //      per step each warp decodes two tiles (laneStates + the codebook: the CPU's fp16 values exactly) into
 //      mma B fragments in shared memory, one step ahead of the tensor cores, and every warp then runs its
@@ -28,14 +31,16 @@
 // Numerics against the CPU (fp32): the input and output transforms, svh, bias, swiglu and combine repeat its
 // operations in its order; products exact; sums in the tensor core's fp32 order over k instead of the CPU's
 // sequential one, activations kept to ~2^-22 — the prefill tolerance of the self-test (1e-4), as the staged unit.
-// Deterministic: fixed work split, no atomics.
+// Deterministic: fixed work split; the split-K sum in split order whichever block arrives last (its counter the only
+// atomic). Splits change the order of the fp32 sums over k, not their precision.
 //
 // Variants: K = 2..6 × the three codebooks (pfSupported); other K, and blocks that would not fit the device's shared
 // memory per block (pfFits), take cuda_exl3.cu's kernels.
 // Test:      twinspark-cli selftest --backend cuda --filter exl3   (the prefill-sized linear and MoE cases run
 //            this path and, with exl3SetPrefillPath(0), the staged one; both against the CPU)
 // Benchmark: twinspark-cli bench-device --what exl3-prefill   (the MoE layer at 64 … 4,096 tokens and a
-//            4096 → 12288 GEMM at 16 … 4,096 rows, TFLOP/s, each beside the staged kernels)
+//            4096 → 12288 GEMM at 16 … 4,096 rows, TFLOP/s, each beside the staged kernels; the GEMM also without
+//            split-K, TS_EXL3_PF_SPLIT=1)
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -83,8 +88,8 @@ struct PfJob {
     const int* e = nullptr;             // [m] the rows' scale exponents
     float* y = nullptr;
     int ldy = 0, m = 0;
-    int blockStart = 0;  // first grid block of the job (blocks: ⌈m / 64⌉ × NB, column block innermost)
-    int pad = 0;
+    int blockStart = 0;  // first grid block of the job (blocks: ⌈m / 64⌉ × NB × splits, the split innermost)
+    int tileStart = 0;   // first output tile (64 rows × 128 columns) of the job among the launch's, for split-K
 };
 
 struct PfGemmParams {
@@ -92,6 +97,13 @@ struct PfGemmParams {
     int J = 0, k = 0, n = 0, NB = 0, nOut = 0;
     int stages = 0;  // the ring depth the host sized the shared memory for (pfStagesFor)
     int64_t loOffset = 0;  // elements from the hi plane to the lo plane
+    // Split-K (launches of too few output tiles to fill the device: a linear of ≤ ~256 rows): each tile's k is
+    // cut into `splits` equal runs of 32-k steps, one block each; a block writes its fp32 tile to part [tile][split]
+    // [64][128], and the last to arrive at counters[tile] adds the splits in split order (deterministic) and runs
+    // the epilogue. splits = 1: one block per tile, as before.
+    int splits = 1, splitShift = 0;  // splits = 2^splitShift
+    float* part = nullptr;
+    int* counters = nullptr;  // [tiles], zero between launches (the last arrival resets its own)
 };
 
 __device__ __forceinline__ void cpAsync16Zfill(void* smemDst, const void* gsrc, bool valid) {
@@ -148,7 +160,46 @@ static_assert(2 * (pfSmemBytes(6, pfStagesFor(12)) + 1024) <= 100 * 1024, "two p
 // chunk index xor-ed with (r / 2) % 4 so that the 8 rows one ldmatrix phase reads fall on distinct banks.
 __device__ __forceinline__ int pfChunk(int r, int j) { return r * 64 + ((j ^ ((r >> 1) & 3)) << 4); }
 
-template <int K, int CB>
+// A split-K block's end (PfGemmParams::splits > 1; the block's fp32 tile is in ct [64][132], rows < m): the tile out
+// to part (L2: __stcg), then the arrival at counters[tile]; false for all but the tile's last block, which gets the
+// sum of every split's tile in split order (the same bits whichever block is last) in ct. Not inlined: in the kernel
+// its code cost the main loop 10–40 instructions a step (the 80-register budget, by ptxas).
+__device__ __noinline__ bool pfSplitArrive(const PfGemmParams& P, float* ct, int m, int tile, int ks) {
+    __shared__ int lastS;
+    const int tid = threadIdx.x;
+    float* tp = P.part + int64_t(tile) * P.splits * (kPfBM * 128);
+    for (int i = tid; i < m * 32; i += kPfThreads) {
+        const int row = i >> 5, c4 = (i & 31) * 4;
+        __stcg(reinterpret_cast<float4*>(tp + int64_t(ks) * (kPfBM * 128) + row * 128 + c4),
+               *reinterpret_cast<const float4*>(ct + row * 132 + c4));
+    }
+    __syncthreads();
+    if (tid == 0) {
+        lastS = atomAddAcqRel(P.counters + tile, 1) == P.splits - 1;
+        if (lastS) P.counters[tile] = 0;  // every split has arrived: ready for the next launch
+    }
+    __syncthreads();
+    if (!lastS) return false;
+    for (int i = tid; i < m * 32; i += kPfThreads) {
+        const int row = i >> 5, c4 = (i & 31) * 4;
+        float4 a = __ldcg(reinterpret_cast<const float4*>(tp + row * 128 + c4));
+        for (int sp = 1; sp < P.splits; ++sp) {
+            const float4 b = __ldcg(reinterpret_cast<const float4*>(tp + int64_t(sp) * (kPfBM * 128) + row * 128 + c4));
+            a.x = __fadd_rn(a.x, b.x);
+            a.y = __fadd_rn(a.y, b.y);
+            a.z = __fadd_rn(a.z, b.z);
+            a.w = __fadd_rn(a.w, b.w);
+        }
+        *reinterpret_cast<float4*>(ct + row * 132 + c4) = a;
+    }
+    __syncthreads();
+    return true;
+}
+
+// SPLIT: the split-K instantiation (PfGemmParams::splits > 1). A template flag, not a run-time branch: with the split
+// code in the one kernel the unsplit launches at 1,024–4,096 rows ran 10–14 % slower on the H200 (2026-12-02 fourth
+// session), though their loop's SASS was no longer; the unsplit instantiation is the kernel as it was.
+template <int K, int CB, bool SPLIT>
 __global__ void __launch_bounds__(kPfThreads, kPfBlocksPerSm) exl3PfGemmKernel(PfGemmParams P) {
     constexpr int S = kPfStagesHere;
     constexpr int TW = tileWords(K);
@@ -167,12 +218,24 @@ __global__ void __launch_bounds__(kPfThreads, kPfBlocksPerSm) exl3PfGemmKernel(P
     }
     const PfJob job = P.jobs[lo];
     const int local = int(blockIdx.x) - job.blockStart;
-    const int nb = local % P.NB, r0 = (local / P.NB) * kPfBM;
+    // Split-K: the block's tile and split, kept in shared memory across the main loop (in registers, at the 80 the
+    // launch bound allows, they cost the loop ~10–40 instructions a step: measured in SASS).
+    __shared__ int splitTileS, splitIdxS;
+    const int tileLocal = SPLIT ? local >> P.splitShift : local;
+    if (SPLIT && threadIdx.x == 0) {
+        splitTileS = job.tileStart + tileLocal;
+        splitIdxS = local & (P.splits - 1);
+    }
+    const int nb = tileLocal % P.NB, r0 = (tileLocal / P.NB) * kPfBM;
     const int m = min(kPfBM, job.m - r0);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int tilesK = P.k / 16, tilesN = P.n / 16, steps = tilesK / 2;
-    const __half* ah = job.ah + int64_t(r0) * P.k;
-    const uint32_t* tr = reinterpret_cast<const uint32_t*>(job.trellis) + int64_t(nb) * 8 * TW;
+    const int tilesK = P.k / 16, tilesN = P.n / 16;
+    // The block's run of 32-k steps: all of k, or [s0, s0 + steps) of it (the host makes the splits divide it).
+    const int steps = SPLIT ? (tilesK / 2) >> P.splitShift : tilesK / 2;
+    const int s0 = SPLIT ? (local & (P.splits - 1)) * steps : 0;
+    const __half* ah = job.ah + int64_t(r0) * P.k + (SPLIT ? int64_t(s0) * 32 : 0);
+    const uint32_t* tr = reinterpret_cast<const uint32_t*>(job.trellis) + int64_t(nb) * 8 * TW +
+                         (SPLIT ? int64_t(s0) * 2 * tilesN * TW : 0);
     // A block of at most 32 rows reads rows 0..31 of the planes only (the narrow warp split below).
     const bool narrow = m <= 32;
 
@@ -304,6 +367,9 @@ __global__ void __launch_bounds__(kPfThreads, kPfBlocksPerSm) exl3PfGemmKernel(P
                     ct[row * 132 + col] = acc[a][t][h][i];
                 }
     __syncthreads();
+    // Split-K: this split's tile out and the arrival; only the tile's last block goes on, with the sum in ct.
+    if constexpr (SPLIT)
+        if (!pfSplitArrive(P, ct, m, splitTileS, splitIdxS)) return;
     // One warp per row: ÷ 2^e, then the CPU's output transform of the block's 128 columns (lane: 4l..4l+3).
     const int col0 = nb * 128 + 4 * lane;
     float svh[4], bias[4];
@@ -391,17 +457,21 @@ __global__ void exl3PfCombineKernel(const int* __restrict__ off, const int* __re
 }
 
 using PfKernelFn = void (*)(PfGemmParams);
-template <int K>
-PfKernelFn pfKernelForBits(int cb) {
-    return cb == 0 ? exl3PfGemmKernel<K, 0> : cb == 1 ? exl3PfGemmKernel<K, 1> : exl3PfGemmKernel<K, 2>;
+template <int K, bool SPLIT>
+PfKernelFn pfKernelForCb(int cb) {
+    return cb == 0 ? exl3PfGemmKernel<K, 0, SPLIT> : cb == 1 ? exl3PfGemmKernel<K, 1, SPLIT> : exl3PfGemmKernel<K, 2, SPLIT>;
 }
-PfKernelFn pfKernelFor(int bits, int cb) {
+template <int K>
+PfKernelFn pfKernelForBits(int cb, bool split) {
+    return split ? pfKernelForCb<K, true>(cb) : pfKernelForCb<K, false>(cb);
+}
+PfKernelFn pfKernelFor(int bits, int cb, bool split) {
     switch (bits) {
-    case 2: return pfKernelForBits<2>(cb);
-    case 3: return pfKernelForBits<3>(cb);
-    case 4: return pfKernelForBits<4>(cb);
-    case 5: return pfKernelForBits<5>(cb);
-    case 6: return pfKernelForBits<6>(cb);
+    case 2: return pfKernelForBits<2>(cb, split);
+    case 3: return pfKernelForBits<3>(cb, split);
+    case 4: return pfKernelForBits<4>(cb, split);
+    case 5: return pfKernelForBits<5>(cb, split);
+    case 6: return pfKernelForBits<6>(cb, split);
     default: return nullptr;
     }
 }
@@ -411,6 +481,8 @@ OverridableSwitch g_prefillPath("TS_EXL3_PREFILL", true);
 ModeSwitch g_pfMoeMinRows("TS_EXL3_PF_MOE_ROWS", 4097, kPfMinRowsMoe);
 ModeSwitch g_pfLinearMinRows("TS_EXL3_PF_LINEAR_ROWS", 4097, kPfMinRowsLinear);  // rows of a linear, likewise
 std::atomic<int> g_budgetMiB{0};
+ModeSwitch g_pfMaxSplit("TS_EXL3_PF_SPLIT", 17, 8);  // 0 reads as 1
+std::atomic<int> g_pfLastSplits{0};
 
 }  // namespace
 
@@ -451,6 +523,17 @@ int setPrefillMoeMinRows(int rows) { return g_pfMoeMinRows.set(rows); }
 int prefillMoeMinRows() { return g_pfMoeMinRows.now(); }
 int setPrefillLinearMinRows(int rows) { return g_pfLinearMinRows.set(rows); }
 int prefillLinearMinRows() { return g_pfLinearMinRows.now(); }
+int pfSplits(int64_t tiles, int64_t slots, int64_t steps, int maxSplit) {
+    int splits = 1;
+    while (splits * 2 <= maxSplit && tiles * splits * 2 <= slots && steps % (splits * 2) == 0 &&
+           steps / (splits * 2) >= kPfMinSplitSteps)
+        splits *= 2;
+    return splits;
+}
+int setPrefillMaxSplit(int splits) { return g_pfMaxSplit.set(splits >= 1 && splits <= 16 ? splits : -1); }
+int prefillMaxSplit() { return std::max(1, g_pfMaxSplit.now()); }
+int prefillLastSplits() { return g_pfLastSplits.load(std::memory_order_relaxed); }
+void noteSplits(int splits) { g_pfLastSplits.store(splits, std::memory_order_relaxed); }
 int setPrefillBudgetMiB(int mib) { return g_budgetMiB.exchange(mib > 0 ? mib : 0); }
 size_t prefillBudget() {
     const int mib = g_budgetMiB.load(std::memory_order_relaxed);
@@ -491,8 +574,36 @@ Buffer rawBuffer(void* p, size_t bytes) { return Buffer(std::shared_ptr<void>(p,
 // columns (nOut kept).
 void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int bits, int codebook, int64_t k, int64_t n,
                              int64_t nOut, int64_t loOffset) {
+    const int stages = pfStagesFor(props().major);  // the ring of the architecture whose code runs here
+    const size_t smem = size_t(pfSmemBytes(bits, stages));
+    // Per call (host-side attribute writes, no device work): right on every device of the process. The whole unified
+    // L1 as shared memory: three blocks of the 4-step ring take ~173 KiB of an H200 SM, two of the 3-step ring ~100
+    // KiB of a GB10's.
+    auto prepare = [&](PfKernelFn f) {
+        TS_CHECK(f != nullptr, "exl3 prefill: no kernel for these bits");
+        TS_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        TS_CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    };
+    const PfKernelFn whole = pfKernelFor(bits, codebook, false);
+    prepare(whole);
+
+    // Output tiles (64 rows × 128 columns), and the splits of k that bring them to one full wave of blocks: a linear
+    // of 32–256 rows has only n/128 – 4·n/128 tiles (96–384 at 4096 → 12288), each a block that would walk all of k.
+    int64_t tiles = 0;
+    for (const PfJobHost& h : jobs) tiles += (h.m + kPfBM - 1) / kPfBM * (n / 128);
+    if (tiles == 0) return;
+    int occ = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, whole, kPfThreads, smem) != cudaSuccess) {
+        (void)cudaGetLastError();
+        occ = 1;
+    }
+    const int64_t slots = int64_t(std::max(1, occ)) * std::max(1, props().multiProcessorCount);
+    const int splits = pfSplits(tiles, slots, k / 32, prefillMaxSplit());
+    const PfKernelFn fn = splits > 1 ? pfKernelFor(bits, codebook, true) : whole;
+    if (splits > 1) prepare(fn);
+
     std::vector<PfJob> dj(jobs.size());
-    int blocks = 0;
+    int blocks = 0, tileStart = 0;
     for (size_t j = 0; j < jobs.size(); ++j) {
         const PfJobHost& h = jobs[j];
         PfJob& d = dj[j];
@@ -505,11 +616,12 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
         d.ldy = int(h.ldy);
         d.m = int(h.m);
         d.blockStart = blocks;
-        const int64_t b = (h.m + kPfBM - 1) / kPfBM * (n / 128);
+        d.tileStart = tileStart;
+        const int64_t t = (h.m + kPfBM - 1) / kPfBM * (n / 128), b = t * splits;
         TS_CHECK(blocks + b < (int64_t(1) << 31), "exl3 prefill: too many blocks");
         blocks += int(b);
+        tileStart += int(t);
     }
-    if (blocks == 0) return;
     auto* table = static_cast<PfJob*>(scratch(kScratchPfJobs, dj.size() * sizeof(PfJob)));
     TS_CUDA_CHECK(cudaMemcpyAsync(table, dj.data(), dj.size() * sizeof(PfJob), cudaMemcpyHostToDevice, m_stream));
     PfGemmParams P;
@@ -520,15 +632,15 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
     P.NB = int(n / 128);
     P.nOut = int(nOut);
     P.loOffset = loOffset;
-    const PfKernelFn fn = pfKernelFor(bits, codebook);
-    TS_CHECK(fn != nullptr, "exl3 prefill: no kernel for these bits");
-    P.stages = pfStagesFor(props().major);  // the ring of the architecture whose code runs here
-    const size_t smem = size_t(pfSmemBytes(bits, P.stages));
-    // Per call (a host-side attribute write, no device work): right on every device of the process.
-    TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    // The whole unified L1 as shared memory: three blocks of the 4-step ring take ~173 KiB of an H200 SM, two of the
-    // 3-step ring ~100 KiB of a GB10's.
-    TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    P.stages = stages;
+    P.splits = splits;
+    while ((1 << P.splitShift) < splits) ++P.splitShift;
+    if (splits > 1) {
+        Exl3Cache& cache = exl3Cache();
+        P.part = zeroedScratch(cache.pfPart, size_t(tiles) * splits * kPfBM * 128 * 4).f32();
+        P.counters = zeroedScratch(cache.pfCounters, size_t(tiles) * 4).i32();
+    }
+    noteSplits(splits);
     fn<<<unsigned(blocks), kPfThreads, smem, m_stream>>>(P);
     TS_CUDA_LAUNCH_CHECK();
 }

@@ -109,6 +109,32 @@ private slots:
         }
     }
 
+    // The GEMM's split-K choice: one wave of blocks at most, a power of two dividing the steps, ≥ 8 steps a split.
+    void splitsFillOneWave() {
+        // 4096 → 12288 on an H200 (96 column tiles, 3 blocks × 132 SMs): 32–64 rows (96 tiles) take 4 splits, 128
+        // rows (192 tiles) 2, 256 rows (384 tiles) none; on a GB10 (2 × 48 slots) the 96 tiles take none.
+        QCOMPARE(pfSplits(96, 396, 128, 8), 4);
+        QCOMPARE(pfSplits(192, 396, 128, 8), 2);
+        QCOMPARE(pfSplits(384, 396, 128, 8), 1);
+        QCOMPARE(pfSplits(96, 96, 128, 8), 1);
+        QCOMPARE(pfSplits(16, 396, 128, 8), 8);   // the cap
+        QCOMPARE(pfSplits(16, 396, 128, 16), 16);
+        QCOMPARE(pfSplits(16, 396, 32, 16), 4);   // k = 1024: 32 steps, at least 8 a split
+        QCOMPARE(pfSplits(16, 396, 12, 16), 1);   // 12 steps: no power of two leaves 8
+        QCOMPARE(pfSplits(16, 396, 128, 1), 1);   // TS_EXL3_PF_SPLIT=1
+        for (int64_t tiles : {1, 7, 50, 200, 1000})
+            for (int64_t steps : {8, 16, 24, 64, 96, 128})
+                for (int cap : {1, 2, 8, 16}) {
+                    const int s = pfSplits(tiles, 396, steps, cap);
+                    QVERIFY(s >= 1 && s <= cap && (s & (s - 1)) == 0 && steps % s == 0);
+                    QVERIFY(s == 1 || (tiles * s <= 396 && steps / s >= kPfMinSplitSteps));
+                }
+        QCOMPARE(exl3SetPrefillMaxSplit(2), -1);
+        QCOMPARE(prefillMaxSplit(), 2);
+        QCOMPARE(exl3SetPrefillMaxSplit(0), 2);  // out of range: back to the environment's
+        QCOMPARE(prefillMaxSplit(), std::getenv("TS_EXL3_PF_SPLIT") ? prefillMaxSplit() : 8);
+    }
+
     void switches() {
         QCOMPARE(prefillPath(), false);           // TS_EXL3_PREFILL=0
         QCOMPARE(exl3SetPrefillPath(1), -1);
