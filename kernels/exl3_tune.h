@@ -118,7 +118,7 @@ bool exl3PrefillJobs(int bits);
 int exl3SetPrefillPath(int on);
 bool exl3PrefillPath();
 // The rows per used expert (on average) from which a MoE step takes the prefill path: TS_EXL3_PF_MOE_ROWS (read
-// once; a count up to 4,096) or 8; likewise the rows from which a linear takes it: TS_EXL3_PF_LINEAR_ROWS or 32 (both
+// once; a count up to 4,096) or 8; likewise the rows from which a linear takes it: TS_EXL3_PF_LINEAR_ROWS or 17 (both
 // the crossovers measured on the H200). exl3SetPrefill…MinRows(r) overrides it from now on for r in [0, 4096],
 // anything else restores the environment's; returns the previous override (−1: none; −1 without CUDA, where the
 // getters return 0). Under stream capture (decode graphs) a linear never takes the prefill path.

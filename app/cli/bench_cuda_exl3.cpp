@@ -300,7 +300,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         std::printf("%-10s %6s %6s %8s %8s %10s %10s %9s\n", "what", "cb", "tokens", "rows/mat", "max rows", "ms/call",
                     "us/token", "TFLOP/s");
         // Each row twice: the prefill path (cuda_exl3_prefill.cu, at any rows, whatever TS_EXL3_PF_MOE_ROWS and
-        // TS_EXL3_PF_LINEAR_ROWS would choose) and the staged kernels it replaces (below 16 rows: the decode
+        // TS_EXL3_PF_LINEAR_ROWS would choose) and the staged kernels it replaces (up to 16 rows a job: the decode
         // kernels). The rows per used expert of each MoE size are printed: the thresholds come from these rows.
         // [0] the prefill path (splits: the split-K its GEMM launches took), [1] the staged kernels, [2] extra: the
         // staged kernels with the 16-row decode-sized MoE jobs used before 8 became the default (exl3SetMoeJobRows;
@@ -384,8 +384,8 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         const size_t bytes = size_t(kHidden * kWideOut * bits / 8);
         const WeightView w = WeightView::of(*store.make(store.newBytes(bytes, 2000), kHidden, kWideOut, bits,
                                                         Exl3Codebook::Mul1, rng));
-        for (const int64_t T : {int64_t(16), int64_t(32), int64_t(48), int64_t(64), int64_t(128), int64_t(256), int64_t(1024),
-                                int64_t(4096)}) {
+        for (const int64_t T : {int64_t(16), int64_t(17), int64_t(24), int64_t(28), int64_t(32), int64_t(48), int64_t(64),
+                                int64_t(128), int64_t(256), int64_t(1024), int64_t(4096)}) {
             const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
             const Buffer y = backend.alloc(size_t(T * kWideOut) * 4);
             const auto s = timed([&] { backend.linear(x, T, w, y); }, T <= 1024 ? kNoSplit : kNoExtra);

@@ -407,7 +407,7 @@ void addExl3Cases(std::vector<Case>& out) {
                        [bits](Context& c) { return linearCase(c, "glm", 4096, 12288, bits, CB::Mul1, {1}, false); }});
     out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias",
                    [](Context& c) { return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {1, 4, 33, 100}, true); }});
-    // The prefill path (cuda_exl3_prefill.cu: ≥ 32 rows of a linear, ≥ 8 routed rows per used expert, K = 2..6)
+    // The prefill path (cuda_exl3_prefill.cu: ≥ 17 rows of a linear, ≥ 8 routed rows per used expert, K = 2..6)
     // is the default for the prefill-sized cases; these run them again on the staged kernels (exl3SetPrefillPath(0)),
     // and under a scratch budget of 1 MiB, where its rows are split into several groups (of tokens for a linear,
     // of experts in ascending order for the MoE).
@@ -463,11 +463,14 @@ void addExl3Cases(std::vector<Case>& out) {
     out.push_back({kFamily, "linear prefill 1024→640 K=5 3inst, without split-K", noSplit([](Context& c) {
                        return linearCase(c, "prefill", 1024, 640, 5, CB::Inst3, {64, 129}, false);
                    })});
-    // Verify-sized linears (9..31 rows, below the prefill path: 16-row jobs, streaming since the split-K bound lets
-    // 13–16-row jobs stream too; 24 rows: a 16-row job and an 8-row one).
+    // Verify-sized linears: 12 and 16 rows stream as 16-row jobs (13–16-row jobs since the split-K bound lets them);
+    // 24 rows take the prefill path (from 17 rows; a split-K GEMM), and on the staged kernels a 16-row job and an 8-row one.
     out.push_back({kFamily, "linear glm 4096→12288 K=4 mcg, verify rows", [](Context& c) {
                        return linearCase(c, "glm", 4096, 12288, 4, CB::Mcg, {12, 16, 24}, false);
                    }});
+    out.push_back({kFamily, "linear glm 4096→12288 K=4 mcg, verify rows, staged", staged([](Context& c) {
+                       return linearCase(c, "glm", 4096, 12288, 4, CB::Mcg, {24}, false);
+                   })});
     // A last GEMM block of 16 and of 28 rows: blocks of at most 32 rows give each warp one tile of columns (the
     // narrow warp split of cuda_exl3_prefill.cu), with one and two row groups.
     out.push_back({kFamily, "linear prefill 1024→512 K=4 mcg, short last block", [](Context& c) {

@@ -460,7 +460,10 @@ struct PfJobHost {
 // (docs/PERFORMANCE.md, "EXL3 prefill at the engine's chunk"; the MoE's moved from 3 to 8 rows once the decode-sized
 // steps kept 8-row jobs on the streaming unit up to ~500 tokens: 256 tokens, 7.1 rows, 3.3 against 4.0 ms; 320
 // tokens, 8.9 rows, 4.1 against 3.9 ms — docs/PERFORMANCE_EXL3.md, 2026-12-02 fourth session).
-constexpr int kPfMinRowsLinear = 32;
+// The linear's moved from 32 to 17 rows with the GEMM's split-K (17 / 24 / 28 rows: 0.070 / 0.070 / 0.073 against
+// 0.078 / 0.083 / 0.077 ms on the staged kernels at 4096 → 12288; at 16 they keep the lead, 0.046 against 0.061).
+// Decode graphs, captured up to 16 rows, never see the prefill path.
+constexpr int kPfMinRowsLinear = 17;
 constexpr int kPfMinRowsMoe = 8;
 bool pfSupported(int bits, int codebook);  // K = 2..6, any codebook
 // Loads the decode kernels of K = bits and the codebook (the streaming and 16-row linear and MoE kernels, the combine)
