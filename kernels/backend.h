@@ -313,7 +313,7 @@ public:
                                int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const PageTable& pages,
                                int64_t pos0, const Buffer& idx, IndexerStats* stats) = 0;
 
-    // Batched forms of the three ops above that address a paged cache: the sequences of one step that share the
+    // Batched forms of the ops above that address a paged cache: the sequences of one step that share the
     // cache (the runtime's pool) in one call, their rows in sequence order (T = Σ rows; idx [T, width]). Each
     // computes exactly what the per-sequence op computes on each sequence's rows — the default implementation
     // (backend_batch.cpp) is that loop; a backend overrides it where one launch over every query is faster
@@ -327,6 +327,11 @@ public:
     virtual void indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H,
                                     int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore,
                                     const Buffer& idx, IndexerStats* const* stats);
+    // indexerCacheWrite's batched form: sequence s's rows of k / gate [T, D] follow the previous sequence's, its
+    // own tail ring tails[s] (nSeqs distinct buffers), one pool store for all.
+    virtual void indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, const SeqRows* seqs, int64_t nSeqs,
+                                        int64_t D, int64_t kp, const Buffer& ape, KvCacheDtype dt, const Buffer* tails,
+                                        const Buffer& poolStore);
 
     // MoE ---------------------------------------------------------------------------------------------
     // Router: logits = x·Wᵀ (fp32), s = sigmoid, choice = s + bias, group-limited top-k of choice

@@ -1,5 +1,5 @@
 // The batched ops' default: the per-sequence op on each sequence's rows, in sequence order — the paged-cache ops
-// (the latent write, the indexer select, sparse attention) and the KDA state ops (conv, recurrence). This is the
+// (the latent write, the indexer's cache write and select, sparse attention) and the KDA state ops (conv, recurrence). This is the
 // definition of what a backend's own batched form must compute (the self-test compares the two).
 #include <string>
 
@@ -87,6 +87,21 @@ void Backend::indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows
             indexerSelect(q.viewF32(size_t(r0 * H * D), size_t(sq.rows * H * D)), w.viewF32(size_t(r0 * H), size_t(sq.rows * H)),
                           sq.rows, H, D, kp, topk, dt, poolStore, sq.pages, sq.pos0,
                           idx.view(size_t(r0 * width) * 4, size_t(sq.rows * width) * 4), stats ? stats[s] : nullptr);
+        r0 += sq.rows;
+    }
+}
+
+void Backend::indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, const SeqRows* seqs, int64_t nSeqs, int64_t D,
+                                     int64_t kp, const Buffer& ape, KvCacheDtype dt, const Buffer* tails,
+                                     const Buffer& poolStore) {
+    seqRowsTotal(seqs, nSeqs, "indexerCacheWrite");
+    TS_CHECK(nSeqs == 0 || tails, "indexerCacheWrite: no tail rings given");
+    int64_t r0 = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        const SeqRows& sq = seqs[s];
+        if (sq.rows > 0)
+            indexerCacheWrite(k.viewF32(size_t(r0 * D), size_t(sq.rows * D)), gate.viewF32(size_t(r0 * D), size_t(sq.rows * D)),
+                              sq.rows, D, kp, ape, dt, tails[s], poolStore, sq.pages, sq.pos0);
         r0 += sq.rows;
     }
 }

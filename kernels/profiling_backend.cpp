@@ -170,6 +170,10 @@ void ProfilingBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, cons
     timed("indexerSelectBatch", [&] { m_inner->indexerSelectBatch(q, w, seqs, nSeqs, H, D, kp, topk, dt, poolStore, idx, stats); });
 }
 
+void ProfilingBackend::indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, const SeqRows* seqs, int64_t nSeqs, int64_t D, int64_t kp, const Buffer& ape, KvCacheDtype dt, const Buffer* tails, const Buffer& poolStore) {
+    timed("indexerCacheWriteBatch", [&] { m_inner->indexerCacheWriteBatch(k, gate, seqs, nSeqs, D, kp, ape, dt, tails, poolStore); });
+}
+
 void ProfilingBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, int32_t* hostIdx, float* hostWeight) {
     timed("moeRoute", [&] { m_inner->moeRoute(x, T, gate, bias, E, topk, nGroup, topkGroup, normTopk, scaling, hostIdx, hostWeight); });
 }

@@ -64,6 +64,7 @@ public:
     void mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64_t nSeqs, int64_t R, KvCacheDtype dt, const Buffer& cache) override;
     void mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t R, const Buffer& cache, KvCacheDtype dt, const Buffer& idx, int64_t width, float scale, const Buffer& oLat) override;
     void indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t D, int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const Buffer& idx, IndexerStats* const* stats) override;
+    void indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, const SeqRows* seqs, int64_t nSeqs, int64_t D, int64_t kp, const Buffer& ape, KvCacheDtype dt, const Buffer* tails, const Buffer& poolStore) override;
     void moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk, int64_t nGroup, int64_t topkGroup, bool normTopk, float scaling, int32_t* hostIdx, float* hostWeight) override;
     void gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel, int64_t n, const Buffer& rows) override;
     void scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale, int64_t n, const Buffer& y) override;

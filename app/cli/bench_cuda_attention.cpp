@@ -17,6 +17,7 @@
 //   call); 1 sequence, 4 sequences in 4 calls and in one batched call (indexerSelectBatch, the model's path); each
 //   with the fast path (the default at these widths) and the general kernels (indexerSetFastSelect); and at a 4k
 //   context (256 pools).
+// - indexerCacheWrite, decode, a token completing its pool: 4 sequences in 4 calls and in one batched call.
 // Only the Backend interface is used: it builds without CUDA and runs on any backend.
 #include <cmath>
 #include <cstdio>
@@ -219,6 +220,28 @@ nlohmann::json benchMlaDecode(Backend& backend, int reps) {
         });
         report(("indexerSelect decode, 1 sequence, 4k context" + sfx).c_str(), "pool keys", 1, 1, s1,
                double((pos4k + 1) / kPool) * double(kb));
+    }
+    // The indexer's cache write at decode, where a token completes its pool (position kContext − 1 = 15 mod 16: the
+    // pool's softmax over 15 ring members and the new token, then its key; the token into the ring): 4 sequences
+    // in 4 calls and in one batched call (indexerCacheWriteBatch, the model's path). Repeating the call rewrites
+    // the same ring slot and key, so every repetition does the same work. Bytes: the members read + the key.
+    {
+        const Buffer ik = randomBuffer(size_t(kSeqs * kIdxDim), 1.0f), ig = randomBuffer(size_t(kSeqs * kIdxDim), 2.0f);
+        const Buffer ape = randomBuffer(size_t(kPool * kIdxDim), 0.5f);
+        std::vector<Buffer> tails;
+        for (int i = 0; i < kSeqs; ++i) tails.push_back(randomBuffer(size_t(kPool * 2 * kIdxDim), 1.0f));
+        const double writeBytes = double(kPool * 2 * kIdxDim * 4) + double(kb);
+        const double s4 = medianSeconds(backend, reps, 20, [&] {
+            for (int i = 0; i < kSeqs; ++i)
+                backend.indexerCacheWrite(ik.viewF32(size_t(i * kIdxDim), size_t(kIdxDim)),
+                                          ig.viewF32(size_t(i * kIdxDim), size_t(kIdxDim)), 1, kIdxDim, kPool, ape, dt,
+                                          tails[size_t(i)], poolStore, seqs[size_t(i)].pages, pos);
+        });
+        report("indexerCacheWrite decode, 4 sequences", "pool members + key", 1, kSeqs, s4, kSeqs * writeBytes);
+        const double sb = medianSeconds(backend, reps, 20, [&] {
+            backend.indexerCacheWriteBatch(ik, ig, batch.data(), kSeqs, kIdxDim, kPool, ape, dt, tails.data(), poolStore);
+        });
+        report("indexerCacheWrite decode, 4 sequences, one call", "pool members + key", 1, kSeqs, sb, kSeqs * writeBytes);
     }
     return rows_;
 }

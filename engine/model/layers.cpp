@@ -146,16 +146,19 @@ Buffer Glm5NextModel::mlaForward(const MlaWeights& w, int L, const Buffer& x, Ba
         b.scale(wts, T * Hi, 1.0f / std::sqrt(float(Hi)));
         // indexerSelect writes all `width` entries of its rows (−1 padding included; CPU and CUDA).
         bt.idx = b.allocUninit(static_cast<size_t>(T * width) * 4);
-        for (size_t s = 0; s < bt.steps->size(); ++s) {
-            const SeqStep& st = bt.step(s);
-            const LayerState& ls = st.caches.layers[L];
-            const int64_t r0 = bt.rowStart[s], n = bt.rows(s);
-            b.indexerCacheWrite(ik.viewF32(size_t(r0 * Di), size_t(n * Di)), ig.viewF32(size_t(r0 * Di), size_t(n * Di)),
-                                n, Di, kp, iw.compressApe, st.caches.dtype, ls.idxTail, ls.idxPools, st.caches.pages,
-                                st.pos0);
-        }
-        // The selection: one call per run of sequences sharing the pool store (a whole runtime step).
+        // The keys' write, then the selection: one call each per run of sequences sharing the pool store (a whole
+        // runtime step), each sequence with its own tail ring.
         const auto poolsOf = [L](const SeqStep& st) { return st.caches.layers[L].idxPools; };
+        std::vector<Buffer> tails;
+        forEachCacheRun(bt, poolsOf, [&](size_t s0, const std::vector<SeqRows>& run) {
+            const SeqStep& first = bt.step(s0);
+            const int64_t r0 = bt.rowStart[s0], n = rowsOf(run);
+            tails.clear();
+            for (size_t i = 0; i < run.size(); ++i) tails.push_back(bt.step(s0 + i).caches.layers[L].idxTail);
+            b.indexerCacheWriteBatch(ik.viewF32(size_t(r0 * Di), size_t(n * Di)), ig.viewF32(size_t(r0 * Di), size_t(n * Di)),
+                                     run.data(), int64_t(run.size()), Di, kp, iw.compressApe, first.caches.dtype,
+                                     tails.data(), first.caches.layers[L].idxPools);
+        });
         forEachCacheRun(bt, poolsOf, [&](size_t s0, const std::vector<SeqRows>& run) {
             const SeqStep& first = bt.step(s0);
             const int64_t r0 = bt.rowStart[s0], n = rowsOf(run);

@@ -201,6 +201,11 @@ Case mlaSparseAttentionCase(int64_t T, int64_t H, int64_t R, int64_t L, int64_t 
 
 // --- indexerCacheWrite ----------------------------------------------------------------------------------
 
+// One sequence of a batched call: its first position and rows.
+struct StepSeq {
+    int64_t pos0, rows;
+};
+
 enum class GateStyle {
     Exact,   // every softmax term e^0 or e^-500: pooled keys are bit-defined
     Random,  // N(0, 2) gates, N(0, 0.5) ape
@@ -235,6 +240,76 @@ OpResult compareFp8Keys(const std::string& shape, const std::vector<uint8_t>& re
     return r;
 }
 
+// ape [kp, D] and the gates of N tokens from a pool boundary: with Exact gates, g + ape is v[pool, c] for
+// "winners" and ≈ −512 for the rest, so the softmax terms are e^0 = 1 and e^(−500…) = 0 in any exp; v, ape and
+// v − ape are dyadic with few bits, so exact in bf16 and in every sum. At least one winner per (pool, channel).
+std::vector<float> indexerApe(Context& ctx, int64_t kp, int64_t D, GateStyle gates) {
+    if (gates == GateStyle::Random) return ctx.randn(size_t(kp * D), 0.5f);
+    std::vector<float> ape(size_t(kp * D));
+    std::uniform_int_distribution<int> small(1, 8), coin(0, 9);
+    for (float& a : ape) a = float(small(ctx.rng())) * 0.25f * (coin(ctx.rng()) < 5 ? 1.0f : -1.0f);
+    return ape;
+}
+std::vector<float> indexerGates(Context& ctx, const std::vector<float>& ape, int64_t N, int64_t kp, int64_t D,
+                                GateStyle gates) {
+    if (gates == GateStyle::Random) return ctx.randn(size_t(N * D), 2.0f);
+    std::vector<float> gate(size_t(N * D));
+    std::uniform_int_distribution<int> small(1, 8), coin(0, 9);
+    for (int64_t j = 0; j * kp < N; ++j)
+        for (int64_t c = 0; c < D; ++c) {
+            const float v = float(small(ctx.rng()) - 4) + 0.5f;
+            const int64_t forced = std::uniform_int_distribution<int64_t>(0, kp - 1)(ctx.rng());
+            for (int64_t m = 0; m < kp && j * kp + m < N; ++m) {
+                const bool win = m == forced || coin(ctx.rng()) < 4;
+                gate[size_t((j * kp + m) * D + c)] = win ? v - ape[size_t(m * D + c)] : -512.0f;
+            }
+        }
+    return gate;
+}
+// The ring as earlier calls left it, for tokens k / gate from `start` (a pool boundary): members [start, pos0) of
+// the current pool (rounded through bf16 in fp8 mode, as the op stores them); other slots poisoned (never read).
+std::vector<float> indexerRingBefore(const std::vector<float>& k, const std::vector<float>& gate, int64_t start,
+                                     int64_t pos0, int64_t kp, int64_t D, bool fp8) {
+    std::vector<float> ring(size_t(kp * 2 * D));
+    std::memset(ring.data(), 0xFF, ring.size() * 4);
+    for (int64_t p = start; p < pos0; ++p)
+        for (int64_t c = 0; c < D; ++c) {
+            float kv = k[size_t((p - start) * D + c)], gv = gate[size_t((p - start) * D + c)];
+            if (fp8) {
+                kv = bf16ToF32(f32ToBf16(kv));
+                gv = bf16ToF32(f32ToBf16(gv));
+            }
+            ring[size_t((p % kp) * 2 * D + c)] = kv;
+            ring[size_t((p % kp) * 2 * D + D + c)] = gv;
+        }
+    return ring;
+}
+// The pool stores after the writes: bytes exact with Exact gates; otherwise the `written` slots' keys (fp8 codes
+// within one adjacent-code flip per thousand, or fp32 within 2e-6 + 1e-5 rel).
+OpResult compareIndexerStores(const std::string& op, const std::string& shape, const std::vector<uint8_t>& ref,
+                              const std::vector<uint8_t>& dut, const std::vector<int64_t>& written, int64_t D,
+                              KvCacheDtype dt, GateStyle gates) {
+    if (gates == GateStyle::Exact)
+        return Context::compareExact(kFamily, op, shape + " (pool store bytes)", asInts(ref), asInts(dut));
+    if (dt == KvCacheDtype::Fp8) {
+        OpResult r = compareFp8Keys(shape, ref, dut, written, D);
+        r.op = op;
+        return r;
+    }
+    // fp32 keys Σ_m prob_m·k_m with |k| ≲ 4: probabilities within a few ulp of the CPU's (expf) move a key by ≲ 1e-6.
+    const size_t kb = indexerKeyBytes(dt, D);
+    std::vector<float> a, b;
+    for (int64_t slot : written)
+        for (int64_t c = 0; c < D; ++c) {
+            float x, y;
+            std::memcpy(&x, ref.data() + size_t(slot) * kb + size_t(c) * 4, 4);
+            std::memcpy(&y, dut.data() + size_t(slot) * kb + size_t(c) * 4, 4);
+            a.push_back(x);
+            b.push_back(y);
+        }
+    return Context::compare(kFamily, op, shape + " (fp32 pool keys)", a, b, 2e-6, 1e-5);
+}
+
 Case indexerCacheWriteCase(int64_t D, int64_t kp, int64_t blockSize, KvCacheDtype dt, int64_t pos0,
                            std::vector<int64_t> calls, GateStyle gates) {
     std::string callStr;
@@ -255,42 +330,11 @@ Case indexerCacheWriteCase(int64_t D, int64_t kp, int64_t blockSize, KvCacheDtyp
                 const auto blocks = shuffledBlocks(ctx, seqBlocks, poolBlocks);
                 const PageTable pages{blocks.data(), seqBlocks, blockSize};
 
-                // Tokens [start, end): k and gate; ape [kp, D].
+                // Tokens [start, end): k and gate; ape [kp, D]; the ring before the first call.
                 const int64_t N = end - start;
-                std::vector<float> k = ctx.randn(size_t(N * D)), gate(size_t(N * D)), ape(size_t(kp * D));
-                if (gates == GateStyle::Exact) {
-                    // g + ape is v[pool, c] for "winners" and ≈ −512 for the rest: the softmax terms are e^0 = 1
-                    // and e^(−500…) = 0 in any exp; v, ape and v − ape are dyadic with few bits, so exact in
-                    // bf16 and in every sum. At least one winner per (pool, channel).
-                    std::uniform_int_distribution<int> small(1, 8), coin(0, 9);
-                    for (float& a : ape) a = float(small(ctx.rng())) * 0.25f * (coin(ctx.rng()) < 5 ? 1.0f : -1.0f);
-                    for (int64_t j = 0; j * kp < N; ++j)
-                        for (int64_t c = 0; c < D; ++c) {
-                            const float v = float(small(ctx.rng()) - 4) + 0.5f;
-                            const int64_t forced = std::uniform_int_distribution<int64_t>(0, kp - 1)(ctx.rng());
-                            for (int64_t m = 0; m < kp && j * kp + m < N; ++m) {
-                                const bool win = m == forced || coin(ctx.rng()) < 4;
-                                gate[size_t((j * kp + m) * D + c)] = win ? v - ape[size_t(m * D + c)] : -512.0f;
-                            }
-                        }
-                } else {
-                    gate = ctx.randn(size_t(N * D), 2.0f);
-                    ape = ctx.randn(size_t(kp * D), 0.5f);
-                }
-                // The ring as earlier calls left it: members [start, pos0) of the current pool (rounded through
-                // bf16 in fp8 mode, as the op stores them); other slots poisoned (never read).
-                std::vector<float> ring(size_t(kp * 2 * D));
-                std::memset(ring.data(), 0xFF, ring.size() * 4);
-                for (int64_t p = start; p < pos0; ++p)
-                    for (int64_t c = 0; c < D; ++c) {
-                        float kv = k[size_t((p - start) * D + c)], gv = gate[size_t((p - start) * D + c)];
-                        if (fp8) {
-                            kv = bf16ToF32(f32ToBf16(kv));
-                            gv = bf16ToF32(f32ToBf16(gv));
-                        }
-                        ring[size_t((p % kp) * 2 * D + c)] = kv;
-                        ring[size_t((p % kp) * 2 * D + D + c)] = gv;
-                    }
+                const std::vector<float> k = ctx.randn(size_t(N * D)), ape = indexerApe(ctx, kp, D, gates),
+                                         gate = indexerGates(ctx, ape, N, kp, D, gates);
+                const std::vector<float> ring = indexerRingBefore(k, gate, start, pos0, kp, D, fp8);
 
                 std::vector<uint8_t> ringOut[2], store[2];
                 Backend* bs[2] = {&ctx.ref(), &ctx.dut()};
@@ -313,29 +357,84 @@ Case indexerCacheWriteCase(int64_t D, int64_t kp, int64_t blockSize, KvCacheDtyp
                 // The ring holds inputs (bf16-rounded in fp8 mode): exact.
                 rs.push_back(Context::compareExact(kFamily, "indexerCacheWrite", shape + " (tail ring bytes)",
                                                    asInts(ringOut[0]), asInts(ringOut[1])));
-                if (gates == GateStyle::Exact) {
-                    rs.push_back(Context::compareExact(kFamily, "indexerCacheWrite", shape + " (pool store bytes)",
-                                                       asInts(store[0]), asInts(store[1])));
-                    return rs;
-                }
                 std::vector<int64_t> written;
                 for (int64_t j = pos0 / kp; j < end / kp; ++j) written.push_back(pages.slot(j * kp) / kp);
-                if (fp8) {
-                    rs.push_back(compareFp8Keys(shape, store[0], store[1], written, D));
-                } else {
-                    // fp32 keys Σ_m prob_m·k_m with |k| ≲ 4: probabilities within a few ulp of the CPU's
-                    // (expf) move a key by ≲ 1e-6.
-                    std::vector<float> a, b;
-                    for (int64_t slot : written)
-                        for (int64_t c = 0; c < D; ++c) {
-                            float x, y;
-                            std::memcpy(&x, store[0].data() + size_t(slot) * kb + size_t(c) * 4, 4);
-                            std::memcpy(&y, store[1].data() + size_t(slot) * kb + size_t(c) * 4, 4);
-                            a.push_back(x);
-                            b.push_back(y);
-                        }
-                    rs.push_back(Context::compare(kFamily, "indexerCacheWrite", shape + " (fp32 pool keys)", a, b, 2e-6, 1e-5));
+                rs.push_back(compareIndexerStores("indexerCacheWrite", shape, store[0], store[1], written, D, dt, gates));
+                return rs;
+            }};
+}
+
+// One step of several sequences through indexerCacheWriteBatch on the device under test, against the reference
+// running each sequence alone through indexerCacheWrite: each its own shuffled blocks of one pool store, its own
+// ring, position and rows (0 rows, a pool completing inside the step, more rows than kp, a mid-pool start).
+Case indexerCacheWriteBatchCase(int64_t D, int64_t kp, int64_t blockSize, KvCacheDtype dt, std::vector<StepSeq> seqsIn,
+                                GateStyle gates) {
+    std::string shape = "D=" + std::to_string(D) + " kp=" + std::to_string(kp) + " " + kvName(dt) +
+                        (gates == GateStyle::Exact ? " exact-gates" : " random-gates") + " seqs(pos0+rows)=";
+    for (size_t i = 0; i < seqsIn.size(); ++i) {
+        if (i > 0) shape += ',';
+        shape += std::to_string(seqsIn[i].pos0) + "+" + std::to_string(seqsIn[i].rows);
+    }
+    return {kFamily, "indexerCacheWriteBatch " + shape, [=](Context& ctx) {
+                const bool fp8 = dt == KvCacheDtype::Fp8;
+                const size_t kb = indexerKeyBytes(dt, D);
+                const int64_t n = int64_t(seqsIn.size());
+                int64_t poolBlocks = 2;
+                for (const StepSeq& q : seqsIn) poolBlocks += (q.pos0 + q.rows + blockSize - 1) / blockSize;
+                const int64_t poolSlots = poolBlocks * blockSize / kp;
+                const auto all = shuffledBlocks(ctx, poolBlocks, poolBlocks);
+                const std::vector<float> ape = indexerApe(ctx, kp, D, gates);
+                std::vector<std::vector<int32_t>> tables(static_cast<size_t>(n));
+                std::vector<SeqRows> seqs(static_cast<size_t>(n));
+                std::vector<std::vector<float>> rings(static_cast<size_t>(n));
+                std::vector<float> k, gate;  // the step's rows, sequence after sequence
+                std::vector<int64_t> written;
+                int64_t used = 0;
+                for (int64_t s = 0; s < n; ++s) {
+                    const StepSeq& q = seqsIn[size_t(s)];
+                    const int64_t nb = (q.pos0 + q.rows + blockSize - 1) / blockSize;
+                    tables[size_t(s)].assign(all.begin() + used, all.begin() + used + nb);
+                    used += nb;
+                    seqs[size_t(s)] = SeqRows{PageTable{tables[size_t(s)].data(), nb, blockSize}, q.pos0, q.rows};
+                    const int64_t start = q.pos0 / kp * kp, N = q.pos0 + q.rows - start;
+                    const std::vector<float> ks = ctx.randn(size_t(N * D)), gs = indexerGates(ctx, ape, N, kp, D, gates);
+                    rings[size_t(s)] = indexerRingBefore(ks, gs, start, q.pos0, kp, D, fp8);
+                    k.insert(k.end(), ks.begin() + (q.pos0 - start) * D, ks.end());
+                    gate.insert(gate.end(), gs.begin() + (q.pos0 - start) * D, gs.end());
+                    for (int64_t j = q.pos0 / kp; j < (q.pos0 + q.rows) / kp; ++j)
+                        written.push_back(seqs[size_t(s)].pages.slot(j * kp) / kp);
                 }
+                std::vector<std::vector<uint8_t>> ringOut[2];
+                std::vector<uint8_t> store[2];
+                Backend* bs[2] = {&ctx.ref(), &ctx.dut()};
+                for (int i = 0; i < 2; ++i) {
+                    Backend& b = *bs[i];
+                    std::vector<Buffer> tails;
+                    for (const auto& r : rings) tails.push_back(Context::put(b, r));
+                    const Buffer pools = Context::poisoned(b, size_t(poolSlots) * kb), apeB = Context::put(b, ape);
+                    if (i == 0) {
+                        int64_t r0 = 0;
+                        for (int64_t s = 0; s < n; ++s) {
+                            const SeqRows& q = seqs[size_t(s)];
+                            if (q.rows > 0)
+                                b.indexerCacheWrite(Context::put(b, k.data() + r0 * D, size_t(q.rows * D) * 4),
+                                                    Context::put(b, gate.data() + r0 * D, size_t(q.rows * D) * 4), q.rows, D,
+                                                    kp, apeB, dt, tails[size_t(s)], pools, q.pages, q.pos0);
+                            r0 += q.rows;
+                        }
+                    } else {
+                        b.indexerCacheWriteBatch(Context::put(b, k), Context::put(b, gate), seqs.data(), n, D, kp, apeB, dt,
+                                                 tails.data(), pools);
+                    }
+                    for (const Buffer& t : tails) ringOut[i].push_back(Context::getBytes(b, t, size_t(kp * 2 * D) * 4));
+                    store[i] = Context::getBytes(b, pools, size_t(poolSlots) * kb);
+                }
+                std::vector<OpResult> rs;
+                for (int64_t s = 0; s < n; ++s)
+                    rs.push_back(Context::compareExact(kFamily, "indexerCacheWriteBatch",
+                                                       shape + " (tail ring of sequence " + std::to_string(s) + ")",
+                                                       asInts(ringOut[0][size_t(s)]), asInts(ringOut[1][size_t(s)])));
+                rs.push_back(compareIndexerStores("indexerCacheWriteBatch", shape, store[0], store[1], written, D, dt, gates));
                 return rs;
             }};
 }
@@ -458,9 +557,6 @@ Case indexerFp8ConversionCase() {
 // under test, against the reference running each sequence alone through the per-sequence ops. In order: the
 // step's latents written (cache bytes exact), the selection (indices, per-sequence tie statistics and hashes
 // exact; one sequence asks for none), attention over that selection (the attention bound above).
-struct StepSeq {
-    int64_t pos0, rows;
-};
 Case batchedStepCase(int64_t H, int64_t R, int64_t Hi, int64_t D, int64_t kp, int64_t topk, int64_t blockSize,
                      KvCacheDtype dt, std::vector<StepSeq> seqsIn, float scale) {
     std::string shape = "H=" + std::to_string(H) + " R=" + std::to_string(R) + " indexer " + std::to_string(Hi) + "x" +
@@ -674,6 +770,13 @@ void addAttentionCases(std::vector<Case>& out) {
     out.push_back(indexerCacheWriteCase(32, 4, 16, KV::Fp32, 6, {1, 1, 1, 5}, GateStyle::Exact));
     out.push_back(indexerCacheWriteCase(24, 3, 6, KV::Fp8, 2, {5, 7}, GateStyle::Exact));
     out.push_back(indexerCacheWriteCase(23, 2, 4, KV::Fp8, 1, {6, 1}, GateStyle::Exact));
+    // The batched write: a decode step of six sequences at the real widths (two completing a pool, one with no
+    // rows, one starting a pool), a chunk longer than kp beside single tokens, and odd widths.
+    out.push_back(indexerCacheWriteBatchCase(128, 16, 64, KV::Fp8, {{15, 1}, {200, 1}, {31, 1}, {77, 0}, {64, 1}, {5, 1}},
+                                             GateStyle::Exact));
+    out.push_back(indexerCacheWriteBatchCase(128, 16, 64, KV::Fp8, {{3, 40}, {47, 1}, {0, 16}}, GateStyle::Random));
+    out.push_back(indexerCacheWriteBatchCase(128, 16, 64, KV::Fp32, {{100, 20}, {11, 5}, {15, 1}}, GateStyle::Random));
+    out.push_back(indexerCacheWriteBatchCase(23, 2, 4, KV::Fp8, {{1, 1}, {6, 3}, {0, 0}, {9, 1}}, GateStyle::Exact));
 
     // Indexer selection: a 128k context at decode (8,192 pools, K = 128), prefill across the point where
     // the candidates outnumber K, tiny_a / embedded widths with massive exact ties (few distinct keys and a

@@ -118,6 +118,9 @@ public:
     void indexerSelectBatch(const Buffer& q, const Buffer& w, const SeqRows* seqs, int64_t nSeqs, int64_t H, int64_t D,
                             int64_t kp, int64_t topk, KvCacheDtype dt, const Buffer& poolStore, const Buffer& idx,
                             IndexerStats* const* stats) override;
+    void indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, const SeqRows* seqs, int64_t nSeqs, int64_t D,
+                                int64_t kp, const Buffer& ape, KvCacheDtype dt, const Buffer* tails,
+                                const Buffer& poolStore) override;
 
     // cuda_moe.cu
     void moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E, int64_t topk,

@@ -3,11 +3,14 @@
 // reproduce the CPU's arithmetic bit for bit: same operation order, no FMA contraction (see
 // cuda_attention_common.cuh).
 //
-//   indexerCacheWrite  (1) one block per pool that completes in this call: per channel, the softmax over
+//   indexerCacheWrite  (its batched form: the step's sequences, each with its own ring, in the same two launches,
+//                      from one upload of task lists)
+//                      (1) one block per pool that completes in this call: per channel, the softmax over
 //                      the kp members (members before pos0 come from the tail ring, the others from the
 //                      input, rounded through bf16 in fp8 mode) in the CPU's sequential order, then
 //                      Hadamard (D a power of two) + e4m3 with a power-of-two scale, or the fp32 key;
-//                      (2) one block per ring slot the call leaves behind (the last min(T, kp) tokens).
+//                      (2) one block per ring slot the call leaves behind (each sequence's last min(T, kp)
+//                      tokens).
 //                      The exponential is exp in double rounded to float (correctly rounded); glibc's
 //                      expf is within 0.502 ulp, so a pooled key can differ from the CPU's in the last bit
 //                      in rare channels — the self-test compares bytes exactly with gates whose softmax
@@ -53,14 +56,29 @@ __device__ __forceinline__ float expRounded(float x) { return float(exp(double(x
 
 // --- indexerCacheWrite ----------------------------------------------------------------------------------
 
+// One pool that completes in a call (a block of indexerPoolKernel), and one token a call leaves in its
+// sequence's ring (a block of indexerRingKernel): the host's task lists, one upload for a whole batch.
+struct PoolTask {
+    float* ring;    // the sequence's tail ring [kp, 2, D] as it was before the call
+    int32_t slot;   // pool slot of the store
+    int32_t j;      // pool index within the sequence: members at positions j·kp ..
+    int32_t pos0;   // the sequence's first position in this call
+    int32_t row0;   // its first row in k / gate
+};
+struct RingTask {
+    float* ring;    // the sequence's tail ring
+    int32_t row;    // row of k / gate
+    int32_t m;      // ring slot: (pos0 + t) % kp
+};
+static_assert(sizeof(PoolTask) == 24 && sizeof(RingTask) == 16, "task lists are uploaded as int32 words");
+
 struct PoolArgs {
-    const float* k;       // [T, D]
+    const float* k;       // [T, D], every sequence's rows
     const float* gate;    // [T, D]
     const float* ape;     // [kp, D]
-    const float* ring;    // [kp, 2, D] as it was before the call
     uint8_t* store;       // [poolSlots, kb]
-    const int32_t* poolSlots;  // [numPools] pool slot of pool jFirst + i
-    int64_t D, kp, kb, jFirst, pos0;
+    const PoolTask* pools;  // [numPools]
+    int64_t D, kp, kb;
     int fp8, hadamard;
     float hs;             // 1/sqrt(D), as the CPU's hadamard computes it
 };
@@ -69,17 +87,21 @@ struct PoolArgs {
 __global__ void __launch_bounds__(128) indexerPoolKernel(PoolArgs a) {
     extern __shared__ float key[];
     __shared__ float red[32];
-    const int64_t D = a.D, kp = a.kp, j = a.jFirst + blockIdx.x;
+    const PoolTask task = a.pools[blockIdx.x];
+    const int64_t D = a.D, kp = a.kp, j = task.j, pos0 = task.pos0;
+    const float* ring = task.ring;
+    const float* kRows = a.k + int64_t(task.row0) * D;
+    const float* gRows = a.gate + int64_t(task.row0) * D;
     for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
         // Member m: (k, gate + ape) exactly as the CPU's ring holds them.
         auto member = [&](int64_t m, float& kv, float& gv) {
             const int64_t p = j * kp + m;
-            if (p < a.pos0) {
-                kv = a.ring[m * 2 * D + c];
-                gv = a.ring[m * 2 * D + D + c];
+            if (p < pos0) {
+                kv = ring[m * 2 * D + c];
+                gv = ring[m * 2 * D + D + c];
             } else {
-                kv = a.k[(p - a.pos0) * D + c];
-                gv = a.gate[(p - a.pos0) * D + c];
+                kv = kRows[(p - pos0) * D + c];
+                gv = gRows[(p - pos0) * D + c];
                 if (a.fp8) {
                     kv = roundBf16(kv);
                     gv = roundBf16(gv);
@@ -106,7 +128,7 @@ __global__ void __launch_bounds__(128) indexerPoolKernel(PoolArgs a) {
         key[c] = acc;
     }
     __syncthreads();
-    uint8_t* out = a.store + int64_t(a.poolSlots[blockIdx.x]) * a.kb;
+    uint8_t* out = a.store + int64_t(task.slot) * a.kb;
     if (!a.fp8) {
         for (int64_t c = threadIdx.x; c < D; c += blockDim.x) storeF32Bytes(out + 4 * c, key[c]);
         return;
@@ -116,11 +138,12 @@ __global__ void __launch_bounds__(128) indexerPoolKernel(PoolArgs a) {
     if (threadIdx.x == 0) storeF32Bytes(out + D, s);
 }
 
-// grid = the last min(T, kp) tokens, block 128: their (k, gate) into ring slot (pos0 + t) % kp.
-__global__ void indexerRingKernel(const float* __restrict__ k, const float* __restrict__ gate, int64_t T, int64_t D,
-                                  int64_t kp, int64_t pos0, int fp8, float* __restrict__ ring) {
-    const int64_t t = T - gridDim.x + blockIdx.x, m = (pos0 + t) % kp;
-    float* dst = ring + m * 2 * D;
+// grid = the ring tokens of the call (each sequence's last min(rows, kp)), block 128: (k, gate) into the slot.
+__global__ void indexerRingKernel(const float* __restrict__ k, const float* __restrict__ gate, int64_t D, int fp8,
+                                  const RingTask* __restrict__ tasks) {
+    const RingTask task = tasks[blockIdx.x];
+    float* dst = task.ring + int64_t(task.m) * 2 * D;
+    const int64_t t = task.row;
     for (int64_t c = threadIdx.x; c < D; c += blockDim.x) {
         float kv = k[t * D + c], gv = gate[t * D + c];
         if (fp8) {
@@ -330,44 +353,77 @@ void setSharedLimit(const void* kernel, size_t bytes) {
 void CudaBackend::indexerCacheWrite(const Buffer& k, const Buffer& gate, int64_t T, int64_t D, int64_t kp,
                                     const Buffer& ape, KvCacheDtype dt, const Buffer& tail, const Buffer& poolStore,
                                     const PageTable& pages, int64_t pos0) {
+    const SeqRows one{pages, pos0, T};
+    indexerCacheWriteBatch(k, gate, &one, 1, D, kp, ape, dt, &tail, poolStore);
+}
+
+void CudaBackend::indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, const SeqRows* seqs, int64_t nSeqs,
+                                         int64_t D, int64_t kp, const Buffer& ape, KvCacheDtype dt, const Buffer* tails,
+                                         const Buffer& poolStore) {
+    const int64_t T = seqRowsTotal(seqs, nSeqs, "indexerCacheWrite");
     GraphOp op(*this, false, "indexerCacheWrite", {gk(T), gk(D)});
+    TS_CHECK(nSeqs == 0 || tails, "indexerCacheWrite: no tail rings given");
     const size_t kb = indexerKeyBytes(dt, D);
-    TS_CHECK(kp > 0 && pages.blockSize % kp == 0, "indexerCacheWrite: block size must be a multiple of index_kpool");
-    TS_CHECK(tail.size() >= size_t(kp * 2 * D) * 4, "indexerCacheWrite: tail ring too small");
     if (T <= 0 || D <= 0) return;
+    TS_CHECK(kp > 0, "indexerCacheWrite: index_kpool must be positive");
     TS_CHECK(size_t(D) * 4 <= 48 * 1024, "indexerCacheWrite: key dimension too large");
-    const int64_t jFirst = pos0 / kp, jEnd = (pos0 + T) / kp, numPools = jEnd - jFirst;
-    cudaStream_t st = stream();
-    if (numPools > 0) {
-        std::vector<int32_t> slots(static_cast<size_t>(numPools));
-        for (int64_t j = jFirst; j < jEnd; ++j) {
+    TS_CHECK(T <= int64_t(0x7fffffff), "indexerCacheWrite: too many rows");
+    // Both lists, pools first, in one upload; every check before anything is enqueued.
+    std::vector<PoolTask> pools;
+    std::vector<RingTask> ring;
+    std::vector<const float*> rings;
+    int64_t r0 = 0;
+    for (int64_t s = 0; s < nSeqs; ++s) {
+        const SeqRows& sq = seqs[s];
+        const int64_t n = sq.rows, pos0 = sq.pos0;
+        if (n <= 0) continue;
+        const PageTable& pages = sq.pages;
+        TS_CHECK(pages.blockSize > 0 && pages.blockSize % kp == 0,
+                 "indexerCacheWrite: block size must be a multiple of index_kpool");
+        TS_CHECK(tails[s].size() >= size_t(kp * 2 * D) * 4, "indexerCacheWrite: tail ring too small");
+        TS_CHECK(pos0 + n <= int64_t(0x7fffffff), "indexerCacheWrite: positions beyond int32");
+        float* rp = tails[s].f32();
+        rings.push_back(rp);
+        for (int64_t j = pos0 / kp; j < (pos0 + n) / kp; ++j) {
             TS_CHECK(j * kp < pages.capacity(), "indexerCacheWrite: pool beyond the sequence's pages");
             const int64_t poolSlot = pages.slot(j * kp) / kp;
             TS_CHECK(poolSlot >= 0 && size_t(poolSlot + 1) * kb <= poolStore.size(),
                      "indexerCacheWrite: pool slot outside the store");
-            slots[size_t(j - jFirst)] = int32_t(poolSlot);
+            pools.push_back(PoolTask{rp, int32_t(poolSlot), int32_t(j), int32_t(pos0), int32_t(r0)});
         }
+        // The ring slots this call leaves behind (written after the pools have read the ring).
+        for (int64_t t = n - std::min(n, kp); t < n; ++t)
+            ring.push_back(RingTask{rp, int32_t(r0 + t), int32_t((pos0 + t) % kp)});
+        r0 += n;
+    }
+    // Two sequences writing one ring would race (and mean a caller's bookkeeping error).
+    std::sort(rings.begin(), rings.end());
+    TS_CHECK(std::adjacent_find(rings.begin(), rings.end()) == rings.end(),
+             "indexerCacheWrite: two sequences share one tail ring");
+    std::vector<int32_t> words((pools.size() * sizeof(PoolTask) + ring.size() * sizeof(RingTask)) / 4);
+    std::memcpy(words.data(), pools.data(), pools.size() * sizeof(PoolTask));
+    std::memcpy(words.data() + pools.size() * sizeof(PoolTask) / 4, ring.data(), ring.size() * sizeof(RingTask));
+    const int32_t* d = uploadInts(kScratchSel, words.data(), int64_t(words.size()));
+    cudaStream_t st = stream();
+    if (!pools.empty()) {
         PoolArgs a{};
         a.k = k.f32();
         a.gate = gate.f32();
         a.ape = ape.f32();
-        a.ring = tail.f32();
         a.store = poolStore.bytes();
-        a.poolSlots = uploadInts(kScratchSel, slots.data(), numPools);
+        a.pools = reinterpret_cast<const PoolTask*>(d);
         a.D = D;
         a.kp = kp;
         a.kb = int64_t(kb);
-        a.jFirst = jFirst;
-        a.pos0 = pos0;
         a.fp8 = dt == KvCacheDtype::Fp8;
         a.hadamard = isPow2(D);
         a.hs = 1.0f / std::sqrt(float(D));  // = cpu::hadamard's scale
-        indexerPoolKernel<<<unsigned(numPools), 128, size_t(D) * 4, st>>>(a);
+        indexerPoolKernel<<<unsigned(pools.size()), 128, size_t(D) * 4, st>>>(a);
         TS_CUDA_LAUNCH_CHECK();
     }
-    const int64_t last = std::min(T, kp);  // ring slots this call leaves behind (after the pools read it)
-    indexerRingKernel<<<unsigned(last), 128, 0, st>>>(k.f32(), gate.f32(), T, D, kp, pos0,
-                                                      dt == KvCacheDtype::Fp8, tail.f32());
+    indexerRingKernel<<<unsigned(ring.size()), 128, 0, st>>>(
+        k.f32(), gate.f32(), D, dt == KvCacheDtype::Fp8,
+        reinterpret_cast<const RingTask*>(d + pools.size() * sizeof(PoolTask) / 4));
     TS_CUDA_LAUNCH_CHECK();
 }
 

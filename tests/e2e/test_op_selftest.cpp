@@ -213,7 +213,7 @@ private slots:
                                "kdaGate", "kdaRecurrent", "gatedRmsnorm", "mlaCacheWrite", "mlaAbsorbQ", "mlaSparseAttention",
                                "mlaUpV", "indexerCacheWrite", "indexerSelect", "moeRoute", "gatherRows",
                                "scatterAddRows", "sampleRows", "mlaCacheWriteBatch", "mlaSparseAttentionBatch",
-                               "indexerSelectBatch", "causalConvSiluBatch", "kdaRecurrentBatch"}) {
+                               "indexerSelectBatch", "indexerCacheWriteBatch", "causalConvSiluBatch", "kdaRecurrentBatch"}) {
             bool found = false;
             for (const auto& o : ops) found = found || o.find(op) != std::string::npos;
             QVERIFY2(found, op);
