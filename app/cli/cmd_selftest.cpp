@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "cache/kv_pool.h"
 #include "exl3_tune.h"
 #include "model/glm5_next.h"
 #include "selftest/op_selftest.h"
@@ -76,11 +77,14 @@ RunOut runModel(const std::string& dir, Backend& backend, KvCacheDtype dt, const
 // then `steps` decode steps of all B together, with the backend's graphs off and on; the logits of every
 // step must be bit-identical (the same kernels on the same inputs), and on a model whose steps can be
 // graphed (a device-routed MoE: EXL3 or dense experts) the later steps must have been replayed.
-ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int steps, uint64_t seed) {
+// sharedPool: the sequences live in one KvPool as the runtime's do (state slot b, pages interleaved b, b+B, …),
+// so the paged-cache ops take the step's sequences in one batched call each — the serving path; otherwise
+// each has a SequenceState of its own (own cache buffers: one call per sequence).
+ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int steps, uint64_t seed, bool sharedPool) {
     ModelCheck c;
     c.model = dir;
     c.kv = "fp8";
-    c.phase = "graphs b" + std::to_string(B);
+    c.phase = "graphs b" + std::to_string(B) + (sharedPool ? " pool" : "");
     c.tol = 0;
     std::vector<float> logits[2];
     Backend::GraphStats before, after;
@@ -92,18 +96,41 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
         std::mt19937_64 rng(seed ^ 0x67a9ULL);
         std::uniform_int_distribution<int32_t> tok(0, int32_t(V - 1));
         std::vector<std::unique_ptr<SequenceState>> states;
+        // The shared-pool form: enough blocks (~64 tokens) for the longest sequence, per sequence.
+        const int64_t longest = 20 + 7 * int64_t(B - 1) + steps;
+        KvPoolConfig pc;
+        pc.blockSize = 64;
+        const int64_t kp = std::max<int64_t>(1, model.text().index_kpool);
+        pc.blockSize = (pc.blockSize + kp - 1) / kp * kp;  // a multiple of index_kpool, as the pool requires
+        const int64_t perSeq = (longest + pc.blockSize - 1) / pc.blockSize;
+        pc.numBlocks = sharedPool ? perSeq * B : 0;
+        pc.numStateSlots = B;
+        pc.numSnapshotSlots = 0;
+        pc.dtype = KvCacheDtype::Fp8;
+        std::unique_ptr<KvPool> pool = sharedPool ? std::make_unique<KvPool>(dut, model.text(), pc) : nullptr;
+        std::vector<std::vector<int32_t>> tables(static_cast<size_t>(B));
+        std::vector<int64_t> lengths(static_cast<size_t>(B), 0);
+        const auto cachesOf = [&](int b) {
+            return pool ? pool->caches(b, tables[size_t(b)]) : states[size_t(b)]->caches();
+        };
         for (int b = 0; b < B; ++b) {
             std::vector<int32_t> prompt(static_cast<size_t>(20 + 7 * b));
             for (auto& t : prompt) t = tok(rng);
-            states.push_back(model.newSequence(KvCacheDtype::Fp8));
-            states.back()->reserve(int64_t(prompt.size()) + steps);
+            if (pool) {
+                for (int64_t k = 0; k < perSeq; ++k) tables[size_t(b)].push_back(int32_t(b + k * B));
+                pool->resetSlot(b);
+            } else {
+                states.push_back(model.newSequence(KvCacheDtype::Fp8));
+                states.back()->reserve(int64_t(prompt.size()) + steps);
+            }
             SeqStep s;
             s.ids = prompt.data();
             s.n = int64_t(prompt.size());
             s.pos0 = 0;
-            s.caches = states.back()->caches();
+            s.caches = cachesOf(b);
             model.forwardBatch({s});
-            states.back()->advance(s.n);
+            lengths[size_t(b)] = s.n;
+            if (!pool) states.back()->advance(s.n);
         }
         if (on == 1) before = dut.graphStats();
         std::vector<int32_t> ids(static_cast<size_t>(B));
@@ -114,12 +141,15 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
                 SeqStep& s = batch[size_t(b)];
                 s.ids = &ids[size_t(b)];
                 s.n = 1;
-                s.pos0 = states[size_t(b)]->length();
-                s.caches = states[size_t(b)]->caches();
+                s.pos0 = lengths[size_t(b)];
+                s.caches = cachesOf(b);
             }
             for (const ForwardResult& r : model.forwardBatch(batch))
                 logits[on].insert(logits[on].end(), r.logits.begin(), r.logits.end());
-            for (auto& st : states) st->advance(1);
+            for (int b = 0; b < B; ++b) {
+                ++lengths[size_t(b)];
+                if (!pool) states[size_t(b)]->advance(1);
+            }
         }
         if (on == 1) after = dut.graphStats();
     }
@@ -280,7 +310,8 @@ int cmdSelftest(const Args& args) {
     // Graph replay on the backend under test (where it has graphs): bit-identical to its eager run.
     if (dut->setGraphsEnabled(true))
         for (const std::string& dir : models)
-            for (int B : {1, 3}) checks.push_back(graphReplayCheck(dir, *dut, B, int(std::max<int64_t>(decodeTokens, 6)), seed));
+            for (int B : {1, 3, -3})  // -3: three sequences in one shared pool (the runtime's layout)
+                checks.push_back(graphReplayCheck(dir, *dut, std::abs(B), int(std::max<int64_t>(decodeTokens, 6)), seed, B < 0));
     if (!checks.empty()) {
         std::printf("\n%-40s %-5s %-8s %6s %11s %11s %11s  %s\n", "model", "kv", "phase", "rows", "max|err|",
                     "max|ref|", "tol", "result");
