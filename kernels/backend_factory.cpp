@@ -37,6 +37,8 @@ int setPrefillMoeMinRows(int rows);
 int prefillMoeMinRows();
 int setPrefillLinearMinRows(int rows);
 int prefillLinearMinRows();
+int setPrefillCublasRows(int rows);
+int prefillCublasRows();
 int setPrefillBudgetMiB(int mib);
 int setPrefillMaxSplit(int splits);
 int prefillLastSplits();
@@ -101,6 +103,8 @@ int exl3SetPrefillMoeMinRows(int rows) { return exl3cuda::setPrefillMoeMinRows(r
 int exl3PrefillMoeMinRows() { return exl3cuda::prefillMoeMinRows(); }
 int exl3SetPrefillLinearMinRows(int rows) { return exl3cuda::setPrefillLinearMinRows(rows); }
 int exl3PrefillLinearMinRows() { return exl3cuda::prefillLinearMinRows(); }
+int exl3SetPrefillCublasRows(int rows) { return exl3cuda::setPrefillCublasRows(rows); }
+int exl3PrefillCublasRows() { return exl3cuda::prefillCublasRows(); }
 int exl3SetPrefillBudgetMiB(int mib) { return exl3cuda::setPrefillBudgetMiB(mib); }
 int exl3SetPrefillMaxSplit(int splits) { return exl3cuda::setPrefillMaxSplit(splits); }
 int exl3PrefillLastSplits() { return exl3cuda::prefillLastSplits(); }
@@ -136,6 +140,8 @@ int exl3SetPrefillMoeMinRows(int) { return -1; }
 int exl3PrefillMoeMinRows() { return 0; }
 int exl3SetPrefillLinearMinRows(int) { return -1; }
 int exl3PrefillLinearMinRows() { return 0; }
+int exl3SetPrefillCublasRows(int) { return -1; }
+int exl3PrefillCublasRows() { return 0; }
 int exl3SetPrefillBudgetMiB(int) { return 0; }
 int exl3SetPrefillMaxSplit(int) { return -1; }
 int exl3PrefillLastSplits() { return 0; }

@@ -126,6 +126,13 @@ int exl3SetPrefillMoeMinRows(int rows);
 int exl3PrefillMoeMinRows();
 int exl3SetPrefillLinearMinRows(int rows);
 int exl3PrefillLinearMinRows();
+// From how many rows a linear on the prefill path runs its GEMM on cuBLAS, over its weights dequantised to fp16 once
+// per call (kernels/cuda/cuda_exl3_dequant.cu; the transform's hi + lo rows against two copies of the weights, so the
+// precision is the GEMM kernel's): TS_EXL3_PF_CUBLAS_ROWS (read once; up to 4,096; 4,097: never) or the H200's
+// crossover. exl3SetPrefillCublasRows(r) overrides it for r in [0, 4097], anything else restores the environment's;
+// returns the previous override (−1: none; −1 without CUDA, where the getter returns 0).
+int exl3SetPrefillCublasRows(int rows);
+int exl3PrefillCublasRows();
 // The prefill path's GEMM cuts k into up to this many splits (each a block; the last block of a tile adds them in
 // order) when its output tiles are too few for one wave of blocks — a linear of ≤ ~256 rows: TS_EXL3_PF_SPLIT (read
 // once; 1..16, a power of two is what is used; 1 = never) or 8. exl3SetPrefillMaxSplit(s) overrides it from now on

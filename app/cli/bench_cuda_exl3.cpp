@@ -302,28 +302,36 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         // Each row twice: the prefill path (cuda_exl3_prefill.cu, at any rows, whatever TS_EXL3_PF_MOE_ROWS and
         // TS_EXL3_PF_LINEAR_ROWS would choose) and the staged kernels it replaces (up to 16 rows a job: the decode
         // kernels). The rows per used expert of each MoE size are printed: the thresholds come from these rows.
-        // [0] the prefill path (splits: the split-K its GEMM launches took), [1] the staged kernels, [2] extra: the
-        // staged kernels with the 16-row decode-sized MoE jobs used before 8 became the default (exl3SetMoeJobRows;
-        // MoE steps of ≤ 384 tokens), or the prefill path without split-K (exl3SetPrefillMaxSplit(1); GEMMs of
-        // ≤ 1,024 rows); < 0: not timed.
+        // [0] the prefill path on its GEMM kernel (splits: the split-K its launches took), [1] the staged kernels,
+        // [2] extra: the staged kernels with the 16-row decode-sized MoE jobs used before 8 became the default
+        // (exl3SetMoeJobRows; MoE steps of ≤ 384 tokens), or the prefill path without split-K
+        // (exl3SetPrefillMaxSplit(1); GEMMs of ≤ 1,024 rows), [3] a linear's cuBLAS route (cuda_exl3_dequant.cu: the
+        // weights dequantised in each call, which the time includes); < 0: not timed.
         enum Extra { kNoExtra, kMoeRows16, kNoSplit };
         struct Times {
-            double t[3] = {-1, -1, -1};
+            double t[4] = {-1, -1, -1, -1};
             Extra extra = kNoExtra;
             int splits = 0;
         };
-        auto timed = [&](const std::function<void()>& fn, Extra extra) {
+        auto timed = [&](const std::function<void()>& fn, Extra extra, bool cublas) {
             Times s;
             s.extra = extra;
             {
                 const OverrideScope<exl3SetPrefillPath> on(1);
                 const OverrideScope<exl3SetPrefillMoeMinRows> anyRows(0);
                 const OverrideScope<exl3SetPrefillLinearMinRows> anyLinearRows(1);
-                s.t[0] = medianSeconds(backend, pReps, 1, fn);
-                s.splits = exl3PrefillLastSplits();
-                if (extra == kNoSplit) {
-                    const OverrideScope<exl3SetPrefillMaxSplit> noSplit(1);
-                    s.t[2] = medianSeconds(backend, pReps, 1, fn);
+                {
+                    const OverrideScope<exl3SetPrefillCublasRows> gemmKernel(4097);
+                    s.t[0] = medianSeconds(backend, pReps, 1, fn);
+                    s.splits = exl3PrefillLastSplits();
+                    if (extra == kNoSplit) {
+                        const OverrideScope<exl3SetPrefillMaxSplit> noSplit(1);
+                        s.t[2] = medianSeconds(backend, pReps, 1, fn);
+                    }
+                }
+                if (cublas) {
+                    const OverrideScope<exl3SetPrefillCublasRows> anyCublasRows(0);
+                    s.t[3] = medianSeconds(backend, pReps, 1, fn);
                 }
             }
             const OverrideScope<exl3SetPrefillPath> off(0);
@@ -339,10 +347,12 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         auto line = [&](const char* what, Exl3Codebook cb, int64_t T, double rowsPer, int64_t maxRows, const Times& s,
                         double flops) {
             const std::string prefillLabel = "prefill path (split-K " + std::to_string(s.splits) + ")";
-            const char* const path[3] = {"prefill", "staged", s.extra == kMoeRows16 ? "staged_rows16" : "prefill_no_split"};
-            const char* const label[3] = {prefillLabel.c_str(), "staged kernels",
-                                          s.extra == kMoeRows16 ? "staged kernels, 16-row MoE jobs" : "prefill path, no split-K"};
-            for (int v = 0; v < 3; ++v) {
+            const char* const path[4] = {"prefill", "staged", s.extra == kMoeRows16 ? "staged_rows16" : "prefill_no_split",
+                                         "prefill_cublas"};
+            const char* const label[4] = {prefillLabel.c_str(), "staged kernels",
+                                          s.extra == kMoeRows16 ? "staged kernels, 16-row MoE jobs" : "prefill path, no split-K",
+                                          "prefill path, cuBLAS route (dequantise + GEMM)"};
+            for (int v = 0; v < 4; ++v) {
                 const double t = s.t[v];
                 if (t < 0) continue;
                 std::printf("%-10s %6s %6lld %8.1f %8lld %10.3f %10.2f %9.1f  %s\n", what, cbName(cb).c_str(),
@@ -372,7 +382,7 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                     fused = backend.moeExpertsFused(x, T, kHidden, kInter, ro.data(), wt.data(), kTopk, ex.gate.data(),
                                                     ex.up.data(), ex.down.data(), kExperts, 10.0f, y) && fused;
                 };
-                const auto s = timed(fn, T <= 384 ? kMoeRows16 : kNoExtra);
+                const auto s = timed(fn, T <= 384 ? kMoeRows16 : kNoExtra, false);
                 if (!fused) continue;
                 std::vector<int64_t> per(size_t(kExperts), 0);
                 for (const int32_t e : ro) ++per[size_t(e)];
@@ -385,10 +395,11 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
         const WeightView w = WeightView::of(*store.make(store.newBytes(bytes, 2000), kHidden, kWideOut, bits,
                                                         Exl3Codebook::Mul1, rng));
         for (const int64_t T : {int64_t(16), int64_t(17), int64_t(24), int64_t(28), int64_t(32), int64_t(48), int64_t(64),
-                                int64_t(128), int64_t(256), int64_t(1024), int64_t(4096)}) {
+                                int64_t(96), int64_t(128), int64_t(192), int64_t(256), int64_t(512), int64_t(1024),
+                                int64_t(2048), int64_t(4096)}) {
             const Buffer x = randomBuffer(backend, size_t(T * kHidden), rng);
             const Buffer y = backend.alloc(size_t(T * kWideOut) * 4);
-            const auto s = timed([&] { backend.linear(x, T, w, y); }, T <= 1024 ? kNoSplit : kNoExtra);
+            const auto s = timed([&] { backend.linear(x, T, w, y); }, T <= 1024 ? kNoSplit : kNoExtra, T >= 24);
             line("gemm", Exl3Codebook::Mul1, T, double(T), T, s, 2.0 * double(T) * double(kHidden * kWideOut));
         }
     }

@@ -463,6 +463,47 @@ void addExl3Cases(std::vector<Case>& out) {
     out.push_back({kFamily, "linear prefill 1024→640 K=5 3inst, without split-K", noSplit([](Context& c) {
                        return linearCase(c, "prefill", 1024, 640, 5, CB::Inst3, {64, 129}, false);
                    })});
+    // The cuBLAS route (cuda_exl3_dequant.cu: the weights dequantised once per call, each row's hi + lo planes in one
+    // GEMM of depth 2k), taken from prefillCublasRows() rows: forced here from any row count, at every K and codebook,
+    // on padded columns with a bias and on rows grouped under a 1 MiB budget; and the same shapes on the GEMM kernel at
+    // row counts the route would take by default.
+    auto cublasRoute = [](auto fn) {
+        return [fn](Context& c) {
+            const TuneOverride<exl3SetPrefillCublasRows> any(0);
+            return fn(c);
+        };
+    };
+    auto gemmKernel = [](auto fn) {
+        return [fn](Context& c) {
+            const TuneOverride<exl3SetPrefillCublasRows> never(4097);
+            return fn(c);
+        };
+    };
+    for (CB cb : {CB::Mul1, CB::Mcg})
+        out.push_back({kFamily, std::string("linear glm 4096→12288 K=4 ") + cbName(cb) + ", cuBLAS route",
+                       cublasRoute([cb](Context& c) { return linearCase(c, "glm", 4096, 12288, 4, cb, {40, 300}, false); })});
+    out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias, cuBLAS route", cublasRoute([](Context& c) {
+                       return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {40, 100}, true);
+                   })});
+    {
+        const CB cbOf[] = {CB::Inst3, CB::Mul1, CB::Mcg, CB::Inst3};
+        const int bitsOf[] = {2, 3, 5, 6};
+        for (int i = 0; i < 4; ++i) {
+            const int bits = bitsOf[i];
+            const CB cb = cbOf[i];
+            out.push_back({kFamily, "linear prefill 1024→640 K=" + str(bits) + " " + cbName(cb) + ", cuBLAS route",
+                           cublasRoute([bits, cb](Context& c) {
+                               return linearCase(c, "prefill", 1024, 640, bits, cb, {64, 129}, false);
+                           })});
+        }
+    }
+    out.push_back({kFamily, "linear prefill 1024→512 K=4 mul1, 1 MiB groups, cuBLAS route",
+                   cublasRoute(smallBudget([](Context& c) { return linearCase(c, "prefill", 1024, 512, 4, CB::Mul1, {300}, false); }))});
+    out.push_back({kFamily, "linear prefill 1024→512 K=4 mul1, 1 MiB groups, GEMM kernel",
+                   gemmKernel(smallBudget([](Context& c) { return linearCase(c, "prefill", 1024, 512, 4, CB::Mul1, {300}, false); }))});
+    out.push_back({kFamily, "linear prefill 1024→640 K=5 mcg, GEMM kernel", gemmKernel([](Context& c) {
+                       return linearCase(c, "prefill", 1024, 640, 5, CB::Mcg, {129, 200}, false);
+                   })});
     // Verify-sized linears: 12 and 16 rows stream as 16-row jobs (13–16-row jobs since the split-K bound lets them);
     // 24 rows take the prefill path (from 17 rows; a split-K GEMM), and on the staged kernels a 16-row job and an 8-row one.
     out.push_back({kFamily, "linear glm 4096→12288 K=4 mcg, verify rows", [](Context& c) {

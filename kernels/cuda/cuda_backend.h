@@ -228,7 +228,7 @@ public:
     // safe). Grown on demand; never shrinks.
     enum ScratchSlot : int { kScratchPages, kScratchIds, kScratchSel, kScratchScale, kScratchA, kScratchB,
                              kScratchC, kScratchD, kScratchGemm, kScratchPfJobs, kScratchPfRows, kScratchPfArena,
-                             kScratchPfComb, kScratchCount };
+                             kScratchPfComb, kScratchPfWeights, kScratchCount };
     void* scratch(ScratchSlot slot, size_t bytes);
     // Copies n host values into a scratch slot and returns the device pointer.
     const int32_t* uploadInts(ScratchSlot slot, const int32_t* host, int64_t n);
@@ -269,7 +269,12 @@ private:
                         int64_t E, int64_t topk, const float* hostWeight, const WeightView* gate, const WeightView* up,
                         const WeightView* down, float limit, const Buffer& y);
     void exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int64_t k, int64_t kIn, void* planes,
-                         int64_t loOffset, int* e);
+                         int64_t loOffset, int* e, int64_t ld = 0);  // ld: hi row stride in elements (0: k)
+    // cuda_exl3_dequant.cu: a prefill-sized linear's GEMM on cuBLAS over its weights dequantised once per call
+    // (false: not taken — fewer rows than prefillCublasRows(), the dequantised copy over its scratch budget, or a
+    // row too wide for the transform; the caller runs the prefill GEMM kernel).
+    bool exl3PrefillLinearCublas(const Buffer& x, int64_t T, const DeviceTrellis& d, int64_t in, int64_t out,
+                                 const Buffer& y);
     void exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int bits, int codebook, int64_t k, int64_t n, int64_t nOut,
                     int64_t loOffset);
     bool capturingNow() const;  // cuda_graph.cu: a graph segment is being captured

@@ -345,6 +345,29 @@ __device__ __forceinline__ void codebookPairs(const uint32_t st[8], uint32_t b[4
     }
 }
 
+// The lane's 8 codebook values of a tile as fp16 pairs in B-fragment order (the prefill GEMM's B operand and the
+// dequantised weights of cuda_exl3_dequant.cu): register q = (value 2q, 2q + 1), q = 0,
+// 1 the two B registers of the tile's first 8 columns (k 2c, 2c+1 | 2c+8, 2c+9 of column g), q = 2, 3 those of
+// columns 8..15 — the CPU's values exactly (MUL1: the fp16 fma of 1024 + bytesum, one rounding per value, as the
+// scalar codebook; 3INST/MCG: lo + hi rounded once, codebookPairs).
+template <int CB>
+__device__ __forceinline__ void lanePairs(const uint32_t (&st)[8], uint32_t (&b)[4]) {
+    if constexpr (CB == 2) {
+        const __half2 kinv = __halves2half2(__ushort_as_half(0x1EEE), __ushort_as_half(0x1EEE));
+        const __half2 kbias = __halves2half2(__ushort_as_half(0xC931), __ushort_as_half(0xC931));
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const uint32_t t0 = __dp4a(st[2 * q] * kMul1Mul, 0x01010101u, 0x6400u);
+            const uint32_t t1 = __dp4a(st[2 * q + 1] * kMul1Mul, 0x01010101u, 0x6400u);
+            const uint32_t h = __byte_perm(t0, t1, 0x5410);
+            const __half2 r = __hfma2(*reinterpret_cast<const __half2*>(&h), kinv, kbias);
+            b[q] = *reinterpret_cast<const uint32_t*>(&r);
+        }
+    } else {
+        codebookPairs<CB>(st, b);
+    }
+}
+
 // 3INST/MCG without the fp16 addition: the hash's two fp16 halves (lo, hi) as they come out of the mask and
 // xor — value = lo + hi. The streaming unit (tileProduct in cuda_exl3_stream.cuh, K ≤ 4) hands the pair to
 // the mma as is, as two adjacent k positions against the same activation twice, so the tensor core adds
@@ -465,6 +488,16 @@ struct PfJobHost {
 // Decode graphs, captured up to 16 rows, never see the prefill path.
 constexpr int kPfMinRowsLinear = 17;
 constexpr int kPfMinRowsMoe = 8;
+// From how many rows a linear on the prefill path runs its GEMM on cuBLAS over its weights dequantised once per call
+// (cuda_exl3_dequant.cu): TS_EXL3_PF_CUBLAS_ROWS (read once; a count up to 4,096, or 4,097: never) or kPfMinRowsCublas,
+// the crossover measured on the H200 (docs/PERFORMANCE.md, "EXL3 prefill GEMM on cuBLAS"). setPrefillCublasRows(r)
+// overrides it for r in [0, 4097] (anything else restores the environment's; returns the previous override, −1 none).
+constexpr int kPfMinRowsCublas = 128;
+int setPrefillCublasRows(int rows);
+int prefillCublasRows();
+// The dequantised copy's budget: [n, 2k] fp16 (the weights twice, against the hi and lo halves of each row), at most
+// this many bytes; a larger matrix keeps the GEMM kernel.
+constexpr size_t kPfCublasWeightBytes = size_t(256) << 20;
 bool pfSupported(int bits, int codebook);  // K = 2..6, any codebook
 // Loads the decode kernels of K = bits and the codebook (the streaming and 16-row linear and MoE kernels, the combine)
 // into the context, once per (K, codebook) and process. CUDA loads a kernel at its first use; a prefill on the
@@ -498,6 +531,7 @@ int setPrefillMaxSplit(int splits);  // TS_EXL3_PF_SPLIT override (ts::exl3SetPr
 int prefillMaxSplit();               // the most splits of k one GEMM launch may take (≥ 1)
 int prefillLastSplits();             // the splits of the last GEMM launch (0 before any)
 void noteSplits(int splits);
+size_t prefillBudget();  // scratch bytes one group of the prefill path's rows may take (ts::exl3SetPrefillBudgetMiB)
 
 // A/B switches for measuring the decode changes on a GPU, read once from the environment variable
 // TS_EXL3_TUNE (a bit mask; unset or 0 = the defaults): 1 = no chunked waits in single-stage units

@@ -119,28 +119,6 @@ __device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* p) {
                  : "r"(a));
 }
 
-// The lane's 8 codebook values of a tile as fp16 pairs in B-fragment order: register q = (value 2q, 2q + 1), q = 0,
-// 1 the two B registers of the tile's first 8 columns (k 2c, 2c+1 | 2c+8, 2c+9 of column g), q = 2, 3 those of
-// columns 8..15 — the CPU's values exactly (MUL1: the fp16 fma of 1024 + bytesum, one rounding per value, as the
-// scalar codebook; 3INST/MCG: lo + hi rounded once, codebookPairs).
-template <int CB>
-__device__ __forceinline__ void lanePairs(const uint32_t (&st)[8], uint32_t (&b)[4]) {
-    if constexpr (CB == 2) {
-        const __half2 kinv = __halves2half2(__ushort_as_half(0x1EEE), __ushort_as_half(0x1EEE));
-        const __half2 kbias = __halves2half2(__ushort_as_half(0xC931), __ushort_as_half(0xC931));
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            const uint32_t t0 = __dp4a(st[2 * q] * kMul1Mul, 0x01010101u, 0x6400u);
-            const uint32_t t1 = __dp4a(st[2 * q + 1] * kMul1Mul, 0x01010101u, 0x6400u);
-            const uint32_t h = __byte_perm(t0, t1, 0x5410);
-            const __half2 r = __hfma2(*reinterpret_cast<const __half2*>(&h), kinv, kbias);
-            b[q] = *reinterpret_cast<const uint32_t*>(&r);
-        }
-    } else {
-        codebookPairs<CB>(st, b);
-    }
-}
-
 // Shared memory of the GEMM (bytes): the ring of S steps — hi and lo planes [2][64 rows][32 k] fp16 and the
 // trellis [2 k-tiles][8 tiles][8K words] — then the decoded B fragments [2 buffers][2 k-tiles][8 tiles][32 lanes]
 // of 16 bytes. The epilogue reuses the ring for its [64][128 + 4] fp32 output tile.
@@ -395,11 +373,14 @@ __global__ void __launch_bounds__(kPfThreads, kPfBlocksPerSm) exl3PfGemmKernel(P
 }
 
 // Row r of the work list: xr = BH(x ⊙ suh) (the CPU's operations), e = the exponent that scales max |xr| into
-// [2^14, 2^15) (rotateInputs' rule, over the whole row), hi = fp16(xr · 2^e), lo = fp16(xr · 2^e − hi).
+// [2^14, 2^15) (rotateInputs' rule, over the whole row), hi = fp16(xr · 2^e), lo = fp16(xr · 2^e − hi); hi of row
+// dst at ah + dst·ld, its lo loOffset elements on (the GEMM kernel's planes: ld = k, lo a plane further; the cuBLAS
+// route of cuda_exl3_dequant.cu: ld = 2k, lo right after hi — one [rows, 2k] matrix).
 // Dynamic shared memory: k floats (the rotated row) + one per warp.
 __global__ void __launch_bounds__(kPfTransformThreads) exl3PfTransformKernel(const PfRow* __restrict__ rows, int k,
                                                                               int kIn, __half* __restrict__ ah,
-                                                                              int64_t loOffset, int* __restrict__ eOut) {
+                                                                              int64_t loOffset, int64_t ld,
+                                                                              int* __restrict__ eOut) {
     extern __shared__ float xr[];
     float* wmax = xr + k;
     const PfRow R = rows[blockIdx.x];
@@ -430,7 +411,7 @@ __global__ void __launch_bounds__(kPfTransformThreads) exl3PfTransformKernel(con
     for (int w = 1; w < nw; ++w) mx = fmaxf(mx, wmax[w]);
     const int e = rowScaleExponent(mx);
     const float sc = pow2(e);
-    __half* hrow = ah + int64_t(R.dst) * k;
+    __half* hrow = ah + int64_t(R.dst) * ld;
     for (int i = 2 * int(threadIdx.x); i < k; i += 2 * kPfTransformThreads) {
         const float t0 = __fmul_rn(xr[i], sc), t1 = __fmul_rn(xr[i + 1], sc);
         const __half h0 = __float2half_rn(t0), h1 = __float2half_rn(t1);
@@ -646,7 +627,7 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
 }
 
 void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int64_t k, int64_t kIn, void* ah,
-                                  int64_t loOffset, int* e) {
+                                  int64_t loOffset, int* e, int64_t ld) {
     if (rows.empty()) return;
     auto* d = static_cast<PfRow*>(scratch(kScratchPfRows, rows.size() * sizeof(PfRow)));
     TS_CUDA_CHECK(cudaMemcpyAsync(d, rows.data(), rows.size() * sizeof(PfRow), cudaMemcpyHostToDevice, m_stream));
@@ -655,16 +636,18 @@ void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int6
     if (smem > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(exl3PfTransformKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     exl3PfTransformKernel<<<unsigned(rows.size()), kPfTransformThreads, smem, m_stream>>>(
-        d, int(k), int(kIn), static_cast<__half*>(ah), loOffset, e);
+        d, int(k), int(kIn), static_cast<__half*>(ah), loOffset, ld > 0 ? ld : k, e);
     TS_CUDA_LAUNCH_CHECK();
 }
 
 bool CudaBackend::exl3PrefillLinear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y) {
     if (!prefillPath() || T < prefillLinearMinRows() || capturingNow()) return false;
     const DeviceTrellis& d = deviceTrellis(p);
-    if (!pfSupported(d.bits, d.codebook) || !pfFits(d.bits, d.k, props())) return false;
-    preloadDecodeKernels(d.bits, d.codebook);
+    if (!pfSupported(d.bits, d.codebook)) return false;
     const int64_t in = p.inFeatures(), out = p.outFeatures();
+    if (exl3PrefillLinearCublas(x, T, d, in, out, y)) return true;  // many rows: cuda_exl3_dequant.cu
+    if (!pfFits(d.bits, d.k, props())) return false;
+    preloadDecodeKernels(d.bits, d.codebook);
     // Rows per group: the planes (4 bytes per element) and exponents within the budget.
     const int64_t perRow = int64_t(d.k) * 4 + 4;
     const int64_t group = std::max<int64_t>(1, std::min<int64_t>(T, int64_t(prefillBudget()) / perRow));

@@ -3,7 +3,7 @@
 // the combine lists give each token exactly its routed choices of the group's experts, in ascending expert order,
 // with their weights and the rows that hold their outputs — the order the CPU loop adds them in. And the path's
 // switches: TS_EXL3_PREFILL=0 (set here) turns it off, exl3SetPrefillPath overrides and restores it, the scratch
-// budget override reports the previous value.
+// budget override reports the previous value, and the cuBLAS route's row threshold takes 0..4,097 (4,097: never).
 #include <QtTest>
 
 #include <algorithm>
@@ -52,7 +52,10 @@ class TestExl3PrefillPlan : public QObject {
     Q_OBJECT
 
 private slots:
-    void initTestCase() { ::setenv("TS_EXL3_PREFILL", "0", 1); }
+    void initTestCase() {
+        ::setenv("TS_EXL3_PREFILL", "0", 1);
+        ::unsetenv("TS_EXL3_PF_CUBLAS_ROWS");
+    }
 
     void groupsCoverEveryExpertInOrder() {
         std::mt19937 rng(5);
@@ -141,6 +144,14 @@ private slots:
         QCOMPARE(exl3PrefillPath(), true);
         QCOMPARE(exl3SetPrefillPath(7), 1);       // out of range: back to the environment's
         QCOMPARE(exl3PrefillPath(), false);
+        // The cuBLAS route's rows: 0..4096, 4097 = never; out of range restores the environment's (unset here).
+        QCOMPARE(prefillCublasRows(), kPfMinRowsCublas);
+        QCOMPARE(exl3SetPrefillCublasRows(300), -1);
+        QCOMPARE(exl3PrefillCublasRows(), 300);
+        QCOMPARE(exl3SetPrefillCublasRows(4097), 300);
+        QCOMPARE(prefillCublasRows(), 4097);
+        QCOMPARE(exl3SetPrefillCublasRows(5000), 4097);
+        QCOMPARE(prefillCublasRows(), kPfMinRowsCublas);
         QCOMPARE(exl3SetPrefillBudgetMiB(8), 0);
         QCOMPARE(exl3SetPrefillBudgetMiB(0), 8);  // 0 restores the default
         QVERIFY(pfSupported(4, 2) && pfSupported(2, 0) && pfSupported(6, 1));
