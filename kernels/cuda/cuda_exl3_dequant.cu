@@ -15,8 +15,10 @@
 //
 // Why: the GEMM kernel decodes every weight once per 64 rows and feeds mma.sync from its own ring (151 TFLOP/s of
 // the model's products at 4,096 rows of 4096 → 12288 on the H200), where cuBLAS's Hopper kernels run the tensor cores
-// near their peak; the decode then costs once per call. The price is scratch: the dequantised copy (4 bytes per
-// weight; at most kPfCublasWeightBytes, else the GEMM kernel is used) and the fp32 output rows.
+// near their peak; the decode then costs once per call (~0.165 ms for 4096 → 12288, measured with a GEMM of 24 rows):
+// 302 TFLOP/s at 4,096 rows, 250 at 1,024, level with the GEMM kernel between 128 and 192 rows (kPfMinRowsCublas).
+// The price is scratch: the dequantised copy (4 bytes per weight; at most kPfCublasWeightBytes, else the GEMM kernel
+// is used) and the fp32 output rows.
 // Numerics: the GEMM kernel's (the same planes, products exact, fp32 sums in another order): the self-test's
 // prefill tolerance. Deterministic: cuBLAS gives the same bits on every run on one GPU model.
 //
@@ -46,25 +48,32 @@ constexpr int kOutWarps = 8;  // (row, 128 columns) per epilogue block
 
 // Tile (kt, nt) of the trellis ([k/16, n/16, 8K words]) → Wd [n, ld] fp16 at rows 16·nt.., columns 16·kt.. and again
 // `dup` columns on. The lane's pairs (lanePairs): q = 0, 1 the values (k 2c, 2c+1 | 2c+8, 2c+9) of column g,
-// q = 2, 3 those of column g + 8 — each pair two adjacent k of one Ŵ column: one 4-byte store into row n of Wd.
+// q = 2, 3 those of column g + 8. They go through the warp's 512 bytes of shared memory ([16 n][16 k] fp16) so that
+// each of the tile's 16 rows of Wd is written as one whole 32-byte sector (two lanes × 16 bytes): written straight
+// from the fragments, as 4-byte pieces of 16 rows, the dequantiser took ~0.3 ms for 4096 → 12288 on the H200 (the
+// partial sectors; docs/PERFORMANCE.md, "EXL3 prefill GEMM on cuBLAS").
 template <int K, int CB>
 __global__ void __launch_bounds__(kDqWarps * 32) exl3DequantKernel(const uint16_t* __restrict__ trellis, int tilesK,
                                                                    int tilesN, __half* __restrict__ wd, int64_t ld,
                                                                    int64_t dup) {
-    const int64_t tile = int64_t(blockIdx.x) * kDqWarps + (threadIdx.x >> 5);
+    __shared__ __align__(16) uint32_t tileS[kDqWarps][16 * 8];  // per warp: [16 n][8 words of k pairs]
+    const int warp = threadIdx.x >> 5;
+    const int64_t tile = int64_t(blockIdx.x) * kDqWarps + warp;
     if (tile >= int64_t(tilesK) * tilesN) return;
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     const int kt = int(tile / tilesN), nt = int(tile % tilesN);
     uint32_t st[8], b[4];
     laneStates<K>(reinterpret_cast<const uint32_t*>(trellis) + tile * tileWords(K), lane, st);
     lanePairs<CB>(st, b);
+    uint32_t* ts = tileS[warp];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int64_t n = int64_t(nt) * 16 + g + 8 * (q >> 1), k = int64_t(kt) * 16 + 2 * c + 8 * (q & 1);
-        uint32_t* p = reinterpret_cast<uint32_t*>(wd + n * ld + k);
-        p[0] = b[q];
-        if (dup) p[dup / 2] = b[q];
-    }
+    for (int q = 0; q < 4; ++q) ts[(g + 8 * (q >> 1)) * 8 + c + 4 * (q & 1)] = b[q];
+    __syncwarp();
+    const int row = lane >> 1, half = lane & 1;  // row n of the tile, k 8·half .. 8·half + 7
+    const uint4 v = *reinterpret_cast<const uint4*>(ts + row * 8 + 4 * half);
+    __half* p = wd + (int64_t(nt) * 16 + row) * ld + int64_t(kt) * 16 + 8 * half;
+    *reinterpret_cast<uint4*>(p) = v;
+    if (dup) *reinterpret_cast<uint4*>(p + dup) = v;
 }
 
 using DequantFn = void (*)(const uint16_t*, int, int, __half*, int64_t, int64_t);
