@@ -135,7 +135,8 @@ bool CudaBackend::exl3PrefillLinearCublas(const Buffer& x, int64_t T, const Devi
     const size_t wBytes = size_t(d.n) * size_t(2 * d.k) * 2;
     const DequantFn dq = dequantFor(d.bits, d.codebook);
     if (dq == nullptr || wBytes > kPfCublasWeightBytes || 2 * d.k > INT_MAX || d.n > INT_MAX) return false;
-    if (size_t(d.k + 4) * 4 > size_t(props().sharedMemPerBlockOptin)) return false;  // the transform's row
+    // The transform's row in shared memory, under the limit the plans use (exl3SetSmemLimitKiB's too, as pfFits).
+    if (size_t(d.k + 4) * 4 > smemLimit(props().sharedMemPerBlockOptin)) return false;
     preloadDecodeKernels(d.bits, d.codebook);
 
     // 1. Ŵ twice per row of Wd [n, 2k].
@@ -145,10 +146,11 @@ bool CudaBackend::exl3PrefillLinearCublas(const Buffer& x, int64_t T, const Devi
                                                                                    int(d.n / 16), wd, 2 * d.k, d.k);
     TS_CUDA_LAUNCH_CHECK();
 
-    // Rows per group: A [rows, 2k] fp16, the exponents and Yr [rows, n] fp32 within the prefill budget (less 1 MiB for
-    // the pieces' alignment, so that the arena keeps its size), the groups of one call equal to within a row.
+    // Rows per group: A [rows, 2k] fp16, the exponents and Yr [rows, n] fp32 within the prefill budget (less 1 KiB for
+    // the three pieces' 256-byte alignment, so that the arena keeps its size), the groups of one call equal to within a
+    // row. At 4096 → 12288 the default 256 MiB holds 4,095 rows (64 KiB each): 4,096 rows run as two GEMMs of 2,048.
     const int64_t perRow = 2 * d.k * 2 + d.n * 4 + 4;
-    const int64_t most = std::max<int64_t>(1, (int64_t(prefillBudget()) - (int64_t(1) << 20)) / perRow);
+    const int64_t most = std::max<int64_t>(1, (int64_t(prefillBudget()) - 1024) / perRow);
     const int64_t groups = (T + most - 1) / most, group = (T + groups - 1) / groups;
     TS_CHECK(group <= INT_MAX, "exl3 prefill (cuBLAS): too many rows");
     const size_t aBytes = carve(size_t(group * 2 * d.k), 2), eBytes = carve(size_t(group), 4);
