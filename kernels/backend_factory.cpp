@@ -39,6 +39,7 @@ int setPrefillLinearMinRows(int rows);
 int prefillLinearMinRows();
 int setPrefillCublasRows(int rows);
 int prefillCublasRows();
+int64_t prefillCublasCalls();
 int setPrefillBudgetMiB(int mib);
 int setPrefillMaxSplit(int splits);
 int prefillLastSplits();
@@ -105,6 +106,7 @@ int exl3SetPrefillLinearMinRows(int rows) { return exl3cuda::setPrefillLinearMin
 int exl3PrefillLinearMinRows() { return exl3cuda::prefillLinearMinRows(); }
 int exl3SetPrefillCublasRows(int rows) { return exl3cuda::setPrefillCublasRows(rows); }
 int exl3PrefillCublasRows() { return exl3cuda::prefillCublasRows(); }
+int64_t exl3PrefillCublasCalls() { return exl3cuda::prefillCublasCalls(); }
 int exl3SetPrefillBudgetMiB(int mib) { return exl3cuda::setPrefillBudgetMiB(mib); }
 int exl3SetPrefillMaxSplit(int splits) { return exl3cuda::setPrefillMaxSplit(splits); }
 int exl3PrefillLastSplits() { return exl3cuda::prefillLastSplits(); }
@@ -142,6 +144,7 @@ int exl3SetPrefillLinearMinRows(int) { return -1; }
 int exl3PrefillLinearMinRows() { return 0; }
 int exl3SetPrefillCublasRows(int) { return -1; }
 int exl3PrefillCublasRows() { return 0; }
+int64_t exl3PrefillCublasCalls() { return 0; }
 int exl3SetPrefillBudgetMiB(int) { return 0; }
 int exl3SetPrefillMaxSplit(int) { return -1; }
 int exl3PrefillLastSplits() { return 0; }

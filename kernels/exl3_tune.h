@@ -133,6 +133,9 @@ int exl3PrefillLinearMinRows();
 // returns the previous override (−1: none; −1 without CUDA, where the getter returns 0).
 int exl3SetPrefillCublasRows(int rows);
 int exl3PrefillCublasRows();
+// How many linear calls the cuBLAS route has taken in this process (the self-test checks that its forced cases took
+// it, and that the GEMM-kernel cases did not); 0 without CUDA.
+int64_t exl3PrefillCublasCalls();
 // The prefill path's GEMM cuts k into up to this many splits (each a block; the last block of a tile adds them in
 // order) when its output tiles are too few for one wave of blocks — a linear of ≤ ~256 rows: TS_EXL3_PF_SPLIT (read
 // once; 1..16, a power of two is what is used; 1 = never) or 8. exl3SetPrefillMaxSplit(s) overrides it from now on

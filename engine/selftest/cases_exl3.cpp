@@ -111,6 +111,39 @@ const PackedLinear* randomPacked(Context& ctx, int64_t in, int64_t out, int bits
 
 // ---- linear ---------------------------------------------------------------------------------------------
 
+// A case run under a kernels/exl3_tune.h override (TuneOverride) for its duration.
+template <int (*Set)(int), class Fn>
+auto tuned(int value, Fn fn) {
+    return [value, fn](Context& c) {
+        const TuneOverride<Set> o(value);
+        return fn(c);
+    };
+}
+
+// A linear case with the EXL3 cuBLAS route (cuda_exl3_dequant.cu) forced on — every compared row count must take it —
+// or off — none may —, checked on the GPU by the route's call counter: a case whose linear fell back to the other
+// route (or took the route against the override) would otherwise pass against the CPU all the same.
+template <class Fn>
+auto onCublasRoute(bool on, Fn fn) {
+    return [on, fn](Context& c) {
+        // The prefill path itself forced on for any row count, so that TS_EXL3_PREFILL / TS_EXL3_PF_LINEAR_ROWS, A/B
+        // switches, cannot make the check fail (serve's start-up gate runs this self-test).
+        const TuneOverride<exl3SetPrefillPath> path(1);
+        const TuneOverride<exl3SetPrefillLinearMinRows> anyRows(1);
+        const TuneOverride<exl3SetPrefillCublasRows> rows(on ? 0 : 4097);
+        const int64_t before = exl3PrefillCublasCalls();
+        std::vector<OpResult> rs = fn(c);
+        const int64_t taken = exl3PrefillCublasCalls() - before;
+        if (c.dut().name() == "cuda" && (on ? taken < int64_t(rs.size()) : taken != 0))
+            for (OpResult& r : rs) {
+                r.pass = false;
+                r.note += (r.note.empty() ? "" : "; ") + std::string("cuBLAS route taken ") + str(taken) +
+                          " times, expected " + (on ? "at least " + str(int64_t(rs.size())) : std::string("none"));
+            }
+        return rs;
+    };
+}
+
 std::vector<OpResult> linearCase(Context& ctx, const char* label, int64_t in, int64_t out, int bits, Exl3Codebook cb,
                                  const std::vector<int64_t>& Ts, bool bias) {
     const WeightView w = WeightView::of(*randomPacked(ctx, in, out, bits, cb, bias));
@@ -411,26 +444,11 @@ void addExl3Cases(std::vector<Case>& out) {
     // is the default for the prefill-sized cases; these run them again on the staged kernels (exl3SetPrefillPath(0)),
     // and under a scratch budget of 1 MiB, where its rows are split into several groups (of tokens for a linear,
     // of experts in ascending order for the MoE).
-    auto staged = [](auto fn) {
-        return [fn](Context& c) {
-            const TuneOverride<exl3SetPrefillPath> off(0);
-            return fn(c);
-        };
-    };
-    auto smallBudget = [](auto fn) {
-        return [fn](Context& c) {
-            const TuneOverride<exl3SetPrefillBudgetMiB> budget(1);
-            return fn(c);
-        };
-    };
+    auto staged = [](auto fn) { return tuned<exl3SetPrefillPath>(0, fn); };
+    auto smallBudget = [](auto fn) { return tuned<exl3SetPrefillBudgetMiB>(1, fn); };
     // A GB10 (sm_121) gives a block 99 KiB of shared memory: the plans made for it (16-row jobs at K ≤ 2, one
     // stage per unit where two would not fit) run on any device under exl3SetSmemLimitKiB(99).
-    auto gb10 = [](auto fn) {
-        return [fn](Context& c) {
-            const TuneOverride<exl3SetSmemLimitKiB> limit(99);
-            return fn(c);
-        };
-    };
+    auto gb10 = [](auto fn) { return tuned<exl3SetSmemLimitKiB>(99, fn); };
     // On the staged kernels, which these cases are about (at 100 rows the prefill path, whose blocks fit 99 KiB too,
     // would take the call); the MoE case at the end runs both.
     out.push_back({kFamily, "linear glm gate 4096→2048 K=2 mul1, 99 KiB plans", gb10(staged([](Context& c) {
@@ -451,12 +469,7 @@ void addExl3Cases(std::vector<Case>& out) {
                        }});
     // The prefill GEMM cuts k into splits when its output tiles are too few for a wave of blocks (all the small prefill
     // cases above: at most a few dozen tiles); the same cases with one block per tile.
-    auto noSplit = [](auto fn) {
-        return [fn](Context& c) {
-            const TuneOverride<exl3SetPrefillMaxSplit> one(1);
-            return fn(c);
-        };
-    };
+    auto noSplit = [](auto fn) { return tuned<exl3SetPrefillMaxSplit>(1, fn); };
     out.push_back({kFamily, "linear glm unpadded 4000→2000 K=4 mcg bias, prefill without split-K", noSplit([](Context& c) {
                        return linearCase(c, "unpadded", 4000, 2000, 4, CB::Mcg, {33, 100}, true);
                    })});
@@ -466,19 +479,9 @@ void addExl3Cases(std::vector<Case>& out) {
     // The cuBLAS route (cuda_exl3_dequant.cu: the weights dequantised once per call, each row's hi + lo planes in one
     // GEMM of depth 2k), taken from prefillCublasRows() rows: forced here from any row count, at every K and codebook,
     // on padded columns with a bias and on rows grouped under a 1 MiB budget; and the same shapes on the GEMM kernel at
-    // row counts the route would take by default.
-    auto cublasRoute = [](auto fn) {
-        return [fn](Context& c) {
-            const TuneOverride<exl3SetPrefillCublasRows> any(0);
-            return fn(c);
-        };
-    };
-    auto gemmKernel = [](auto fn) {
-        return [fn](Context& c) {
-            const TuneOverride<exl3SetPrefillCublasRows> never(4097);
-            return fn(c);
-        };
-    };
+    // row counts the route would take by default (onCublasRoute checks which route ran).
+    auto cublasRoute = [](auto fn) { return onCublasRoute(true, fn); };
+    auto gemmKernel = [](auto fn) { return onCublasRoute(false, fn); };
     for (CB cb : {CB::Mul1, CB::Mcg})
         out.push_back({kFamily, std::string("linear glm 4096→12288 K=4 ") + cbName(cb) + ", cuBLAS route",
                        cublasRoute([cb](Context& c) { return linearCase(c, "glm", 4096, 12288, 4, cb, {40, 300}, false); })});

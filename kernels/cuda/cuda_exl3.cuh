@@ -496,6 +496,7 @@ constexpr int kPfMinRowsMoe = 8;
 constexpr int kPfMinRowsCublas = 192;
 int setPrefillCublasRows(int rows);
 int prefillCublasRows();
+int64_t prefillCublasCalls();  // linear calls the route took (ts::exl3PrefillCublasCalls)
 // The dequantised copy's budget: [n, 2k] fp16 (the weights twice, against the hi and lo halves of each row), at most
 // this many bytes; a larger matrix keeps the GEMM kernel.
 constexpr size_t kPfCublasWeightBytes = size_t(256) << 20;

@@ -29,6 +29,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <vector>
 
@@ -117,6 +118,7 @@ __global__ void __launch_bounds__(kOutWarps * 32) exl3PfOutKernel(const float* _
 }
 
 ModeSwitch g_pfCublasRows("TS_EXL3_PF_CUBLAS_ROWS", 4098, kPfMinRowsCublas);  // 4097: never
+std::atomic<int64_t> g_pfCublasCalls{0};
 
 size_t carve(size_t count, size_t size) { return (count * size + 255) & ~size_t(255); }
 
@@ -124,6 +126,7 @@ size_t carve(size_t count, size_t size) { return (count * size + 255) & ~size_t(
 
 int setPrefillCublasRows(int rows) { return g_pfCublasRows.set(rows); }
 int prefillCublasRows() { return g_pfCublasRows.now(); }
+int64_t prefillCublasCalls() { return g_pfCublasCalls.load(std::memory_order_relaxed); }
 
 }  // namespace exl3cuda
 
@@ -138,6 +141,7 @@ bool CudaBackend::exl3PrefillLinearCublas(const Buffer& x, int64_t T, const Devi
     // The transform's row in shared memory, under the limit the plans use (exl3SetSmemLimitKiB's too, as pfFits).
     if (size_t(d.k + 4) * 4 > smemLimit(props().sharedMemPerBlockOptin)) return false;
     preloadDecodeKernels(d.bits, d.codebook);
+    g_pfCublasCalls.fetch_add(1, std::memory_order_relaxed);
 
     // 1. Ŵ twice per row of Wd [n, 2k].
     auto* wd = static_cast<__half*>(scratch(kScratchPfWeights, wBytes));
