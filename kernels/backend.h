@@ -416,6 +416,20 @@ public:
     };
     virtual GraphStats graphStats() const { return {}; }
 
+    // Work beside the step ----------------------------------------------------------------------------
+    // A run of ops whose results the next ops do not read (a MoE layer's shared expert, which needs only the
+    // layer's input, beside the routing and the routed experts) may be bracketed by beginAside() and
+    // endAside(), and joinAside() then comes before the first op that reads those results. A device backend
+    // may run the bracketed ops on a second stream, concurrently with the ops issued between endAside() and
+    // joinAside(); results are the same bits (the same ops on the same inputs). The contract: the ops in
+    // between write nothing the aside reads, and nothing inside the aside waits for the host (uploads,
+    // downloads, routing to the host). beginAside() returns false where the ops simply run in order (the CPU;
+    // a device backend outside a decode step by default) — then the caller issues them where it would
+    // without an aside, and calls neither endAside() nor joinAside().
+    virtual bool beginAside() { return false; }
+    virtual void endAside() {}
+    virtual void joinAside() {}
+
     // Output ------------------------------------------------------------------------------------------
     virtual void synchronize() {}
     // Free and total bytes of the backend's device memory; false for host backends (their KV budget is

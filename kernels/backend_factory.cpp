@@ -50,6 +50,11 @@ bool fusedPre();
 int setSideSinkhorn(int mode);
 int sideSinkhorn();
 }  // namespace mhccuda
+namespace asidecuda {  // cuda_aside.cu
+int setMode(int mode);
+int mode();
+int64_t forks();
+}  // namespace asidecuda
 namespace mlatc {  // cuda_attention_tc.cu
 int setTensorCores(int on);
 bool tensorCores();
@@ -80,6 +85,9 @@ int mhcSetFusedPre(int on) { return mhccuda::setFusedPre(on); }
 bool mhcFusedPre() { return mhccuda::fusedPre(); }
 int mhcSetSideSinkhorn(int mode) { return mhccuda::setSideSinkhorn(mode); }
 int mhcSideSinkhorn() { return mhccuda::sideSinkhorn(); }
+int asideSetMode(int mode) { return asidecuda::setMode(mode); }
+int asideMode() { return asidecuda::mode(); }
+int64_t asideForks() { return asidecuda::forks(); }
 int mlaSetTensorCores(int on) { return mlatc::setTensorCores(on); }
 bool mlaTensorCores() { return mlatc::tensorCores(); }
 bool mlaTensorCoresFit() { return mlatc::fitsDevice(); }
@@ -159,6 +167,9 @@ int mhcSetFusedPre(int) { return -1; }
 bool mhcFusedPre() { return false; }
 int mhcSetSideSinkhorn(int) { return -1; }
 int mhcSideSinkhorn() { return 0; }
+int asideSetMode(int) { return -1; }
+int asideMode() { return 0; }
+int64_t asideForks() { return 0; }
 int mlaSetTensorCores(int) { return -1; }
 bool mlaTensorCores() { return false; }
 bool mlaTensorCoresFit() { return false; }

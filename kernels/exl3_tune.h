@@ -85,6 +85,16 @@ bool mhcFusedPre();
 // again; returns the previous override, −1: none). mhcSideSinkhorn: the mode in force (0 without CUDA).
 int mhcSetSideSinkhorn(int mode);
 int mhcSideSinkhorn();
+// Where the model's asides (Backend::beginAside: a MoE layer's shared expert, beside the routing and the routed
+// experts) run on the GPU (kernels/cuda/cuda_aside.cu): 0 in order on the main stream, 1 on the side stream inside
+// decode-step graph regions (the default), 2 on the side stream on every call (the self-test's bit-for-bit rows).
+// TS_CUDA_ASIDE (read once) or asideSetMode(mode) (−1: the environment's again; returns the previous override,
+// −1: none). asideMode: the mode in force (0 without CUDA).
+int asideSetMode(int mode);
+int asideMode();
+// Asides the GPU has run on its side stream since the process started (replays of a captured one not counted; 0
+// without CUDA): what the self-test's "aside" rows check, so that they cannot pass without an aside.
+int64_t asideForks();
 
 // Sparse MLA on the GPU (CudaBackend::mlaSparseAttention): the tensor-core kernel (kernels/cuda/cuda_attention_tc.cu;
 // fp8 cache, latent 512, heads in multiples of 16 — the real model's calls) or, for A/B runs and the self-test's

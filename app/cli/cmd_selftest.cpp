@@ -80,19 +80,26 @@ RunOut runModel(const std::string& dir, Backend& backend, KvCacheDtype dt, const
 // sharedPool: the sequences live in one KvPool as the runtime's do (state slot b, pages interleaved b, b+B, …),
 // so the paged-cache ops take the step's sequences in one batched call each — the serving path; otherwise
 // each has a SequenceState of its own (own cache buffers: one call per sequence).
-ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int steps, uint64_t seed, bool sharedPool) {
+// aside: instead of graphs off and on, both runs eager with the model's asides (Backend::beginAside: the shared
+// expert beside the routed experts) in order and then on the side stream at every call, prefill included
+// (asideSetMode 0 and 2) — the same bits again.
+ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int steps, uint64_t seed, bool sharedPool,
+                            bool aside = false) {
     ModelCheck c;
     c.model = dir;
     c.kv = "fp8";
-    c.phase = "graphs b" + std::to_string(B) + (sharedPool ? " pool" : "");
+    c.phase = (aside ? "aside b" : "graphs b") + std::to_string(B) + (sharedPool ? " pool" : "");
     c.tol = 0;
     std::vector<float> logits[2];
     Backend::GraphStats before, after;
-    int64_t V = 0;
+    int64_t V = 0, sharedExperts = 0, forks = 0;
     for (int on = 0; on < 2; ++on) {
-        dut.setGraphsEnabled(on == 1);
+        dut.setGraphsEnabled(!aside && on == 1);
+        if (aside) asideSetMode(on == 1 ? 2 : 0);
         Glm5NextModel model(dir, dut);
         V = model.text().vocab_size;
+        sharedExperts = model.text().n_shared_experts;
+        if (aside && on == 1) forks = asideForks();
         std::mt19937_64 rng(seed ^ 0x67a9ULL);
         std::uniform_int_distribution<int32_t> tok(0, int32_t(V - 1));
         std::vector<std::unique_ptr<SequenceState>> states;
@@ -161,6 +168,18 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
         c.maxRef = std::max(c.maxRef, double(std::fabs(logits[0][i])));
         const double d = std::fabs(double(logits[0][i]) - double(logits[1][i]));
         if (d > 0 || std::isnan(d)) c.maxAbsErr = std::max(c.maxAbsErr, std::isfinite(d) ? d : INFINITY);
+    }
+    if (aside) {
+        // Every MoE layer of every forward (prefill and decode steps) with a shared expert forks one.
+        forks = asideForks() - forks;
+        asideSetMode(-1);
+        dut.setGraphsEnabled(true);
+        const bool ran = sharedExperts == 0 || forks > 0;
+        c.pass = identical && ran;
+        c.note = std::to_string(forks) + " asides on the side stream";
+        if (!ran) c.note += "; expected some (the model has a shared expert)";
+        if (!identical) c.note += "; logits differ from the steps in order";
+        return c;
     }
     const int64_t replays = after.replays - before.replays;
     // Steps 1 and 2 of a key are measured and captured; every later one is a replay — for EXL3 and dense
@@ -312,6 +331,11 @@ int cmdSelftest(const Args& args) {
         for (const std::string& dir : models)
             for (int B : {1, 3, -3})  // -3: three sequences in one shared pool (the runtime's layout)
                 checks.push_back(graphReplayCheck(dir, *dut, std::abs(B), int(std::max<int64_t>(decodeTokens, 6)), seed, B < 0));
+    // The asides eagerly on the side stream (a backend that has one: asideMode() is 0 without CUDA), three
+    // sequences in one pool: bit-identical to the same steps in order.
+    if (dut->name() == "cuda")
+        for (const std::string& dir : models)
+            checks.push_back(graphReplayCheck(dir, *dut, 3, int(std::max<int64_t>(decodeTokens, 6)), seed, true, true));
     if (!checks.empty()) {
         std::printf("\n%-40s %-5s %-8s %6s %11s %11s %11s  %s\n", "model", "kv", "phase", "rows", "max|err|",
                     "max|ref|", "tol", "result");

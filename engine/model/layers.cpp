@@ -233,6 +233,28 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     const WeightView *gv = w.expertGate.data(), *uv = w.expertUp.data(), *dv = w.expertDown.data();
     // Zeroed: it is accumulated into (moeExpertsFused and scatterAddRows are y += expert outputs).
     Buffer y = allocZeroF(b, T * D);
+    // The shared expert reads x alone, so where the backend can run it beside the routing and the routed
+    // experts (Backend::beginAside: a second stream inside a GPU decode step) it is issued first and joined
+    // before its add below — the same add in the same place, so the same bits. (Not with the calibration
+    // observer: it reads the expert's activations on the host.)
+    const int64_t sharedI = int64_t(c.moe_intermediate_size) * c.n_shared_experts;
+    Buffer shared;
+    if (w.hasShared && !m_mlpObserver && b.beginAside()) {
+        struct EndAside {  // when mlpForward throws: the backend must not stay in the aside (its error is the one
+            Backend& b;    // that propagates, so endAside's own, if any, is dropped — never thrown from here)
+            bool open = true;
+            ~EndAside() {
+                if (!open) return;
+                try {
+                    b.endAside();
+                } catch (...) {
+                }
+            }
+        } guard{b};
+        shared = mlpForward(w.shared, x, T, sharedI);
+        guard.open = false;
+        b.endAside();
+    }
     std::vector<int32_t> idx(static_cast<size_t>(T * K));
     std::vector<float> wt(static_cast<size_t>(T * K));
     bool fused = false, routed = false;
@@ -296,8 +318,11 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
         b.scatterAddRows(ye, D, rows.data(), scales.data(), n, y);
     }
     if (w.hasShared) {
-        Buffer sh = mlpForward(w.shared, x, T, int64_t(c.moe_intermediate_size) * c.n_shared_experts);
-        b.add(sh, y, T * D);
+        if (shared.empty())
+            shared = mlpForward(w.shared, x, T, sharedI);
+        else
+            b.joinAside();
+        b.add(shared, y, T * D);
     }
     return y;
 }

@@ -131,6 +131,8 @@ CudaBackend::~CudaBackend() {
     if (m_stream) cudaStreamSynchronize(m_stream);
     m_graph.reset();  // graph execs and arenas, before the pool closes
     m_exl3.reset();  // its buffers go back to the pool below, its events before the stream goes
+    m_aside = AsideResources{};
+    m_asideHeld.clear();
     m_denseMoe.clear();
     m_scratch.clear();
     m_weights.clear();
@@ -153,6 +155,7 @@ CudaBackend::~CudaBackend() {
 }
 
 cudaStream_t CudaBackend::forkSide() {
+    TS_CHECK(!m_asideOpen, "side work forked inside an aside (Backend::beginAside): not supported");
     TS_CUDA_CHECK(cudaEventRecord(m_sideFork, m_stream));
     TS_CUDA_CHECK(cudaStreamWaitEvent(m_side, m_sideFork, 0));
     return m_side;
@@ -164,9 +167,12 @@ void CudaBackend::sideIssued() {
 }
 
 void CudaBackend::joinSide() {
-    if (!m_sidePending) return;
-    m_sidePending = false;
-    TS_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_sideJoin, 0));
+    if (m_asideOpen) return;  // m_stream is the side stream itself then: nothing to wait for
+    if (m_sidePending) {
+        m_sidePending = false;
+        TS_CUDA_CHECK(cudaStreamWaitEvent(m_stream, m_sideJoin, 0));
+    }
+    m_asideHeld.clear();  // the main stream's later work is ordered after every aside's: their memory may go
 }
 
 Buffer CudaBackend::alloc(size_t bytes) {
@@ -183,6 +189,7 @@ Buffer CudaBackend::allocUninit(size_t bytes) {
     if (graphAlloc(bytes, b)) return b;
     b = deviceAlloc(m_pool, bytes);
     graphKeep(b);
+    if (m_asideOpen) m_asideHeld.push_back(b);  // see m_asideHeld
     return b;
 }
 
@@ -191,6 +198,7 @@ Buffer CudaBackend::upload(const void* host, size_t bytes) {
     checkNotCapturing("upload");
     joinSide();
     Buffer b = deviceAlloc(m_pool, bytes);
+    if (m_asideOpen) m_asideHeld.push_back(b);
     if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(b.bytes(), host, bytes, cudaMemcpyHostToDevice, m_stream));
     // Pageable host memory: the copy is staged before cudaMemcpyAsync returns, but make it explicit
     // that the caller may free `host` now.
@@ -236,6 +244,7 @@ void CudaBackend::releaseWeights() {
     m_weights.clear();
     m_trellis.clear();
     m_exl3.reset();  // its per-layer expert tables point into m_trellis
+    m_aside.exl3.reset();
     m_denseMoe.clear();  // likewise, into m_weights
     // The freed uploads and the previous user's step buffers sit in the pool's free lists: give them
     // back, so cudaMemGetInfo (serve's KV budget after the self-test) counts only live memory.

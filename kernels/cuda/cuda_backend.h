@@ -154,6 +154,11 @@ public:
     bool setGraphsEnabled(bool on) override;
     GraphStats graphStats() const override;
 
+    // cuda_aside.cu: the model's aside (Backend::beginAside) on the side stream, with scratch of its own.
+    bool beginAside() override;
+    void endAside() override;
+    void joinAside() override;
+
     void synchronize() override;
     bool deviceMemory(size_t* freeBytes, size_t* totalBytes) const override;
 
@@ -206,6 +211,9 @@ public:
     void joinSide();
     bool inGraphRegion() const;  // cuda_graph.cu: inside Backend::beginGraphRegion … endGraphRegion (a decode step)
     cublasHandle_t cublas() const { return m_cublas; }
+    // The handle for a cuBLAS call about to be issued: one handle and one workspace serve both streams, so a
+    // call on the main stream while aside work is pending joins it first (never two streams' GEMMs at once).
+    cublasHandle_t cublasNow();
     const cudaDeviceProp& props() const { return m_props; }
     int device() const { return m_device; }
 
@@ -300,6 +308,22 @@ private:
     cudaStream_t m_side = nullptr;  // forkSide()
     cudaEvent_t m_sideFork = nullptr, m_sideJoin = nullptr;
     bool m_sidePending = false;  // side work issued and not yet joined
+    // cuda_aside.cu. While an aside is open (beginAside … endAside) m_stream is the side stream and the
+    // resources below are swapped with the main stream's, so that a scratch slot, a split-K partial buffer or
+    // an arrival counter is never shared by work of the two streams at once.
+    struct AsideResources {
+        std::vector<Buffer> scratch;
+        Buffer gemvPart, gemvCounters, mhcCounters;
+        std::shared_ptr<Exl3Cache> exl3;
+    };
+    void swapAsideResources();
+    AsideResources m_aside;
+    bool m_asideOpen = false;    // between beginAside and endAside (also in a replay, where nothing forks)
+    bool m_asideForked = false;  // ... and the work is going to the side stream (not a replay)
+    cudaStream_t m_asideMain = nullptr;  // the main stream while m_stream is the side one
+    // Model-level allocations made inside an aside: kept until the main stream has joined the side work
+    // (joinSide), so the pool never hands their memory to main-stream work while the side still uses it.
+    std::vector<Buffer> m_asideHeld;
     cublasHandle_t m_cublas = nullptr;
     cudaDeviceProp m_props{};
     std::map<std::tuple<const void*, int64_t, int64_t, int>, Buffer> m_weights;

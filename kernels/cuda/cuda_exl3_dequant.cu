@@ -171,7 +171,7 @@ bool CudaBackend::exl3PrefillLinearCublas(const Buffer& x, int64_t T, const Devi
         for (int64_t r = 0; r < m; ++r) rows[size_t(r)] = {x.f32() + (t0 + r) * in, d.suh, int32_t(r), 0};
         exl3PfTransform(rows, d.k, in, a, d.k, e, 2 * d.k);
         // 3. Column-major view: Yrᵀ [n, m] = Wd (column-major [2k, n], ld 2k)ᵀ · Aᵀ (column-major [2k, m], ld 2k).
-        TS_CUDA_CHECK(cublasGemmEx(m_cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(d.n), int(m), int(2 * d.k), &one, wd,
+        TS_CUDA_CHECK(cublasGemmEx(cublasNow(), CUBLAS_OP_T, CUBLAS_OP_N, int(d.n), int(m), int(2 * d.k), &one, wd,
                                    CUDA_R_16F, int(2 * d.k), a, CUDA_R_16F, int(2 * d.k), &zero, yr, CUDA_R_32F,
                                    int(d.n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         // 4. The epilogue into y's rows t0..

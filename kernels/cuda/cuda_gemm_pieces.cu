@@ -63,7 +63,7 @@ void CudaBackend::gemmCublasPieces(const float* x, const void* W, float* y, int6
         // Column-major view: yᵀ [N, rows] = W [N, K] · pieceᵀ [K, rows]; W row-major [N, K] is column-major Wᵀ
         // with ld K, a piece row-major [rows, K] column-major [K, rows].
         for (int p = 0; p < 3; ++p)
-            TS_CUDA_CHECK(cublasGemmEx(m_cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(N), int(rows), int(K), &one, w,
+            TS_CUDA_CHECK(cublasGemmEx(cublasNow(), CUBLAS_OP_T, CUBLAS_OP_N, int(N), int(rows), int(K), &one, w,
                                        CUDA_R_16BF, int(K), pieces + p * plane, CUDA_R_16BF, int(K), p ? &one : &zero,
                                        y + t0 * N, CUDA_R_32F, int(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }

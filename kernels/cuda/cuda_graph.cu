@@ -53,6 +53,10 @@ CudaBackend::GraphOp::GraphOp(CudaBackend& be, bool capturable, const char* name
     : m_be(be) {
     GraphState* g = be.m_graph.get();
     if (be.m_opDepth == 0 && g && g->mode != GraphState::kOff) {
+        // An op that waits for the host would end the capture with the side stream open (cuda_aside.cu).
+        if (!capturable && be.m_asideOpen)
+            fail(ErrorKind::Internal, std::string("CUDA graphs: ") + name +
+                                          " inside an aside (Backend::beginAside): the aside's ops must not wait for the host");
         // The measuring run's activations come from the pool, the later ones' from the arena: it records
         // what the op is; the capturing run adds the addresses, which every replay must match.
         uint64_t shape = mix(0x7473, capturable ? 1 : 2);

@@ -634,7 +634,7 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
         // Column-major view: yᵀ [N, T] = W [N, K] · xᵀ [K, T]; W row-major [N, K] is column-major Wᵀ with ld K.
         TS_CHECK(N <= INT32_MAX && K <= INT32_MAX && T <= INT32_MAX, "linear: matrix too large for cuBLAS");
         const float one = 1.0f, zeroF = 0.0f;
-        TS_CUDA_CHECK(cublasSgemm(m_cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(N), int(T), int(K), &one,
+        TS_CUDA_CHECK(cublasSgemm(cublasNow(), CUBLAS_OP_T, CUBLAS_OP_N, int(N), int(T), int(K), &one,
                                   static_cast<const float*>(W), int(K), X, int(K), &zeroF, Y, int(N)));
         return;
     }

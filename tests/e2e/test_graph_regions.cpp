@@ -44,6 +44,28 @@ public:
         log.push_back(std::string("end:") + (completed ? "1" : "0"));
     }
 
+    // The aside (Backend::beginAside), offered inside regions as the CUDA backend does by default. A broken
+    // bracket is recorded in asideError (the test checks it: QVERIFY cannot return a value from here).
+    bool offerAside = false;
+    bool asideOpen = false;
+    std::string asideError;
+    bool beginAside() override {
+        if (!offerAside || !inRegion) return false;
+        if (asideOpen) asideError += "asides must not nest; ";
+        asideOpen = true;
+        note("asideBegin");
+        return true;
+    }
+    void endAside() override {
+        if (!asideOpen) asideError += "endAside without beginAside; ";
+        asideOpen = false;
+        note("asideEnd");
+    }
+    void joinAside() override {
+        if (asideOpen) asideError += "joinAside inside the aside; ";
+        note("asideJoin");
+    }
+
     Buffer alloc(size_t b) override { note("alloc", int64_t(b)); return m_cpu->alloc(b); }
     Buffer allocUninit(size_t b) override { note("allocUninit", int64_t(b)); return m_cpu->allocUninit(b); }
     Buffer upload(const void* h, size_t b) override { note("upload", int64_t(b)); return m_cpu->upload(h, b); }
@@ -262,6 +284,7 @@ private slots:
     void onlyDecodeStepsOpenARegion();
     void perExpertLoopLeavesTheRegion();
     void denseExpertsStayInTheRegion();
+    void sharedExpertGoesAside();
 };
 
 // Two decode steps of the same batch size: one region each, closed as completed, the same ops and
@@ -421,6 +444,57 @@ void TestGraphRegions::denseExpertsStayInTheRegion() {
     QCOMPARE(fused, 7);  // the embedded model's 7 MoE layers (layer 0 is dense)
     QCOMPARE(out[0].logits.size(), want[0].logits.size());
     for (size_t v = 0; v < want[0].logits.size(); ++v) QVERIFY(std::fabs(out[0].logits[v] - want[0].logits[v]) <= 1e-5f);
+}
+
+// Where the backend offers an aside, each MoE layer issues its shared expert first, inside the aside — only the
+// expert's own ops (linears, swiglu, allocations), nothing that waits for the host —, then the routing and the
+// routed experts, then joins it right before the add that reads its output; and the logits are the CPU's bits.
+void TestGraphRegions::sharedExpertGoesAside() {
+    for (const std::string& dir : {kExl3, kDense}) {
+        RegionLogBackend be(true);
+        be.offerAside = true;
+        auto ref = makeCpuBackend();
+        Glm5NextModel m(dir, be), mr(dir, *ref);
+        std::vector<std::unique_ptr<SequenceState>> st, sr;
+        st.push_back(m.newSequence(KvCacheDtype::Fp8));
+        sr.push_back(mr.newSequence(KvCacheDtype::Fp8));
+        step(m, st, {{1, 2, 3, 4, 5}});
+        step(mr, sr, {{1, 2, 3, 4, 5}});
+        be.log.clear();
+        const auto out = step(m, st, {{6}});
+        const auto want = step(mr, sr, {{6}});
+        const auto r = firstRegion(be.log);
+        QCOMPARE(r.back(), std::string("end:1"));
+        int asides = 0;
+        for (size_t i = 0; i < r.size(); ++i) {
+            if (r[i] != "asideBegin") continue;
+            ++asides;
+            size_t j = i + 1;
+            int linears = 0;
+            for (; j < r.size() && r[j] != "asideEnd"; ++j) {
+                const std::string& l = r[j];
+                linears += l.rfind("linear:", 0) == 0;
+                QVERIFY2(l.rfind("linear:", 0) == 0 || l.rfind("swiglu:", 0) == 0 || l.rfind("alloc", 0) == 0,
+                         ("only the shared expert's ops inside the aside: " + l).c_str());
+            }
+            QVERIFY2(j < r.size(), "an aside must end inside the region");
+            QCOMPARE(linears, 3);  // gate, up, down
+            size_t k = j + 1;
+            bool routed = false;
+            for (; k < r.size() && r[k] != "asideJoin"; ++k) {
+                routed = routed || r[k].rfind("moeExpertsFusedDevice:", 0) == 0;
+                QVERIFY2(r[k] != "asideBegin", "an aside must be joined before the next one begins");
+            }
+            QVERIFY2(k + 1 < r.size(), "an aside must be joined inside the region");
+            QVERIFY2(routed, "the routed experts run between the aside's end and its join");
+            QVERIFY2(r[k + 1].rfind("add:", 0) == 0, ("the join comes right before the add: " + r[k + 1]).c_str());
+        }
+        QVERIFY2(be.asideError.empty(), be.asideError.c_str());
+        QVERIFY(!be.asideOpen);
+        QCOMPARE(asides, 7);  // every MoE layer of the embedded models (layer 0 is dense)
+        QCOMPARE(out[0].logits.size(), want[0].logits.size());
+        QVERIFY(std::memcmp(out[0].logits.data(), want[0].logits.data(), want[0].logits.size() * 4) == 0);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestGraphRegions)
