@@ -418,7 +418,8 @@ public:
 
     // Work beside the step ----------------------------------------------------------------------------
     // A run of ops whose results the next ops do not read (a MoE layer's shared expert, which needs only the
-    // layer's input, beside the routing and the routed experts) may be bracketed by beginAside() and
+    // layer's input, beside the routing and the routed experts; a KDA layer's gates beside its q / k / v
+    // projections) may be bracketed by beginAside() and
     // endAside(), and joinAside() then comes before the first op that reads those results. A device backend
     // may run the bracketed ops on a second stream, concurrently with the ops issued between endAside() and
     // joinAside(); results are the same bits (the same ops on the same inputs). The contract: the ops in

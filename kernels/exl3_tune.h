@@ -85,8 +85,8 @@ bool mhcFusedPre();
 // again; returns the previous override, −1: none). mhcSideSinkhorn: the mode in force (0 without CUDA).
 int mhcSetSideSinkhorn(int mode);
 int mhcSideSinkhorn();
-// Where the model's asides (Backend::beginAside: a MoE layer's shared expert, beside the routing and the routed
-// experts) run on the GPU (kernels/cuda/cuda_aside.cu): 0 in order on the main stream, 1 on the side stream inside
+// Where the model's asides (Backend::beginAside: a MoE layer's shared expert beside the routing and the routed
+// experts, a KDA layer's gates beside its q / k / v projections) run on the GPU (kernels/cuda/cuda_aside.cu): 0 in order on the main stream, 1 on the side stream inside
 // decode-step graph regions (the default), 2 on the side stream on every call (the self-test's bit-for-bit rows).
 // TS_CUDA_ASIDE (read once) or asideSetMode(mode) (−1: the environment's again; returns the previous override,
 // −1: none). asideMode: the mode in force (0 without CUDA).

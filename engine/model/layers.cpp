@@ -57,6 +57,29 @@ int64_t rowsOf(const std::vector<SeqRows>& run) {
     for (const SeqRows& r : run) n += r.rows;
     return n;
 }
+
+// Issues fn()'s ops as an aside (Backend::beginAside: on a GPU, a second stream beside the ops that follow) and
+// returns true — the caller then calls joinAside() before the first op that reads their results; false where the
+// backend runs ops in order: fn has not run, and the caller runs it where it would without an aside.
+template <class Fn>
+bool issueAside(Backend& b, const Fn& fn) {
+    if (!b.beginAside()) return false;
+    struct Guard {  // when fn throws: the backend must not stay in the aside (fn's error is the one that
+        Backend& b;  // propagates, so endAside's own, if any, is dropped — never thrown from a destructor)
+        bool open = true;
+        ~Guard() {
+            if (!open) return;
+            try {
+                b.endAside();
+            } catch (...) {
+            }
+        }
+    } guard{b};
+    fn();
+    guard.open = false;
+    b.endAside();
+    return true;
+}
 }  // namespace
 
 Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
@@ -65,6 +88,23 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     const Buffer& x = bt.xn;
     const int64_t T = bt.T, H = c.linear_num_heads, Dk = c.linear_head_dim, C = H * Dk, D = c.hidden_size;
     const int K = c.linear_conv_kernel_dim;
+    // The gates read x alone: their small, latency-bound projections go beside the large q / k / v ones where the
+    // backend can (issueAside), and in the order of before where it cannot. Same ops on the same inputs: same bits.
+    Buffer low = allocF(b, T * Dk), g = allocF(b, T * C), beta = allocF(b, T * H), gate = allocF(b, T * C);
+    const auto forgetAndBeta = [&] {
+        b.linear(x, T, w.fA, low);
+        b.linear(low, T, w.fB, g);  // forget gate [T, H·Dk]
+        b.kdaGate(g, T, H, Dk, w.aLog, w.dtBias, c.linear_lower_bound ? *c.linear_lower_bound : NAN);
+        b.linear(x, T, w.bProj, beta);
+    };
+    const auto outputGate = [&] {  // low is free again: fB has read it (in stream order on either path)
+        b.linear(x, T, w.gA, low);
+        b.linear(low, T, w.gB, gate);
+    };
+    const bool aside = issueAside(b, [&] {
+        forgetAndBeta();
+        outputGate();
+    });
     Buffer q = allocF(b, T * C), k = allocF(b, T * C), v = allocF(b, T * C);
     b.linear(x, T, w.qProj, q);
     b.linear(x, T, w.kProj, k);
@@ -74,13 +114,10 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
     const Buffer parts[3] = {q, k, v};
     const int64_t widths[3] = {C, C, C};
     b.concatColumns(parts, widths, 3, T, qkvRaw);
-
-    Buffer low = allocF(b, T * Dk), g = allocF(b, T * C);  // forget gate [T, H·Dk]
-    b.linear(x, T, w.fA, low);
-    b.linear(low, T, w.fB, g);
-    b.kdaGate(g, T, H, Dk, w.aLog, w.dtBias, c.linear_lower_bound ? *c.linear_lower_bound : NAN);
-    Buffer beta = allocF(b, T * H);
-    b.linear(x, T, w.bProj, beta);
+    if (aside)
+        b.joinAside();
+    else
+        forgetAndBeta();
 
     // The recurrent part: each sequence on its rows with its own conv tail and state — the step's sequences in
     // one batched call of each op (or one call per sequence without seqBatch()).
@@ -103,9 +140,7 @@ Buffer Glm5NextModel::kdaForward(const KdaWeights& w, int L, Batch& bt) const {
                             beta.viewF32(size_t(r0 * H), size_t(n * H)), &states[s0], o.viewF32(size_t(r0 * C), size_t(n * C)));
     }
 
-    Buffer gate = allocF(b, T * C);
-    b.linear(x, T, w.gA, low);
-    b.linear(low, T, w.gB, gate);
+    if (!aside) outputGate();
     b.gatedRmsnorm(o, T, H, Dk, w.oNorm, c.rms_norm_eps, gate);
     Buffer y = allocF(b, T * D);
     b.linear(o, T, w.oProj, y);
@@ -239,22 +274,7 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     // observer: it reads the expert's activations on the host.)
     const int64_t sharedI = int64_t(c.moe_intermediate_size) * c.n_shared_experts;
     Buffer shared;
-    if (w.hasShared && !m_mlpObserver && b.beginAside()) {
-        struct EndAside {  // when mlpForward throws: the backend must not stay in the aside (its error is the one
-            Backend& b;    // that propagates, so endAside's own, if any, is dropped — never thrown from here)
-            bool open = true;
-            ~EndAside() {
-                if (!open) return;
-                try {
-                    b.endAside();
-                } catch (...) {
-                }
-            }
-        } guard{b};
-        shared = mlpForward(w.shared, x, T, sharedI);
-        guard.open = false;
-        b.endAside();
-    }
+    const bool aside = w.hasShared && !m_mlpObserver && issueAside(b, [&] { shared = mlpForward(w.shared, x, T, sharedI); });
     std::vector<int32_t> idx(static_cast<size_t>(T * K));
     std::vector<float> wt(static_cast<size_t>(T * K));
     bool fused = false, routed = false;
@@ -318,10 +338,10 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
         b.scatterAddRows(ye, D, rows.data(), scales.data(), n, y);
     }
     if (w.hasShared) {
-        if (shared.empty())
-            shared = mlpForward(w.shared, x, T, sharedI);
-        else
+        if (aside)
             b.joinAside();
+        else
+            shared = mlpForward(w.shared, x, T, sharedI);
         b.add(shared, y, T * D);
     }
     return y;

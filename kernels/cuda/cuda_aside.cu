@@ -1,9 +1,10 @@
-// The model's aside (Backend::beginAside … endAside … joinAside) on the CUDA backend: a run of ops that the ops
-// after it do not read — a MoE layer's shared expert — goes to the side stream (CudaBackend::forkSide, the highest
-// priority), while the routing and the routed experts that follow run on the main stream; joinAside makes the
-// main stream wait for it before the shared expert's output is added. Why it pays on the H200: the fused EXL3
-// MoE kernel and the routing kernels leave much of the memory bandwidth and many issue slots idle (phases, waits;
-// docs/PERFORMANCE_EXL3.md), and the shared expert's BF16 GEMVs are bandwidth-bound work that fills them.
+// The model's asides (Backend::beginAside … endAside … joinAside) on the CUDA backend: a run of ops that the ops
+// after it do not read goes to the side stream (CudaBackend::forkSide, the highest priority) while the ops after it
+// run on the main stream; joinAside makes the main stream wait for it before its results are read. The model's two:
+// a MoE layer's shared expert beside the routing and the routed experts — the fused EXL3 MoE kernel and the routing
+// kernels leave much of the memory bandwidth and many issue slots idle on the H200 (phases, waits;
+// docs/PERFORMANCE_EXL3.md), which the expert's bandwidth-bound GEMVs fill —, and a KDA layer's gates (five small,
+// latency-bound GEMVs and kdaGate) beside its q / k / v projections.
 //
 // What it computes: nothing of its own — the same kernels on another stream; the model adds the result where it
 // did before, so the step's bits are unchanged.

@@ -284,7 +284,7 @@ private slots:
     void onlyDecodeStepsOpenARegion();
     void perExpertLoopLeavesTheRegion();
     void denseExpertsStayInTheRegion();
-    void sharedExpertGoesAside();
+    void asidesKeepTheirContract();
 };
 
 // Two decode steps of the same batch size: one region each, closed as completed, the same ops and
@@ -446,10 +446,12 @@ void TestGraphRegions::denseExpertsStayInTheRegion() {
     for (size_t v = 0; v < want[0].logits.size(); ++v) QVERIFY(std::fabs(out[0].logits[v] - want[0].logits[v]) <= 1e-5f);
 }
 
-// Where the backend offers an aside, each MoE layer issues its shared expert first, inside the aside — only the
-// expert's own ops (linears, swiglu, allocations), nothing that waits for the host —, then the routing and the
-// routed experts, then joins it right before the add that reads its output; and the logits are the CPU's bits.
-void TestGraphRegions::sharedExpertGoesAside() {
+// Where the backend offers an aside, the model brackets work that the next ops do not read, and joins it right
+// before the first op that reads it: each MoE layer's shared expert (its three linears and swiglu) beside the
+// routing and the routed experts, joined before the add of its output; each KDA layer's gates (the forget gate's
+// two linears and kdaGate, beta, the output gate's two linears) beside the q / k / v projections, joined before the
+// short conv. Inside an aside only those ops, nothing that waits for the host; and the logits are the CPU's bits.
+void TestGraphRegions::asidesKeepTheirContract() {
     for (const std::string& dir : {kExl3, kDense}) {
         RegionLogBackend be(true);
         be.offerAside = true;
@@ -465,33 +467,48 @@ void TestGraphRegions::sharedExpertGoesAside() {
         const auto want = step(mr, sr, {{6}});
         const auto r = firstRegion(be.log);
         QCOMPARE(r.back(), std::string("end:1"));
-        int asides = 0;
+        const auto starts = [](const std::string& l, const char* p) { return l.rfind(p, 0) == 0; };
+        int moeAsides = 0, kdaAsides = 0;
         for (size_t i = 0; i < r.size(); ++i) {
             if (r[i] != "asideBegin") continue;
-            ++asides;
             size_t j = i + 1;
-            int linears = 0;
+            int linears = 0, gates = 0;
             for (; j < r.size() && r[j] != "asideEnd"; ++j) {
                 const std::string& l = r[j];
-                linears += l.rfind("linear:", 0) == 0;
-                QVERIFY2(l.rfind("linear:", 0) == 0 || l.rfind("swiglu:", 0) == 0 || l.rfind("alloc", 0) == 0,
-                         ("only the shared expert's ops inside the aside: " + l).c_str());
+                linears += starts(l, "linear:");
+                gates += starts(l, "kdaGate:");
+                QVERIFY2(starts(l, "linear:") || starts(l, "swiglu:") || starts(l, "kdaGate:") || starts(l, "alloc"),
+                         ("only the bracketed work's own ops inside an aside: " + l).c_str());
             }
             QVERIFY2(j < r.size(), "an aside must end inside the region");
-            QCOMPARE(linears, 3);  // gate, up, down
             size_t k = j + 1;
-            bool routed = false;
+            int between = 0, routed = 0;
             for (; k < r.size() && r[k] != "asideJoin"; ++k) {
-                routed = routed || r[k].rfind("moeExpertsFusedDevice:", 0) == 0;
                 QVERIFY2(r[k] != "asideBegin", "an aside must be joined before the next one begins");
+                between += starts(r[k], "linear:");
+                routed += starts(r[k], "moeExpertsFusedDevice:");
             }
-            QVERIFY2(k + 1 < r.size(), "an aside must be joined inside the region");
-            QVERIFY2(routed, "the routed experts run between the aside's end and its join");
-            QVERIFY2(r[k + 1].rfind("add:", 0) == 0, ("the join comes right before the add: " + r[k + 1]).c_str());
+            QVERIFY2(k < r.size(), "an aside must be joined inside the region");
+            size_t next = k + 1;  // the first op after the join (allocations are not ops)
+            while (next < r.size() && starts(r[next], "alloc")) ++next;
+            QVERIFY(next < r.size());
+            const bool kda = gates == 1;
+            if (kda) {
+                ++kdaAsides;
+                QCOMPARE(linears, 5);  // f_a, f_b, b_proj, g_a, g_b
+                QCOMPARE(between, 3);  // q, k, v
+                QVERIFY2(starts(r[next], "causalConvSilu:"), ("the KDA join comes right before the conv: " + r[next]).c_str());
+            } else {
+                ++moeAsides;
+                QCOMPARE(linears, 3);  // the shared expert's gate, up, down
+                QCOMPARE(routed, 1);   // the routed experts run between the aside's end and its join
+                QVERIFY2(starts(r[next], "add:"), ("the MoE join comes right before the add: " + r[next]).c_str());
+            }
         }
         QVERIFY2(be.asideError.empty(), be.asideError.c_str());
         QVERIFY(!be.asideOpen);
-        QCOMPARE(asides, 7);  // every MoE layer of the embedded models (layer 0 is dense)
+        QCOMPARE(moeAsides, 7);  // the embedded models' MoE layers (layer 0 is dense)
+        QCOMPARE(kdaAsides, 6);  // and their KDA layers (2 of 8 are DSA)
         QCOMPARE(out[0].logits.size(), want[0].logits.size());
         QVERIFY(std::memcmp(out[0].logits.data(), want[0].logits.data(), want[0].logits.size() * 4) == 0);
     }
