@@ -80,9 +80,10 @@ RunOut runModel(const std::string& dir, Backend& backend, KvCacheDtype dt, const
 // sharedPool: the sequences live in one KvPool as the runtime's do (state slot b, pages interleaved b, b+B, …),
 // so the paged-cache ops take the step's sequences in one batched call each — the serving path; otherwise
 // each has a SequenceState of its own (own cache buffers: one call per sequence).
-// aside: instead of graphs off and on, both runs eager with the model's asides (Backend::beginAside: the shared
-// expert beside the routed experts) in order and then on the side stream at every call, prefill included
-// (asideSetMode 0 and 2) — the same bits again.
+// aside: instead of graphs off and on, both runs eager with the model's asides (Backend::beginAside: each MoE
+// layer's shared expert beside the routed experts, each KDA layer's gates beside its q / k / v projections) in
+// order and then on the side stream at every call, prefill included (asideSetMode 0 and 2) — the same bits again,
+// with exactly one aside per such layer and forward.
 ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int steps, uint64_t seed, bool sharedPool,
                             bool aside = false) {
     ModelCheck c;
@@ -92,13 +93,16 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
     c.tol = 0;
     std::vector<float> logits[2];
     Backend::GraphStats before, after;
-    int64_t V = 0, sharedExperts = 0, forks = 0;
+    int64_t V = 0, asidesPerForward = 0, forks = 0;
     for (int on = 0; on < 2; ++on) {
         dut.setGraphsEnabled(!aside && on == 1);
         if (aside) asideSetMode(on == 1 ? 2 : 0);
         Glm5NextModel model(dir, dut);
         V = model.text().vocab_size;
-        sharedExperts = model.text().n_shared_experts;
+        const TextConfig& tc = model.text();
+        asidesPerForward = tc.numLinearLayers();  // the KDA gates
+        if (tc.n_shared_experts > 0)
+            for (int L = 0; L < tc.num_hidden_layers; ++L) asidesPerForward += !tc.isDenseMlp(L);  // the shared expert
         if (aside && on == 1) forks = asideForks();
         std::mt19937_64 rng(seed ^ 0x67a9ULL);
         std::uniform_int_distribution<int32_t> tok(0, int32_t(V - 1));
@@ -170,14 +174,15 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
         if (d > 0 || std::isnan(d)) c.maxAbsErr = std::max(c.maxAbsErr, std::isfinite(d) ? d : INFINITY);
     }
     if (aside) {
-        // Every MoE layer of every forward (prefill and decode steps) with a shared expert forks one.
+        // Forwards: one prefill per sequence, then the decode steps.
         forks = asideForks() - forks;
         asideSetMode(-1);
         dut.setGraphsEnabled(true);
-        const bool ran = sharedExperts == 0 || forks > 0;
+        const int64_t expected = asidesPerForward * (B + steps);
+        const bool ran = forks == expected;
         c.pass = identical && ran;
         c.note = std::to_string(forks) + " asides on the side stream";
-        if (!ran) c.note += "; expected some (the model has a shared expert)";
+        if (!ran) c.note += "; expected " + std::to_string(expected);
         if (!identical) c.note += "; logits differ from the steps in order";
         return c;
     }

@@ -22,8 +22,9 @@
 //     region end joins whatever is pending (joinSide), as for the Sinkhorn aside.
 // Mode (asideSetMode, kernels/exl3_tune.h; TS_CUDA_ASIDE): 0 off, 1 inside decode-step graph regions (default:
 // where the step is latency-bound and graphs remove the fork's host cost), 2 on every call.
-// Test: `twinspark-cli selftest --backend cuda --model DIR` ("graph replay" rows: decode steps with graphs — so
-// with the aside — equal the eager steps without it bit for bit; "aside always" rows: mode 2 against mode 0);
+// Test: `twinspark-cli selftest --backend cuda --model DIR` ("graphs" rows: decode steps with graphs — so with the
+// asides — equal the eager steps without them bit for bit; "aside b3 pool" rows: mode 2 against mode 0, one aside
+// per KDA layer and per MoE layer with a shared expert in every forward, counted);
 // tests/e2e/test_graph_regions.cpp checks the model's side of the contract on the CPU.
 // Benchmark: slice decode with TS_CUDA_ASIDE=0 / 1 (scripts/gpu/decode_step_ab.sh, AB_VARS).
 #include <atomic>

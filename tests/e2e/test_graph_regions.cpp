@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
@@ -263,6 +264,22 @@ std::vector<ForwardResult> step(const Glm5NextModel& m, std::vector<std::unique_
     return out;
 }
 
+// One sequence of `dir` prefilled with 5 tokens, then one decode step, on `be` and on the CPU alike; `be`'s log holds
+// the decode step only. Returns {be's results, the CPU's}.
+std::pair<std::vector<ForwardResult>, std::vector<ForwardResult>> prefillThenDecode(const std::string& dir,
+                                                                                    RegionLogBackend& be) {
+    auto ref = makeCpuBackend();
+    Glm5NextModel m(dir, be), mr(dir, *ref);
+    std::vector<std::unique_ptr<SequenceState>> st, sr;
+    st.push_back(m.newSequence(KvCacheDtype::Fp8));
+    sr.push_back(mr.newSequence(KvCacheDtype::Fp8));
+    step(m, st, {{1, 2, 3, 4, 5}});
+    step(mr, sr, {{1, 2, 3, 4, 5}});
+    be.log.clear();
+    auto out = step(m, st, {{6}});
+    return {std::move(out), step(mr, sr, {{6}})};
+}
+
 // The log lines of the region opened first in `log` (begin .. end inclusive).
 std::vector<std::string> firstRegion(const std::vector<std::string>& log) {
     std::vector<std::string> r;
@@ -422,16 +439,7 @@ void TestGraphRegions::perExpertLoopLeavesTheRegion() {
 // per-expert loop and no download inside it, and gives the CPU's logits.
 void TestGraphRegions::denseExpertsStayInTheRegion() {
     RegionLogBackend be(true);
-    auto ref = makeCpuBackend();
-    Glm5NextModel m(kDense, be), mr(kDense, *ref);
-    std::vector<std::unique_ptr<SequenceState>> st, sr;
-    st.push_back(m.newSequence(KvCacheDtype::Fp8));
-    sr.push_back(mr.newSequence(KvCacheDtype::Fp8));
-    step(m, st, {{1, 2, 3, 4, 5}});
-    step(mr, sr, {{1, 2, 3, 4, 5}});
-    be.log.clear();
-    const auto out = step(m, st, {{6}});
-    const auto want = step(mr, sr, {{6}});
+    const auto [out, want] = prefillThenDecode(kDense, be);
     QCOMPARE(be.regions, 1);
     const auto r = firstRegion(be.log);
     QCOMPARE(r.back(), std::string("end:1"));
@@ -455,16 +463,7 @@ void TestGraphRegions::asidesKeepTheirContract() {
     for (const std::string& dir : {kExl3, kDense}) {
         RegionLogBackend be(true);
         be.offerAside = true;
-        auto ref = makeCpuBackend();
-        Glm5NextModel m(dir, be), mr(dir, *ref);
-        std::vector<std::unique_ptr<SequenceState>> st, sr;
-        st.push_back(m.newSequence(KvCacheDtype::Fp8));
-        sr.push_back(mr.newSequence(KvCacheDtype::Fp8));
-        step(m, st, {{1, 2, 3, 4, 5}});
-        step(mr, sr, {{1, 2, 3, 4, 5}});
-        be.log.clear();
-        const auto out = step(m, st, {{6}});
-        const auto want = step(mr, sr, {{6}});
+        const auto [out, want] = prefillThenDecode(dir, be);
         const auto r = firstRegion(be.log);
         QCOMPARE(r.back(), std::string("end:1"));
         const auto starts = [](const std::string& l, const char* p) { return l.rfind(p, 0) == 0; };
