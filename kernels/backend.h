@@ -110,6 +110,16 @@ struct HyperConnParams {
     float normEps = 1e-5f;
 };
 
+// A device backend's memory, in bytes (Backend::deviceMemory). On a GPU that shares the system's memory
+// (`unified`: an integrated GPU, the GB10 of a DGX Spark) total is the device's figure and free the system's
+// MemAvailable (core/host_memory.h says why not cudaMemGetInfo's free there).
+struct DeviceMemory {
+    int64_t totalBytes = 0;
+    int64_t freeBytes = 0;        // now
+    int64_t freeAtOpenBytes = 0;  // when the backend opened the device, before anything of its own
+    bool unified = false;
+};
+
 // Where one sequence's tokens live in a paged cache: token at logical position p is in physical slot
 // blocks[p / blockSize] · blockSize + p % blockSize. Host memory (the block table is tiny).
 struct PageTable {
@@ -433,9 +443,9 @@ public:
 
     // Output ------------------------------------------------------------------------------------------
     virtual void synchronize() {}
-    // Free and total bytes of the backend's device memory; false for host backends (their KV budget is
+    // The backend's device memory (DeviceMemory below); false for host backends (their KV budget is
     // configured, not measured).
-    virtual bool deviceMemory(size_t* /*freeBytes*/, size_t* /*totalBytes*/) const { return false; }
+    virtual bool deviceMemory(DeviceMemory* /*out*/) const { return false; }
 };
 
 std::unique_ptr<Backend> makeCpuBackend();

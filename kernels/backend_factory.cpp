@@ -55,6 +55,10 @@ int setMode(int mode);
 int mode();
 int64_t forks();
 }  // namespace asidecuda
+namespace memcuda {  // cuda_memory.cu
+int setRing(int on);
+bool ring();
+}  // namespace memcuda
 namespace mlatc {  // cuda_attention_tc.cu
 int setTensorCores(int on);
 bool tensorCores();
@@ -102,6 +106,8 @@ int gemvMultiTokenMode() { return mathcuda::multiTokenMode(); }
 int gemmSetMode(int mode) { return mathcuda::setManyTokenMode(mode); }
 int gemmMode() { return mathcuda::manyTokenMode(); }
 int64_t gemmCublasMinTokens() { return mathcuda::cublasMinTokens(); }
+int uploadSetRing(int on) { return memcuda::setRing(on); }
+bool uploadRing() { return memcuda::ring(); }
 int exl3MoeSetLaunches(int n) { return exl3cuda::setMoeLaunches(n); }
 int exl3SetMoeJobRows(int rows) { return exl3cuda::setMoeJobRows(rows); }
 int exl3SetSmemLimitKiB(int kib) { return exl3cuda::setSmemLimitKiB(kib); }
@@ -184,6 +190,8 @@ int gemvMultiTokenMode() { return -1; }
 int gemmSetMode(int) { return -1; }
 int gemmMode() { return -1; }
 int64_t gemmCublasMinTokens() { return 0; }
+int uploadSetRing(int) { return -1; }
+bool uploadRing() { return false; }
 #endif
 
 void checkBackendName(const std::string& name) {

@@ -192,6 +192,13 @@ int gemmSetMode(int mode);
 int gemmMode();
 int64_t gemmCublasMinTokens();
 
+// Host → device uploads (the weights at load; kernels/cuda/cuda_memory.cu): through the backend's pinned two-slot
+// ring (the default), or, TS_UPLOAD_RING=0 (read once), straight from the source as cudaMemcpy stages pageable
+// memory — for A/B runs (bench-device --what upload). uploadSetRing(1 or 0) overrides it from now on, −1 restores
+// the environment's; returns the previous override (−1: none). uploadRing: the choice in force (false without CUDA).
+int uploadSetRing(int on);
+bool uploadRing();
+
 // Sets one of the run-time overrides above (a setter that returns the previous override, −1 or 0 for none) for
 // its lifetime, then restores the previous one, also when the code in between throws: bench-device times each
 // variant in one process, the self-test checks the variant not in force.

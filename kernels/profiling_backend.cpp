@@ -227,8 +227,8 @@ void ProfilingBackend::synchronize() {
     m_inner->synchronize();
 }
 
-bool ProfilingBackend::deviceMemory(size_t* freeBytes, size_t* totalBytes) const {
-    return m_inner->deviceMemory(freeBytes, totalBytes);
+bool ProfilingBackend::deviceMemory(DeviceMemory* out) const {
+    return m_inner->deviceMemory(out);
 }
 
 }  // namespace ts

@@ -77,7 +77,7 @@ public:
                                int64_t E, float limit, const Buffer& y) override;
     bool sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs, SampleOutput* out) override;
     void synchronize() override;
-    bool deviceMemory(size_t* freeBytes, size_t* totalBytes) const override;
+    bool deviceMemory(DeviceMemory* out) const override;
 
 private:
     // Runs one forwarded op, synchronizes the wrapped backend and books the wall time under `op`.

@@ -692,7 +692,11 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>GPU memory: %1 GiB in use after the weights and one step; GPU_MEM_UTIL %2 leaves %3 GiB for the KV pool</source>
+        <source>Loading the weights (%1 of %2 GiB)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU memory: %1</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -167,7 +167,16 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
                                  : tr("GPU self-test passed: %1 checks").arg(verified.checks));
         }
         emit loadProgress(10, tr("Mapping and checking the weights"));
-        loaded->model = std::make_unique<Glm5NextModel>(dir, *loaded->backend);
+        // 10 → 78 % while the weights are made ready (a GPU uploads them: minutes for the full-size model).
+        int lastPercent = 10;
+        loaded->model = std::make_unique<Glm5NextModel>(dir, *loaded->backend, [&](int64_t done, int64_t total) {
+            const int percent = 10 + int(total > 0 ? 68 * done / total : 68);
+            if (percent == lastPercent) return;
+            lastPercent = percent;
+            emit loadProgress(percent, tr("Loading the weights (%1 of %2 GiB)")
+                                           .arg(double(done) / double(1 << 30), 0, 'f', 1)
+                                           .arg(double(total) / double(1 << 30), 0, 'f', 1));
+        });
         emit loadProgress(80, tr("Loading the tokenizer"));
         if (QFileInfo::exists(QString::fromStdString(dir + "/tokenizer.json"))) {
             loaded->tokenizer = Tokenizer::fromDirectory(dir);
@@ -193,10 +202,7 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
         ec.kvDtype = options.kvFp32 ? KvCacheDtype::Fp32 : KvCacheDtype::Fp8;
         if (const auto db = deviceKvBudget(*loaded->model, ec, options.gpuMemUtil)) {
             ec.kvBudgetBytes = db->kvBudgetBytes;
-            log(tr("GPU memory: %1 GiB in use after the weights and one step; GPU_MEM_UTIL %2 leaves %3 GiB for the KV pool")
-                    .arg(double(db->usedAfterWeightsBytes + db->activationBytes) / double(1 << 30), 0, 'f', 2)
-                    .arg(options.gpuMemUtil, 0, 'f', 2)
-                    .arg(double(db->kvBudgetBytes) / double(1 << 30), 0, 'f', 2));
+            log(tr("GPU memory: %1").arg(QString::fromStdString(describeDeviceBudget(*db, options.gpuMemUtil))));
         }
         loaded->engine = std::make_unique<Engine>(*loaded->model, ec, loaded->tokenizer ? &*loaded->tokenizer : nullptr);
     } catch (const std::exception& e) {

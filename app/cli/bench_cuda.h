@@ -56,6 +56,8 @@ nlohmann::json benchKdaDecode(Backend& backend, int reps);  // bench_cuda_kda.cp
 nlohmann::json benchMhcPre(Backend& backend, int reps);     // bench_cuda_mhc.cpp: mHC pre, one launch vs two
 // bench_cuda_gemv.cpp: the dense one-token BF16 GEMV at the decode step's shapes, every one-token mode.
 nlohmann::json benchGemv(Backend& backend, int reps, double copyBw);
+// bench_cuda_upload.cpp: 1 GiB host → device uploads from anonymous memory and a mapped file, ring and direct.
+nlohmann::json benchUpload(Backend& backend, int reps);
 
 }  // namespace ts::cli
 

@@ -25,7 +25,8 @@ int cmdBenchDevice(const Args& args) {
                     "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4) and\n"
                     "exl3-prefill (the MoE layer and a GEMM at prefill sizes, TFLOP/s; also part of exl3);\n"
                     "mhc times the mHC pre op (one launch vs two) at decode and prefill sizes; gemv the dense BF16\n"
-                    "GEMV / GEMM at a decode step's shapes, 1 to 4,096 tokens, in each of the CUDA backend's modes.\n"
+                    "GEMV / GEMM at a decode step's shapes, 1 to 4,096 tokens, in each of the CUDA backend's modes;\n"
+                    "upload host -> device uploads of 1 GiB (anonymous memory and a mapped file; pinned ring and direct).\n"
                     "Times the device kernels at GLM-5.3-Flash's real widths; bandwidth is reported as a fraction\n"
                     "of the measured device-to-device copy bandwidth (read + write). --what \"\" measures only that\n"
                     "copy bandwidth (scripts/gpu/run_gpu_suite.sh uses it for benchmark 3).\n");
@@ -37,10 +38,11 @@ int cmdBenchDevice(const Args& args) {
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
     for (std::string item; std::getline(ss, item, ',');) {
         if (item != "exl3" && item != "exl3-moe" && item != "exl3-gemv4" && item != "exl3-trace" &&
-            item != "exl3-prefill" && item != "mla" && item != "kda" && item != "mhc" && item != "gemv")
+            item != "exl3-prefill" && item != "mla" && item != "kda" && item != "mhc" && item != "gemv" &&
+            item != "upload")
             fail(ErrorKind::InvalidArgument, "--what: '" + item +
                                                  "' is not one of exl3, exl3-moe, exl3-gemv4, exl3-trace, exl3-prefill, "
-                                                 "mla, kda, mhc, gemv");
+                                                 "mla, kda, mhc, gemv, upload");
         what.push_back(item);
     }
     // Opened before the benchmarks: a bad path is reported at once, not after minutes of timing.
@@ -75,6 +77,7 @@ int cmdBenchDevice(const Args& args) {
         if (w == "kda") out["kda"] = benchKdaDecode(*backend, reps);
         if (w == "mhc") out["mhc"] = benchMhcPre(*backend, reps);
         if (w == "gemv") out["gemv"] = benchGemv(*backend, reps, copyBw);
+        if (w == "upload") out["upload"] = benchUpload(*backend, reps);
     }
     if (jsonOut.is_open()) jsonOut << out.dump(1) << "\n";
     return 0;

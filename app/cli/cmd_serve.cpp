@@ -17,6 +17,7 @@
 #include <pthread.h>
 
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/glm5_next.h"
@@ -168,15 +169,11 @@ int cmdServe(const Args& args) {
             if (verified.ran)
                 std::fprintf(stderr, "serve: GPU self-test passed (%lld op checks against the CPU reference)\n",
                              (long long)verified.checks);
-            loaded->model = std::make_unique<Glm5NextModel>(modelDir, *loaded->backend);
+            loaded->model =
+                std::make_unique<Glm5NextModel>(modelDir, *loaded->backend, stderrLoadProgress("serve", *loaded->backend));
             if (const auto db = deviceKvBudget(*loaded->model, ec, gpuMemUtil)) {
                 ec.kvBudgetBytes = db->kvBudgetBytes;
-                std::fprintf(stderr,
-                             "serve: device memory %.2f GiB: %.2f GiB in use after the weights, %.2f GiB for a "
-                             "%lld-token step; GPU_MEM_UTIL %.2f leaves %.2f GiB for the KV pool\n",
-                             double(db->totalBytes) / double(1 << 30), double(db->usedAfterWeightsBytes) / double(1 << 30),
-                             double(db->activationBytes) / double(1 << 30), (long long)ec.maxNumBatchedTokens, gpuMemUtil,
-                             double(db->kvBudgetBytes) / double(1 << 30));
+                std::fprintf(stderr, "serve: %s\n", describeDeviceBudget(*db, gpuMemUtil).c_str());
             }
             std::fprintf(stderr, "serve: weights bound (%d layers, vocab %lld)\n", int(loaded->model->text().num_hidden_layers),
                          (long long)loaded->model->text().vocab_size);

@@ -1,5 +1,9 @@
 #include "cli/model_loading.h"
 
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
 #include "profiling_backend.h"
 
 #include "core/error.h"
@@ -23,8 +27,22 @@ LoadedModel loadModel(const Args& args, bool profileOps) {
     l.dt = parseKvCacheDtype(args.get("kv-cache-dtype").value_or("fp8"));
     l.backend = makeBackend(backend);
     if (profileOps) l.backend = std::make_unique<ProfilingBackend>(std::move(l.backend));
-    l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend);
+    l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend, stderrLoadProgress("load", *l.backend));
     return l;
+}
+
+LoadProgress stderrLoadProgress(const std::string& who, const Backend& backend) {
+    if (backend.name() == "cpu") return {};
+    auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+    return [who, last](int64_t done, int64_t total) {
+        const auto now = std::chrono::steady_clock::now();
+        if (done != total && (done == 0 || now - *last < std::chrono::seconds(2))) return;
+        *last = now;
+        const double g = double(int64_t(1) << 30);
+        std::fprintf(stderr, "%s: weights on the device %.1f / %.1f GiB (%d %%)\n", who.c_str(), double(done) / g,
+                     double(total) / g, total > 0 ? int(100 * done / total) : 100);
+        std::fflush(stderr);
+    };
 }
 
 }  // namespace ts::cli

@@ -23,6 +23,10 @@ struct LoadedModel {
 // profileOps: wrap the backend in a ProfilingBackend (kernels/profiling_backend.h): every op synchronized
 // and timed (`generate --profile-ops`).
 LoadedModel loadModel(const Args& args, bool profileOps = false);
+
+// A load's progress on stderr for a device backend ("<who>: weights on the device 12.3 / 82.1 GiB (15 %)", at most
+// every two seconds, and at the end); nothing for the CPU, which has nothing to upload.
+LoadProgress stderrLoadProgress(const std::string& who, const Backend& backend);
 KvCacheDtype parseKvCacheDtype(const std::string& value);
 
 // `generate` through the engine (text prompts, concurrency): cmd_generate_engine.cpp.

@@ -8,7 +8,7 @@
 
 namespace ts {
 
-Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend)
+Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend, const LoadProgress& progress)
     : m_backend(backend), m_cfg(loadModelConfig(dir)) {
     const TextConfig& c = m_cfg.text;
     if (!c.index_kpool_always_select_tail)
@@ -22,7 +22,14 @@ Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend)
                                          "' is not supported (EXL3 checkpoints and BF16/F16/F32 ones are)");
     m_ckpt = std::make_unique<SafetensorsCheckpoint>(dir);
     m_w = bindWeights(m_cfg, *m_ckpt, backend);
-    forEachWeightView(m_w, [&](const WeightView& v) { backend.preloadWeight(v); });
+    int64_t total = 0, done = 0;
+    forEachWeightView(m_w, [&](const WeightView& v) { total += weightViewBytes(v); });
+    if (progress) progress(0, total);
+    forEachWeightView(m_w, [&](const WeightView& v) {
+        backend.preloadWeight(v);
+        done += weightViewBytes(v);
+        if (progress) progress(done, total);
+    });
 }
 
 Glm5NextModel::~Glm5NextModel() { m_backend.releaseWeights(); }

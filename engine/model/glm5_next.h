@@ -8,6 +8,7 @@
 // prefilled at once, in chunks, token by token, or batched with others (tests/golden/test_forward_consistency).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,10 +60,15 @@ public:
                          int64_t I) = 0;
 };
 
+// A load's progress: bytes of weights made ready on the backend (uploaded, on a device backend) so far, of all.
+// Called once with done = 0, then after every weight; a caller that prints throttles itself.
+using LoadProgress = std::function<void(int64_t doneBytes, int64_t totalBytes)>;
+
 class Glm5NextModel {
 public:
-    // Loads config.json (+ generation_config.json) and binds the safetensors weights of `dir`.
-    Glm5NextModel(const std::string& dir, Backend& backend);
+    // Loads config.json (+ generation_config.json), binds the safetensors weights of `dir` and has the backend
+    // make each ready (a device backend uploads them: minutes for the full-size model, hence `progress`).
+    Glm5NextModel(const std::string& dir, Backend& backend, const LoadProgress& progress = {});
     // Tells the backend to drop its uploads of these weights (their host memory is unmapped next).
     ~Glm5NextModel();
     Glm5NextModel(const Glm5NextModel&) = delete;

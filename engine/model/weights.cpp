@@ -273,6 +273,14 @@ void forLayer(const LayerWeights& l, const std::function<void(const WeightView&)
 }
 }  // namespace
 
+int64_t weightViewBytes(const WeightView& v) {
+    if (v.packed) {
+        const TrellisView* t = v.packed->trellis();
+        return t ? int64_t(t->trellisBytes()) : 0;
+    }
+    return v.data ? v.rows * v.cols * int64_t(dtypeSize(v.dtype)) : 0;
+}
+
 void forEachWeightView(const ModelWeights& w, const std::function<void(const WeightView&)>& fn) {
     auto visit = [&](const WeightView& v) {
         if (v.data || v.packed) fn(v);

@@ -99,6 +99,8 @@ struct ModelWeights {
 
 // Every matrix view of the model (embedding, projections, experts, mHC fn, heads), once each.
 void forEachWeightView(const ModelWeights& w, const std::function<void(const WeightView&)>& fn);
+// The checkpoint bytes a view stands for: rows × cols × the dtype's size, or a packed linear's trellis.
+int64_t weightViewBytes(const WeightView& v);
 
 // Binds and validates every tensor; `ckpt` must outlive the returned views.
 ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend);

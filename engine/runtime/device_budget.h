@@ -1,11 +1,16 @@
-// The KV budget on a device backend, as the recipe's vLLM derives it: GPU_MEM_UTIL of the device's memory,
-// minus what is in use once the weights are resident and one step of the largest size has run (its
-// activations stay in the backend's caching allocator, so they are counted as used, as vLLM's profiling
-// run counts the activation peak). Host backends have no device memory: their budget is configured.
+// The KV budget on a device backend, as the recipe's vLLM derives it: GPU_MEM_UTIL of the device's memory is
+// what this process may use (vLLM's "requested memory"); the pool gets what is left of it once the weights are
+// resident and one step of the largest size has run (its activations stay in the backend's caching allocator,
+// so they count, as vLLM's profiling run counts the activation peak). Other processes' memory is not taken
+// from the budget; instead, as vLLM checks at start-up, the requested memory must have been free when the
+// backend opened the device — on a unified-memory GB10 the system and every program share that memory, and a
+// budget that subtracted them cut the pool at the recipe's own settings to about a quarter (test_device_budget).
+// Host backends have no device memory: their budget is configured.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "model/glm5_next.h"
 #include "runtime/engine.h"
@@ -15,14 +20,27 @@ namespace ts {
 struct DeviceBudget {
     int64_t kvBudgetBytes = 0;
     int64_t totalBytes = 0;
-    int64_t usedAfterWeightsBytes = 0;  // before the profiling step
-    int64_t activationBytes = 0;        // what the profiling step added
+    int64_t requestedBytes = 0;      // GPU_MEM_UTIL × total
+    int64_t othersBytes = 0;         // in use by others when the device was opened (unified: the system too)
+    int64_t modelBytes = 0;          // this process's use once the model is loaded (weights, workspaces)
+    int64_t activationBytes = 0;     // what the profiling step added
+    int64_t stepTokens = 0;          // the profiling step's tokens
+    bool unified = false;
 };
 
-// nullopt for a host backend. Throws InvalidArgument when `gpuMemUtil` leaves nothing for the pool (the
-// message says how much is in use and what utilisation would fit). Call after the model is loaded and
-// before the Engine is built; `ec.maxNumBatchedTokens` sets the profiling step's size (capped by
-// max_position_embeddings).
+// The arithmetic of deviceKvBudget from its measurements (bytes): free when the backend opened the device, after
+// the weights, after the profiling step of `stepTokens` tokens. Throws InvalidArgument, with the numbers and the
+// GPU_MEM_UTIL that would fit, when the requested memory was not free at the start or leaves nothing for the pool.
+DeviceBudget planDeviceBudget(double gpuMemUtil, int64_t totalBytes, int64_t freeAtOpenBytes,
+                              int64_t freeAfterWeightsBytes, int64_t freeAfterStepBytes, bool unified,
+                              int64_t stepTokens);
+
+// nullopt for a host backend. Throws as planDeviceBudget. Call after the model is loaded and before the Engine is
+// built; `ec.maxNumBatchedTokens` sets the profiling step's size (capped by max_position_embeddings).
 std::optional<DeviceBudget> deviceKvBudget(const Glm5NextModel& model, const EngineConfig& ec, double gpuMemUtil);
+
+// One line for the logs: the device's memory, what others used at the start, what GPU_MEM_UTIL allows, the
+// model's and the profiling step's shares and the pool's.
+std::string describeDeviceBudget(const DeviceBudget& b, double gpuMemUtil);
 
 }  // namespace ts

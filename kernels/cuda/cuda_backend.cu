@@ -106,6 +106,9 @@ Buffer deviceAlloc(const std::shared_ptr<DevicePool>& pool, size_t bytes) {
 CudaBackend::CudaBackend(int device) : m_device(device) {
     TS_CUDA_CHECK(cudaSetDevice(device));
     TS_CUDA_CHECK(cudaGetDeviceProperties(&m_props, device));
+    TS_CUDA_CHECK(cudaFree(nullptr));  // the context exists from here on: what it takes is not ours to plan
+    checkKernelImage();
+    openMemoryAccounting();
     TS_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
     int leastPriority = 0, greatestPriority = 0;
     TS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
@@ -131,6 +134,7 @@ CudaBackend::~CudaBackend() {
     if (m_stream) cudaStreamSynchronize(m_stream);
     m_graph.reset();  // graph execs and arenas, before the pool closes
     m_exl3.reset();  // its buffers go back to the pool below, its events before the stream goes
+    m_uploadRing.reset();  // pinned slots and events, before the stream goes
     m_aside = AsideResources{};
     m_asideHeld.clear();
     m_denseMoe.clear();
@@ -199,10 +203,7 @@ Buffer CudaBackend::upload(const void* host, size_t bytes) {
     joinSide();
     Buffer b = deviceAlloc(m_pool, bytes);
     if (m_asideOpen) m_asideHeld.push_back(b);
-    if (bytes) TS_CUDA_CHECK(cudaMemcpyAsync(b.bytes(), host, bytes, cudaMemcpyHostToDevice, m_stream));
-    // Pageable host memory: the copy is staged before cudaMemcpyAsync returns, but make it explicit
-    // that the caller may free `host` now.
-    TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    copyToDevice(b.bytes(), host, bytes);  // through pinned memory (cuda_memory.cu says why); synchronous
     return b;
 }
 
@@ -230,12 +231,6 @@ void CudaBackend::synchronize() {
     checkNotCapturing("synchronize");
     joinSide();
     TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-}
-
-bool CudaBackend::deviceMemory(size_t* freeBytes, size_t* totalBytes) const {
-    TS_CUDA_CHECK(cudaSetDevice(m_device));
-    TS_CUDA_CHECK(cudaMemGetInfo(freeBytes, totalBytes));
-    return true;
 }
 
 void CudaBackend::releaseWeights() {

@@ -160,7 +160,7 @@ public:
     void joinAside() override;
 
     void synchronize() override;
-    bool deviceMemory(size_t* freeBytes, size_t* totalBytes) const override;
+    bool deviceMemory(DeviceMemory* out) const override;
 
     // Every public op opens one of these first, with its name and the arguments a replay must match
     // (buffer and weight addresses, shapes, scalars; see gk / gf). Inside a graph region, at the model's
@@ -326,6 +326,23 @@ private:
     std::vector<Buffer> m_asideHeld;
     cublasHandle_t m_cublas = nullptr;
     cudaDeviceProp m_props{};
+    // Memory accounting (deviceMemory): whether the device shares the system's memory (cuda_memory.cu says
+    // how that is decided) and its free bytes when this backend opened it, before any allocation of its own.
+    bool m_unified = false;
+    int64_t m_freeAtOpen = 0;
+    void openMemoryAccounting();
+    // Throws Unsupported, naming the device and the build's architectures, when this build has no kernels the
+    // device can run (an 'a' target runs only on its own architecture): "auto" then falls back to the CPU.
+    void checkKernelImage() const;
+    // dst (device) ← host, through the upload ring; returns once the copy is complete (the caller may free host).
+    void copyToDevice(void* dst, const void* host, size_t bytes);
+    int64_t freeBytesNow(int64_t* totalBytes = nullptr) const;  // free bytes as deviceMemory counts them
+    // upload()'s pinned two-slot ring (cuda_memory.cu), made on first use.
+    struct UploadRing;
+    struct UploadRingDeleter {
+        void operator()(UploadRing* r) const;
+    };
+    std::unique_ptr<UploadRing, UploadRingDeleter> m_uploadRing;
     std::map<std::tuple<const void*, int64_t, int64_t, int>, Buffer> m_weights;
     struct TrellisEntry {
         Buffer mem;

@@ -39,6 +39,9 @@ private slots:
         QVERIFY(info.randomWeights);
         QVERIFY(progress.count() >= 4);
         QCOMPARE(progress.last().first().toInt(), 100);
+        for (int i = 1; i < progress.count(); ++i)  // the weights' share (10 → 78 %) included: never backwards
+            QVERIFY2(progress.at(i).first().toInt() >= progress.at(i - 1).first().toInt(),
+                     qPrintable(progress.at(i).at(1).toString()));
     }
     void cleanupTestCase() { m_controller.shutdown(); }
 

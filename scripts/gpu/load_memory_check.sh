@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The GPU machine's checks of how a model gets onto the device and how its memory is planned (issue 6, GB10
+# readiness; docs/PERFORMANCE.md "Loading and device memory"), after run_gpu_suite.sh (or PREBUILT=1) has put the
+# CLI in build-gpu in the same call:
+#   1. bench-device --what upload: 1 GiB uploads from anonymous memory and from a mapped file, through the pinned
+#      ring and straight from the source (TS_UPLOAD_RING's A/B), GB/s;
+#   2. serve on the EXL3 embedded model until it is ready: its load-progress and device-memory lines;
+#   3. the same at GPU_MEM_UTIL 0.999 (more than was free when the device was opened): must stop with the message
+#      naming the utilisation that fits, exit 2;
+#   4. the same with TS_UNIFIED_MEMORY=1 (the GB10's accounting, free = the host's MemAvailable, forced on this
+#      discrete GPU): the path runs and says "unified" — its numbers mean nothing here;
+#   5. tools/device/kernel_image_probe.cu built for sm_120a: the runtime reports the missing image at the check.
+#   device: bash scripts/gpu/load_memory_check.sh "$OUT"
+# Results: $OUT/load_memory.txt, $OUT/upload.json.
+set -uo pipefail
+OUT=${1:-/tmp/twinspark-gpu}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+CLI=build-gpu/app/twinspark-cli
+[ -x "$CLI" ] || { echo "build-gpu missing: run run_gpu_suite.sh first"; exit 2; }
+R="$OUT/load_memory.txt"
+MODEL=${LM_MODEL:-resources/models/glm5-next-tiny-exl3}
+$CLI bench-device --backend cuda --what upload --reps 5 --json "$OUT/upload.json" 2>&1 | tee -a "$R"
+serve_until_ready() {  # $1: label; the rest: environment assignments
+  local label=$1; shift
+  local port=$((18000 + RANDOM % 1000))
+  env "$@" $CLI serve --backend cuda --model "$MODEL" --port "$port" >/tmp/lm_serve.out 2>/tmp/lm_serve.err &
+  local pid=$! rc=running
+  for _ in $(seq 1 240); do
+    if ! kill -0 $pid 2>/dev/null; then wait $pid; rc=$?; break; fi
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  [ "$rc" = running ] && { kill -INT $pid; wait $pid; rc="ready, then stopped (exit $?)"; }
+  echo "== serve ($label): $rc" | tee -a "$R"
+  grep -E "weights on the device|device memory|GPU_MEM_UTIL|KV plan|rror" /tmp/lm_serve.err | tee -a "$R"
+}
+serve_until_ready "defaults"
+serve_until_ready "GPU_MEM_UTIL 0.999" GPU_MEM_UTIL=0.999
+serve_until_ready "TS_UNIFIED_MEMORY=1" TS_UNIFIED_MEMORY=1
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if "$NVCC" -gencode arch=compute_120a,code=sm_120a -o /tmp/kernel_image_probe tools/device/kernel_image_probe.cu 2>/tmp/kip.err; then
+  echo "== kernel image probe built for sm_120a on this $(nvidia-smi --query-gpu=name --format=csv,noheader):" | tee -a "$R"
+  /tmp/kernel_image_probe 2>&1 | tee -a "$R"; echo "exit ${PIPESTATUS[0]}" | tee -a "$R"
+else
+  echo "== kernel image probe: nvcc failed" | tee -a "$R"; cat /tmp/kip.err | tee -a "$R"
+fi
