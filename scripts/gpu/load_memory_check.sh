@@ -13,11 +13,7 @@
 #   device: bash scripts/gpu/load_memory_check.sh "$OUT"
 # Results: $OUT/load_memory.txt, $OUT/upload.json.
 set -uo pipefail
-OUT=${1:-/tmp/twinspark-gpu}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/../.."
-CLI=build-gpu/app/twinspark-cli
-[ -x "$CLI" ] || { echo "build-gpu missing: run run_gpu_suite.sh first"; exit 2; }
+source "$(dirname "$0")/cli_env.sh" "$@"  # OUT, CLI; the repository root
 R="$OUT/load_memory.txt"
 MODEL=${LM_MODEL:-resources/models/glm5-next-tiny-exl3}
 $CLI bench-device --backend cuda --what upload --reps 5 --json "$OUT/upload.json" 2>&1 | tee -a "$R"

@@ -13,11 +13,7 @@
 #      runs only the GEMV at K = 4, so SKIP = 20 lands on the 4096→12288 MUL1 GEMV; exl3-moe only the MoE layer).
 #      Results also: $OUT/ncu_<tag>_pipes.txt (utilisation of each functional pipe).
 set -uo pipefail
-OUT=${1:-/tmp/twinspark-gpu}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/../.."
-CLI=build-gpu/app/twinspark-cli
-[ -x "$CLI" ] || { echo "build-gpu missing: run run_gpu_suite.sh first"; exit 2; }
+source "$(dirname "$0")/cli_env.sh" "$@"  # OUT, CLI; the repository root
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
 KERNEL=${KERNEL:-exl3KernelILi4ELi2ELi0E}; TAG=${TAG:-gemv}; SKIP=${SKIP:-20}

@@ -9,13 +9,9 @@
 #      the first decode step's), COUNT (1: launches profiled), TAG (moe: the result files' tag), BATCHES ("1 4");
 #      e.g. KERNEL=gemvVecKernel SKIP=60 COUNT=3 TAG=gemv BATCHES=4 for the 4-token BF16 GEMV.
 set -uo pipefail
-OUT=${1:-/tmp/twinspark-gpu}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/../.."
-CLI=build-gpu/app/twinspark-cli
+source "$(dirname "$0")/cli_env.sh" "$@"  # OUT, CLI; the repository root
 SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L4}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-[ -x "$CLI" ] || { echo "build-gpu missing: run run_gpu_suite.sh first"; exit 2; }
 [ -f "$SDIR/config.json" ] || python3 tools/device/make_slice_model.py "$SDIR" --layers 4 >"$OUT/make_slice.log" 2>&1
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu"; exit 2; }
