@@ -15,12 +15,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/model_loading.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "runtime/device_budget.h"
 #include "runtime/engine.h"
 #include "text/chat_template.h"
 #include "text/reasoning_parser.h"
@@ -102,6 +104,8 @@ std::vector<int64_t> parseMaxTokens(const Args& args) {
 int generateWithEngine(const Args& args) {
     const std::vector<int64_t> maxTokensList = parseMaxTokens(args);
     const int64_t concurrency = args.getInt("concurrency", 1, 1, 256);
+    std::optional<double> memUtil;  // checked before the model loads: bad input is reported at once
+    if (auto u = args.get("gpu-mem-util")) memUtil = parseGpuMemUtil(*u, "--gpu-mem-util");
     LoadedModel l = loadModel(args);
     const std::string dir = args.require("model");
 
@@ -147,6 +151,12 @@ int generateWithEngine(const Args& args) {
     ec.kvDtype = l.dt;
     ec.maxNumSeqs = int32_t(std::max<int64_t>(4, concurrency));
     ec.kvBudgetBytes = int64_t(1) << 30;
+    if (memUtil) {  // the pool sized as serve sizes it (runtime/device_budget.h)
+        const auto db = deviceKvBudget(*l.model, ec, *memUtil);
+        if (!db) fail(ErrorKind::InvalidArgument, "--gpu-mem-util sizes the KV pool on a GPU backend; this one is " + l.backend->name());
+        ec.kvBudgetBytes = db->kvBudgetBytes;
+        std::fprintf(stderr, "generate: %s\n", describeDeviceBudget(*db, *memUtil).c_str());
+    }
     Engine engine(*l.model, ec, tok.get());
 
     std::mutex mu;

@@ -72,7 +72,7 @@ int cmdGenerate(const Args& args) {
         std::printf("twinspark-cli generate --model DIR (--prompt-ids 1,2,3 | --prompt \"text\" [--system S] [--no-thinking])\n"
                     "    [--max-tokens N] [--ignore-eos] [--concurrency N] [--temperature T --seed S]\n"
                     "    [--kv-cache-dtype fp8|fp32] [--threads N] [--backend auto|cpu|cuda] [--json FILE] [--profile-ops]\n"
-                    "    [--warmup] [--prefill-chunk N]\n"
+                    "    [--warmup] [--prefill-chunk N] [--gpu-mem-util U]\n"
                     "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed\n"
                     "(--profile-ops: also per-op time tables of the prefill and of the decode steps, every op\n"
                     "synchronized; --warmup: the prompt is prefilled and one token decoded on a discarded sequence\n"
@@ -85,14 +85,16 @@ int cmdGenerate(const Args& args) {
                     "the aggregate speed, and the decode-only speed while all N run (decode_tok_s in --json).\n"
                     "With --concurrency, --prompt-ids \"1,2;3,4\" gives the requests different prompts (request i\n"
                     "takes list i mod count), and --max-tokens \"30;20;10\" different limits (likewise).\n"
-                    "--prompt-ids @FILE reads the list(s) from FILE (long prompts: one argument holds ~18k ids).\n");
+                    "--prompt-ids @FILE reads the list(s) from FILE (long prompts: one argument holds ~18k ids).\n"
+                    "--gpu-mem-util U (engine path, GPU backends): the KV pool sized as serve sizes it from GPU_MEM_UTIL\n"
+                    "(printed) instead of a fixed 1 GiB.\n");
         return 0;
     }
     auto opts = kModelOptions;
     opts.insert({"prompt-ids", "prompt", "system", "max-tokens", "json", "concurrency", "temperature", "seed",
-                 "prefill-chunk"});
+                 "prefill-chunk", "gpu-mem-util"});
     args.accept(opts, {"ignore-eos", "no-thinking", "profile-ops", "warmup"});
-    if (args.get("prompt") || args.get("concurrency") || args.get("temperature")) {
+    if (args.get("prompt") || args.get("concurrency") || args.get("temperature") || args.get("gpu-mem-util")) {
         if (args.flag("profile-ops") || args.flag("warmup") || args.get("prefill-chunk"))
             fail(ErrorKind::InvalidArgument,
                  "--profile-ops, --warmup and --prefill-chunk go with --prompt-ids alone (the one-sequence path)");

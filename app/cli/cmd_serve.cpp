@@ -123,15 +123,8 @@ int cmdServe(const Args& args) {
         fail(ErrorKind::InvalidArgument, "--kv-cache-dtype " + dt + " is refused: GLM-5.3-Flash's sparse MLA kernels "
                                          "read fp8_ds_mla (the recipe's fp8); fp32 is the exact reference mode");
     else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
-    const std::string memUtil = envOr(args, "gpu-mem-util", "GPU_MEM_UTIL").value_or("0.87");
-    double gpuMemUtil = 0.87;
-    {
-        char* end = nullptr;
-        const double u = std::strtod(memUtil.c_str(), &end);
-        if (!end || *end || !(u > 0.0 && u <= 1.0))
-            fail(ErrorKind::InvalidArgument, "--gpu-mem-util (or GPU_MEM_UTIL) must be in (0, 1], got '" + memUtil + "'");
-        gpuMemUtil = u;
-    }
+    const double gpuMemUtil =
+        parseGpuMemUtil(envOr(args, "gpu-mem-util", "GPU_MEM_UTIL").value_or("0.87"), "--gpu-mem-util (or GPU_MEM_UTIL)");
     const std::string backendName = args.get("backend").value_or("auto");
     checkBackendName(backendName);  // before listening: also "cuda" in a build or on a host without it
     const int64_t threads = args.getInt("threads", 0, 0, 1024);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "profiling_backend.h"
@@ -29,6 +30,14 @@ LoadedModel loadModel(const Args& args, bool profileOps) {
     if (profileOps) l.backend = std::make_unique<ProfilingBackend>(std::move(l.backend));
     l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend, stderrLoadProgress("load", *l.backend));
     return l;
+}
+
+double parseGpuMemUtil(const std::string& value, const std::string& option) {
+    char* end = nullptr;
+    const double u = std::strtod(value.c_str(), &end);
+    if (value.empty() || !end || *end || !(u > 0.0 && u <= 1.0))
+        fail(ErrorKind::InvalidArgument, option + " must be in (0, 1], got '" + value + "'");
+    return u;
 }
 
 LoadProgress stderrLoadProgress(const std::string& who, const Backend& backend) {

@@ -28,6 +28,8 @@ LoadedModel loadModel(const Args& args, bool profileOps = false);
 // every two seconds, and at the end); nothing for the CPU, which has nothing to upload.
 LoadProgress stderrLoadProgress(const std::string& who, const Backend& backend);
 KvCacheDtype parseKvCacheDtype(const std::string& value);
+// GPU_MEM_UTIL's value in (0, 1]; InvalidArgument naming `option` otherwise.
+double parseGpuMemUtil(const std::string& value, const std::string& option);
 
 // `generate` through the engine (text prompts, concurrency): cmd_generate_engine.cpp.
 int generateWithEngine(const Args& args);

@@ -4,11 +4,12 @@
 # CLI in build-gpu in the same call:
 #   1. bench-device --what upload: 1 GiB uploads from anonymous memory and from a mapped file, through the pinned
 #      ring and straight from the source (TS_UPLOAD_RING's A/B), GB/s;
-#   2. serve on the EXL3 embedded model until it is ready: its load-progress and device-memory lines;
-#   3. the same at GPU_MEM_UTIL 0.999 (more than was free when the device was opened): must stop with the message
-#      naming the utilisation that fits, exit 2;
-#   4. the same with TS_UNIFIED_MEMORY=1 (the GB10's accounting, free = the host's MemAvailable, forced on this
-#      discrete GPU): the path runs and says "unified" — its numbers mean nothing here;
+#   2. generate through the engine on the EXL3 embedded model with the KV pool sized from GPU_MEM_UTIL 0.87 as
+#      serve sizes it: its load-progress and device-memory lines;
+#   3. the same at 0.999 (more than was free when the device was opened): must stop with the message naming the
+#      utilisation that fits, exit 2;
+#   4. the same at 0.5 with TS_UNIFIED_MEMORY=1 (the GB10's accounting, free = the host's MemAvailable, forced on
+#      this discrete GPU): the path runs and says "unified" — its numbers mean nothing here;
 #   5. tools/device/kernel_image_probe.cu built for sm_120a: the runtime reports the missing image at the check.
 #   device: bash scripts/gpu/load_memory_check.sh "$OUT"
 # Results: $OUT/load_memory.txt, $OUT/upload.json.
@@ -17,23 +18,18 @@ source "$(dirname "$0")/cli_env.sh" "$@"  # OUT, CLI; the repository root
 R="$OUT/load_memory.txt"
 MODEL=${LM_MODEL:-resources/models/glm5-next-tiny-exl3}
 $CLI bench-device --backend cuda --what upload --reps 5 --json "$OUT/upload.json" 2>&1 | tee -a "$R"
-serve_until_ready() {  # $1: label; the rest: environment assignments
-  local label=$1; shift
-  local port=$((18000 + RANDOM % 1000))
-  env "$@" $CLI serve --backend cuda --model "$MODEL" --port "$port" >/tmp/lm_serve.out 2>/tmp/lm_serve.err &
-  local pid=$! rc=running
-  for _ in $(seq 1 240); do
-    if ! kill -0 $pid 2>/dev/null; then wait $pid; rc=$?; break; fi
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    sleep 0.5
-  done
-  [ "$rc" = running ] && { kill -INT $pid; wait $pid; rc="ready, then stopped (exit $?)"; }
-  echo "== serve ($label): $rc" | tee -a "$R"
-  grep -E "weights on the device|device memory|GPU_MEM_UTIL|KV plan|rror" /tmp/lm_serve.err | tee -a "$R"
+# The server is not built on the GPU machine (no cpp-httplib there): `generate --gpu-mem-util` sizes the KV pool
+# through the same code (runtime/device_budget) on the engine path.
+budget_run() {  # $1: label, $2: GPU_MEM_UTIL; the rest: environment assignments
+  local label=$1 util=$2; shift 2
+  env "$@" $CLI generate --backend cuda --model "$MODEL" --prompt-ids 1,2,3 --concurrency 1 --max-tokens 4 \
+    --ignore-eos --gpu-mem-util "$util" >/dev/null 2>/tmp/lm_gen.err
+  echo "== generate --gpu-mem-util $util ($label): exit $?" | tee -a "$R"
+  grep -E "weights on the device|device memory|GPU_MEM_UTIL|error" /tmp/lm_gen.err | tee -a "$R"
 }
-serve_until_ready "defaults"
-serve_until_ready "GPU_MEM_UTIL 0.999" GPU_MEM_UTIL=0.999
-serve_until_ready "TS_UNIFIED_MEMORY=1" TS_UNIFIED_MEMORY=1
+budget_run "defaults" 0.87
+budget_run "more than was free at the start" 0.999
+budget_run "TS_UNIFIED_MEMORY=1" 0.5 TS_UNIFIED_MEMORY=1
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if "$NVCC" -gencode arch=compute_120a,code=sm_120a -o /tmp/kernel_image_probe tools/device/kernel_image_probe.cu 2>/tmp/kip.err; then
   echo "== kernel image probe built for sm_120a on this $(nvidia-smi --query-gpu=name --format=csv,noheader):" | tee -a "$R"

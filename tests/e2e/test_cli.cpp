@@ -335,6 +335,11 @@ private slots:
         QTest::newRow("bad max tokens") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--max-tokens", "x"}
                                         << "--max-tokens";
         QTest::newRow("unknown command") << QStringList{"frobnicate"} << "unknown command";
+        QTest::newRow("gpu-mem-util range") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--gpu-mem-util", "1.5"}
+                                            << "--gpu-mem-util must be in (0, 1], got '1.5'";
+        QTest::newRow("gpu-mem-util on the CPU")
+            << QStringList{"generate", "--backend", "cpu", "--model", kTinyA, "--prompt-ids", "1", "--gpu-mem-util", "0.5"}
+            << "--gpu-mem-util sizes the KV pool on a GPU backend; this one is cpu";
     }
 
     void badInput() {
