@@ -1,8 +1,9 @@
 // `bench-device --what upload`: host → device uploads (Backend::upload, how a model's weights reach a GPU at load)
 // of 1 GiB from anonymous memory and from a mapped file (what the weights are: views into the mapped checkpoint),
 // through the CUDA backend's pinned ring and, for A/B, straight from the source (uploadSetRing(0), cudaMemcpy's own
-// staging of pageable memory). GB/s of the source bytes; median of `reps` uploads after one warm-up (the file's
-// pages are in the page cache by then: the load of a checkpoint read before, or synced, is in that state).
+// staging of pageable memory). GB/s of the source bytes; median of `reps` uploads (held to 3..10: each moves 1 GiB)
+// after one warm-up (the file's pages are in the page cache by then: the load of a checkpoint read before, or
+// synced, is in that state).
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -18,8 +18,9 @@
 // while the DMA engine moves the other to the device. A weight's source is the mapped checkpoint file, and on a
 // GB10 with 64 KiB pages the driver's own copy from a file-backed mapping wedged (the recipe's cold-load notes,
 // measured on its 6.17 64k kernel: it stages every tensor into anonymous memory first); from pinned memory the
-// DMA never touches the mapping. Elsewhere it moves the same bytes at the same speed as the driver's own staging
-// of pageable memory (both are a host copy plus a DMA).
+// DMA never touches the mapping. Elsewhere it costs nothing: on the H200, 1 GiB went at 9.69 / 9.91 GB/s from
+// anonymous memory / a mapped file against 9.46 / 9.08 GB/s for the driver's own staging of pageable memory
+// (bench-device --what upload; docs/PERFORMANCE.md, "Loading and device memory").
 // Test: tests/unit/test_host_memory.cpp (the meminfo parsing, looksUnified); the budget arithmetic in
 // tests/unit/test_device_budget.cpp; uploads: every self-test case and model row (they upload their inputs and
 // weights). Not run on a GB10 (none here): on the H200 the discrete path runs.
