@@ -446,6 +446,10 @@ public:
     // The backend's device memory (DeviceMemory below); false for host backends (their KV budget is
     // configured, not measured).
     virtual bool deviceMemory(DeviceMemory* /*out*/) const { return false; }
+    // Takes freeAtOpenBytes as the device's free memory at the start from now on: the start-up check
+    // (runtime/device_budget.h, checkStartupMemory) calls it when that memory fitted only after waiting for a
+    // stopping process to return its memory, before anything of this backend's own was allocated.
+    virtual void rebaseDeviceMemory(int64_t /*freeAtOpenBytes*/) {}
 };
 
 std::unique_ptr<Backend> makeCpuBackend();

@@ -231,4 +231,8 @@ bool ProfilingBackend::deviceMemory(DeviceMemory* out) const {
     return m_inner->deviceMemory(out);
 }
 
+void ProfilingBackend::rebaseDeviceMemory(int64_t freeAtOpenBytes) {
+    m_inner->rebaseDeviceMemory(freeAtOpenBytes);
+}
+
 }  // namespace ts

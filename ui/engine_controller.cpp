@@ -160,6 +160,11 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
                         "TWINSPARK_BACKEND must be auto, cpu or cuda, got '" + backendName.toStdString() + "'");
         loaded->backend = makeBackend(backendName.toStdString());
         log(tr("Backend: %1").arg(QString::fromStdString(loaded->backend->name())));
+        // GPU_MEM_UTIL's share must be free: checked now, not after minutes of loading (runtime/device_budget.h).
+        checkStartupMemory(*loaded->backend, options.gpuMemUtil, [this](const std::string& line) {
+            log(QString::fromStdString(line));
+            emit loadProgress(6, tr("Waiting for device memory"));
+        });
         if (loaded->backend->name() != "cpu") {
             emit loadProgress(7, tr("GPU self-test (every kernel against the CPU reference)"));
             const auto verified = selftest::verifyBackendOrThrow(*loaded->backend);

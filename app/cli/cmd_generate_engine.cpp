@@ -106,7 +106,7 @@ int generateWithEngine(const Args& args) {
     const int64_t concurrency = args.getInt("concurrency", 1, 1, 256);
     std::optional<double> memUtil;  // checked before the model loads: bad input is reported at once
     if (auto u = args.get("gpu-mem-util")) memUtil = parseGpuMemUtil(*u, "--gpu-mem-util");
-    LoadedModel l = loadModel(args);
+    LoadedModel l = loadModel(args, false, memUtil);
     const std::string dir = args.require("model");
 
     std::vector<std::vector<int32_t>> prompts;  // request i takes prompts[i % size]

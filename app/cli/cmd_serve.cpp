@@ -157,6 +157,8 @@ int cmdServe(const Args& args) {
             std::fprintf(stderr, "serve: loading %s\n", modelDir.c_str());
             loaded->backend = makeBackend(backendName);
             std::fprintf(stderr, "serve: backend %s\n", loaded->backend->name().c_str());
+            // GPU_MEM_UTIL's share must be free: checked now, not after minutes of loading.
+            checkStartupMemory(*loaded->backend, gpuMemUtil, stderrNote("serve"));
             const auto verified = selftest::verifyBackendOrThrow(*loaded->backend);
             if (verified.skipped) std::fprintf(stderr, "serve: GPU self-test skipped (SKIP_OVERLAY_VERIFY=1)\n");
             if (verified.ran)

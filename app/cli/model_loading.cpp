@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "runtime/device_budget.h"
 
 namespace ts::cli {
 
@@ -20,7 +21,7 @@ KvCacheDtype parseKvCacheDtype(const std::string& dt) {
     fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
 }
 
-LoadedModel loadModel(const Args& args, bool profileOps) {
+LoadedModel loadModel(const Args& args, bool profileOps, std::optional<double> gpuMemUtil) {
     LoadedModel l;
     const std::string backend = args.get("backend").value_or("auto");
     const int64_t threads = args.getInt("threads", 0, 0, 1024);
@@ -28,6 +29,7 @@ LoadedModel loadModel(const Args& args, bool profileOps) {
     l.dt = parseKvCacheDtype(args.get("kv-cache-dtype").value_or("fp8"));
     l.backend = makeBackend(backend);
     if (profileOps) l.backend = std::make_unique<ProfilingBackend>(std::move(l.backend));
+    if (gpuMemUtil) checkStartupMemory(*l.backend, *gpuMemUtil, stderrNote("load"));
     l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend, stderrLoadProgress("load", *l.backend));
     return l;
 }
@@ -38,6 +40,13 @@ double parseGpuMemUtil(const std::string& value, const std::string& option) {
     if (value.empty() || !end || *end || !(u > 0.0 && u <= 1.0))
         fail(ErrorKind::InvalidArgument, option + " must be in (0, 1], got '" + value + "'");
     return u;
+}
+
+std::function<void(const std::string&)> stderrNote(const std::string& who) {
+    return [who](const std::string& line) {
+        std::fprintf(stderr, "%s: %s\n", who.c_str(), line.c_str());
+        std::fflush(stderr);
+    };
 }
 
 LoadProgress stderrLoadProgress(const std::string& who, const Backend& backend) {

@@ -2,7 +2,9 @@
 // --backend), with the errors a user can act on.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -21,12 +23,15 @@ struct LoadedModel {
 };
 
 // profileOps: wrap the backend in a ProfilingBackend (kernels/profiling_backend.h): every op synchronized
-// and timed (`generate --profile-ops`).
-LoadedModel loadModel(const Args& args, bool profileOps = false);
+// and timed (`generate --profile-ops`). gpuMemUtil: on a device backend, the start-up memory check
+// (runtime/device_budget.h, checkStartupMemory) before the weights load.
+LoadedModel loadModel(const Args& args, bool profileOps = false, std::optional<double> gpuMemUtil = std::nullopt);
 
 // A load's progress on stderr for a device backend ("<who>: weights on the device 12.3 / 82.1 GiB (15 %)", at most
 // every two seconds, and at the end); nothing for the CPU, which has nothing to upload.
 LoadProgress stderrLoadProgress(const std::string& who, const Backend& backend);
+// A progress line on stderr as "<who>: <line>" (checkStartupMemory's notes).
+std::function<void(const std::string&)> stderrNote(const std::string& who);
 KvCacheDtype parseKvCacheDtype(const std::string& value);
 // GPU_MEM_UTIL's value in (0, 1]; InvalidArgument naming `option` otherwise.
 double parseGpuMemUtil(const std::string& value, const std::string& option);

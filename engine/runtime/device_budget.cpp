@@ -1,10 +1,13 @@
 #include "runtime/device_budget.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "core/error.h"
 
 namespace ts {
@@ -13,40 +16,49 @@ namespace {
 
 double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
 
-}  // namespace
+int64_t requestedOf(double gpuMemUtil, int64_t totalBytes) { return int64_t(gpuMemUtil * double(totalBytes)); }
 
-DeviceBudget planDeviceBudget(double gpuMemUtil, int64_t totalBytes, int64_t freeAtOpenBytes,
-                              int64_t freeAfterWeightsBytes, int64_t freeAfterStepBytes, bool unified,
-                              int64_t stepTokens) {
+// The start-up check's message, with the advice the recipe's vLLM gives: the largest utilisation that fits.
+// when: how the free figure was taken ("were free when TwinSpark opened it").
+std::string startupShortfall(double gpuMemUtil, int64_t totalBytes, int64_t freeBytes, bool unified, const char* when) {
+    const char* whose = unified ? "the system and other programs (unified memory: they share the GPU's)" : "other processes";
+    const double fits = std::floor(100.0 * double(freeBytes) / double(totalBytes)) / 100.0;
+    char msg[512];
+    std::snprintf(msg, sizeof msg,
+                  "GPU_MEM_UTIL %.2f asks for %.2f GiB of the device's %.2f GiB, but only %.2f GiB %s (%.2f GiB in use "
+                  "by %s): set GPU_MEM_UTIL to %.2f or less, or free memory first",
+                  gpuMemUtil, gib(requestedOf(gpuMemUtil, totalBytes)), gib(totalBytes), gib(freeBytes), when,
+                  gib(std::max<int64_t>(0, totalBytes - freeBytes)), whose, fits);
+    return msg;
+}
+
+void checkUtil(double gpuMemUtil) {
     if (!(gpuMemUtil > 0.0 && gpuMemUtil <= 1.0)) {
         char msg[96];
         std::snprintf(msg, sizeof msg, "GPU_MEM_UTIL must be in (0, 1], got %g", gpuMemUtil);
         fail(ErrorKind::InvalidArgument, msg);
     }
+}
+
+}  // namespace
+
+DeviceBudget planDeviceBudget(double gpuMemUtil, int64_t totalBytes, int64_t freeAtOpenBytes,
+                              int64_t freeAfterWeightsBytes, int64_t freeAfterStepBytes, bool unified,
+                              int64_t stepTokens) {
+    checkUtil(gpuMemUtil);
     TS_CHECK(totalBytes > 0, "planDeviceBudget: the device reports no memory");
     DeviceBudget b;
     b.totalBytes = totalBytes;
     b.unified = unified;
     b.stepTokens = stepTokens;
-    b.requestedBytes = int64_t(gpuMemUtil * double(totalBytes));
+    b.requestedBytes = requestedOf(gpuMemUtil, totalBytes);
     b.othersBytes = std::max<int64_t>(0, totalBytes - freeAtOpenBytes);
     // Ours: how far free memory fell since the device was opened. Other processes may have grown or shrunk
     // meanwhile (on unified memory, the page cache moves too); the figure is what the pool has to live with.
     b.modelBytes = std::max<int64_t>(0, freeAtOpenBytes - freeAfterWeightsBytes);
     b.activationBytes = std::max<int64_t>(0, freeAfterWeightsBytes - freeAfterStepBytes);
-    const char* whose = unified ? "the system and other programs (unified memory: they share the GPU's)" : "other processes";
-    if (b.requestedBytes > freeAtOpenBytes) {
-        // vLLM's start-up check: this is where the recipe itself stops, with the same advice.
-        const double fits = std::floor(100.0 * double(freeAtOpenBytes) / double(totalBytes)) / 100.0;
-        char msg[512];
-        std::snprintf(msg, sizeof msg,
-                      "GPU_MEM_UTIL %.2f asks for %.2f GiB of the device's %.2f GiB, but only %.2f GiB were free when "
-                      "TwinSpark opened it (%.2f GiB in use by %s): set GPU_MEM_UTIL to %.2f or less, or free memory "
-                      "first",
-                      gpuMemUtil, gib(b.requestedBytes), gib(totalBytes), gib(freeAtOpenBytes), gib(b.othersBytes), whose,
-                      fits);
-        fail(ErrorKind::InvalidArgument, msg);
-    }
+    if (b.requestedBytes > freeAtOpenBytes)  // vLLM's start-up check: this is where the recipe itself stops too
+        fail(ErrorKind::InvalidArgument, startupShortfall(gpuMemUtil, totalBytes, freeAtOpenBytes, unified, "were free when TwinSpark opened it"));
     const int64_t ours = b.modelBytes + b.activationBytes;
     b.kvBudgetBytes = b.requestedBytes - ours;
     if (b.kvBudgetBytes <= 0) {
@@ -61,6 +73,89 @@ DeviceBudget planDeviceBudget(double gpuMemUtil, int64_t totalBytes, int64_t fre
         fail(ErrorKind::InvalidArgument, msg);
     }
     return b;
+}
+
+DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMemory()>& read,
+                                const MemoryWaitClock& clock, double timeoutS,
+                                const std::function<void(const std::string&)>& note, double pollS, double stallS) {
+    checkUtil(gpuMemUtil);
+    DeviceMemory m = read();
+    TS_CHECK(m.totalBytes > 0, "awaitStartupMemory: the device reports no memory");
+    const int64_t requested = requestedOf(gpuMemUtil, m.totalBytes);
+    if (requested <= m.freeBytes) return m;
+    // Growth below this is noise (other programs, the page cache), not a process handing its memory back.
+    constexpr int64_t kGrowth = int64_t(256) << 20;
+    const double t0 = clock.now();
+    double lastGrowth = t0, lastNote = t0 - 1e9;
+    int64_t best = m.freeBytes;
+    while (true) {
+        const double t = clock.now();
+        if (t - t0 >= timeoutS || t - lastGrowth >= stallS) break;
+        if (t - lastNote >= 5.0) {
+            char line[320];
+            std::snprintf(line, sizeof line,
+                          "waiting for device memory: %.2f GiB free, GPU_MEM_UTIL %.2f asks for %.2f GiB (a process that "
+                          "has just stopped may still be returning its memory; %.0f s at most, TS_MEM_WAIT_S)",
+                          gib(m.freeBytes), gpuMemUtil, gib(requested), timeoutS);
+            note(line);
+            lastNote = t;
+        }
+        clock.sleep(std::min(pollS, std::max(0.0, timeoutS - (t - t0))));
+        m = read();
+        if (requested <= m.freeBytes) {
+            char line[160];
+            std::snprintf(line, sizeof line, "device memory: %.2f GiB free after %.1f s, enough for GPU_MEM_UTIL %.2f",
+                          gib(m.freeBytes), clock.now() - t0, gpuMemUtil);
+            note(line);
+            return m;
+        }
+        if (m.freeBytes >= best + kGrowth) {
+            best = m.freeBytes;
+            lastGrowth = clock.now();
+        }
+    }
+    const double waited = clock.now() - t0;
+    char when[96];
+    if (waited > 0.0) std::snprintf(when, sizeof when, "were free after waiting %.0f s", waited);
+    else std::snprintf(when, sizeof when, "were free");
+    fail(ErrorKind::InvalidArgument, startupShortfall(gpuMemUtil, m.totalBytes, m.freeBytes, m.unified, when));
+}
+
+double startupMemoryWaitSeconds() {
+    static const int64_t s = envCount("TS_MEM_WAIT_S", 30);
+    return double(s);
+}
+
+void checkStartupMemory(const DeviceMemory& atOpen, const std::function<DeviceMemory()>& readNow,
+                        const std::function<void(int64_t)>& rebase, double gpuMemUtil, const MemoryWaitClock& clock,
+                        double timeoutS, const std::function<void(const std::string&)>& note) {
+    // The first reading is the one taken when the backend opened the device, which planDeviceBudget checks too.
+    int reads = 0;
+    const auto read = [&] {
+        if (reads++ > 0) return readNow();
+        DeviceMemory m = atOpen;
+        m.freeBytes = atOpen.freeAtOpenBytes;
+        return m;
+    };
+    const DeviceMemory fit = awaitStartupMemory(gpuMemUtil, read, clock, timeoutS, note);
+    if (reads > 1) rebase(fit.freeBytes);
+}
+
+void checkStartupMemory(Backend& be, double gpuMemUtil, const std::function<void(const std::string&)>& note,
+                        double timeoutS) {
+    DeviceMemory atOpen;
+    if (!be.deviceMemory(&atOpen)) return;
+    const MemoryWaitClock clock{
+        [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); },
+        [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }};
+    checkStartupMemory(
+        atOpen,
+        [&] {
+            DeviceMemory m;
+            be.deviceMemory(&m);
+            return m;
+        },
+        [&](int64_t freeBytes) { be.rebaseDeviceMemory(freeBytes); }, gpuMemUtil, clock, timeoutS, note);
 }
 
 std::optional<DeviceBudget> deviceKvBudget(const Glm5NextModel& model, const EngineConfig& ec, double gpuMemUtil) {

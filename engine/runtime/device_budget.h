@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -34,6 +35,38 @@ struct DeviceBudget {
 DeviceBudget planDeviceBudget(double gpuMemUtil, int64_t totalBytes, int64_t freeAtOpenBytes,
                               int64_t freeAfterWeightsBytes, int64_t freeAfterStepBytes, bool unified,
                               int64_t stepTokens);
+
+// vLLM's start-up check, made when the device has just been opened — before the self-test and minutes of loading,
+// not after them as planDeviceBudget would: GPU_MEM_UTIL × the device's memory must be free. When it is not, the
+// memory may still be on its way back from a process that has just stopped (a restart: on a GB10 the driver
+// returns ~100 GiB of unified memory over seconds), so the readings are taken again every pollS seconds while
+// free memory keeps growing, for at most timeoutS seconds; a reading that stops growing for stallS seconds is a
+// real shortage, not a restart, and ends the wait early. Throws planDeviceBudget's start-up error (the
+// utilisation that fits) when no reading fits. Returns the reading that fit. Never loops over restarts: a
+// process that fails leaves it to the user (on a GB10 each failed CUDA start can leave unified memory mapped).
+// read: the device's memory now (freeAtOpenBytes unused); sleep: waits seconds; note: a progress line.
+struct MemoryWaitClock {
+    std::function<double()> now;         // seconds, monotonic
+    std::function<void(double)> sleep;   // seconds
+};
+DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMemory()>& read,
+                                const MemoryWaitClock& clock, double timeoutS,
+                                const std::function<void(const std::string&)>& note, double pollS = 1.0,
+                                double stallS = 10.0);
+
+// TS_MEM_WAIT_S (seconds; 0: fail at once), default 30.
+double startupMemoryWaitSeconds();
+
+// awaitStartupMemory on a backend just opened, with the steady clock: nothing for a host backend; on a device
+// backend whose memory fitted only after waiting, the reading that fitted becomes the backend's "free at open"
+// (Backend::rebaseDeviceMemory): the start the budget is planned from.
+void checkStartupMemory(Backend& be, double gpuMemUtil, const std::function<void(const std::string&)>& note,
+                        double timeoutS = startupMemoryWaitSeconds());
+// The same on readings: atOpen (its freeAtOpenBytes is the first reading), readNow (later ones), rebase (the
+// reading that fitted, when it took a wait) — what the overload above binds to the backend.
+void checkStartupMemory(const DeviceMemory& atOpen, const std::function<DeviceMemory()>& readNow,
+                        const std::function<void(int64_t)>& rebase, double gpuMemUtil, const MemoryWaitClock& clock,
+                        double timeoutS, const std::function<void(const std::string&)>& note);
 
 // nullopt for a host backend. Throws as planDeviceBudget. Call after the model is loaded and before the Engine is
 // built; `ec.maxNumBatchedTokens` sets the profiling step's size (capped by max_position_embeddings).

@@ -161,6 +161,7 @@ public:
 
     void synchronize() override;
     bool deviceMemory(DeviceMemory* out) const override;
+    void rebaseDeviceMemory(int64_t freeAtOpenBytes) override;
 
     // Every public op opens one of these first, with its name and the arguments a replay must match
     // (buffer and weight addresses, shapes, scalars; see gk / gf). Inside a graph region, at the model's

@@ -67,6 +67,10 @@ bool CudaBackend::deviceMemory(DeviceMemory* out) const {
     return true;
 }
 
+void CudaBackend::rebaseDeviceMemory(int64_t freeAtOpenBytes) {
+    m_freeAtOpen = freeAtOpenBytes;
+}
+
 namespace {
 // The build's smallest kernel: a device that has no image of it has none of the others (one fat binary).
 __global__ void imageProbeKernel() {}

@@ -7,7 +7,10 @@
 #   2. generate through the engine on the EXL3 embedded model with the KV pool sized from GPU_MEM_UTIL 0.87 as
 #      serve sizes it: its load-progress and device-memory lines;
 #   3. the same at 0.999 (more than was free when the device was opened): must stop with the message naming the
-#      utilisation that fits, exit 2;
+#      utilisation that fits, exit 2 — at the start-up check, before any weight is uploaded (no "weights on the
+#      device" line), after waiting ~10 s for memory that never comes;
+#   3b. the restart race: a PyTorch process holds ~60 GB and exits 6 s after it has them; generate at 0.87, started while it
+#      still holds them, must wait for them ("waiting for device memory") and then load and run, exit 0;
 #   4. the same at 0.5 with TS_UNIFIED_MEMORY=1 (the GB10's accounting, free = the host's MemAvailable, forced on
 #      this discrete GPU): the path runs and says "unified" — its numbers mean nothing here;
 #   5. tools/device/kernel_image_probe.cu built for sm_120a: the runtime reports the missing image at the check.
@@ -25,10 +28,22 @@ budget_run() {  # $1: label, $2: GPU_MEM_UTIL; the rest: environment assignments
   env "$@" $CLI generate --backend cuda --model "$MODEL" --prompt-ids 1,2,3 --concurrency 1 --max-tokens 4 \
     --ignore-eos --gpu-mem-util "$util" >/dev/null 2>/tmp/lm_gen.err
   echo "== generate --gpu-mem-util $util ($label): exit $?" | tee -a "$R"
-  grep -E "weights on the device|device memory|GPU_MEM_UTIL|error" /tmp/lm_gen.err | tee -a "$R"
+  grep -E "weights on the device|device memory|GPU_MEM_UTIL|error|waiting" /tmp/lm_gen.err | tee -a "$R"
 }
+# The GPU's used memory in MiB (the first GPU).
+gpu_used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1 | tr -d ' '; }
 budget_run "defaults" 0.87
 budget_run "more than was free at the start" 0.999
+echo "== restart race: a process holding ~60 GB exits 6 s after it has them" | tee -a "$R"
+before=$(gpu_used_mib)
+python3 -c "import torch, time; x = torch.empty(60 * 10**9, dtype=torch.uint8, device='cuda'); torch.cuda.synchronize(); print('holder: allocated', flush=True); time.sleep(6)" >/tmp/lm_holder.out 2>&1 &
+holder=$!
+for _ in $(seq 1 120); do grep -q "holder: allocated" /tmp/lm_holder.out 2>/dev/null && break; sleep 0.25; done
+echo "GPU memory used: ${before} MiB before the holder, $(gpu_used_mib) MiB while it holds" | tee -a "$R"
+t0=$(date +%s.%N)
+budget_run "started while another process still held 60 GB" 0.87
+echo "generate took $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s; holder: $(cat /tmp/lm_holder.out | tr '\n' ' ')" | tee -a "$R"
+wait $holder
 budget_run "TS_UNIFIED_MEMORY=1" 0.5 TS_UNIFIED_MEMORY=1
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if "$NVCC" -gencode arch=compute_120a,code=sm_120a -o /tmp/kernel_image_probe tools/device/kernel_image_probe.cu 2>/tmp/kip.err; then

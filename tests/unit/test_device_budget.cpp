@@ -4,6 +4,10 @@
 // the recipe's GB10 ones, where charging the system's memory to the pool left it nothing.
 #include <QtTest>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "core/error.h"
 #include "runtime/device_budget.h"
 
@@ -24,6 +28,34 @@ QString errorOf(Fn fn) {
     }
     return {};
 }
+
+// A clock that only moves when the code under test sleeps, and a device whose free memory is a function of
+// that time: the start-up wait's decisions without waiting.
+struct FakeDevice {
+    double t = 0.0;
+    int64_t total = gib(121.69);
+    std::function<int64_t(double)> freeAt;  // free bytes at time t
+    int reads = 0, sleeps = 0;
+    std::vector<std::string> notes;
+    MemoryWaitClock clock() {
+        return {[this] { return t; }, [this](double s) {
+                    QVERIFY(s >= 0.0);
+                    t += s;
+                    ++sleeps;
+                }};
+    }
+    DeviceMemory read() {
+        ++reads;
+        DeviceMemory m;
+        m.totalBytes = total;
+        m.freeBytes = freeAt(t);
+        m.unified = true;
+        return m;
+    }
+    std::function<void(const std::string&)> note() {
+        return [this](const std::string& line) { notes.push_back(line); };
+    }
+};
 
 }  // namespace
 
@@ -100,6 +132,101 @@ private slots:
         QCOMPARE(b.modelBytes, int64_t(0));
         QCOMPARE(b.activationBytes, gib(1.0));
         QCOMPARE(b.kvBudgetBytes, b.requestedBytes - gib(1.0));
+    }
+
+    // The start-up check before loading (awaitStartupMemory) ------------------------------------------------
+
+    void enoughMemoryAtOnceDoesNotWait() {
+        FakeDevice d;
+        d.freeAt = [](double) { return gib(110.0); };
+        const DeviceMemory m = awaitStartupMemory(0.87, [&] { return d.read(); }, d.clock(), 30.0, d.note());
+        QCOMPARE(m.freeBytes, gib(110.0));
+        QCOMPARE(d.reads, 1);
+        QCOMPARE(d.sleeps, 0);
+        QVERIFY(d.notes.empty());
+    }
+
+    void aRestartWaitsForTheMemoryComingBack() {
+        // The previous server's ~60 GiB come back over 8 s, from 50 to 110 GiB free: the check passes at the
+        // first reading at or above 0.87 × 121.69 = 105.87 GiB (t = 7 s), saying that it waits and why.
+        FakeDevice d;
+        d.freeAt = [](double t) { return gib(std::min(110.0, 50.0 + 7.5 * t)); };
+        const DeviceMemory m = awaitStartupMemory(0.87, [&] { return d.read(); }, d.clock(), 30.0, d.note());
+        QVERIFY(m.freeBytes >= int64_t(0.87 * double(d.total)));
+        QCOMPARE(d.t, 8.0);  // 50 + 7.5·7 = 102.5 < 105.87 at 7 s; 110 at 8 s
+        QVERIFY(!d.notes.empty());
+        const QString first = QString::fromStdString(d.notes.front());
+        QVERIFY2(first.contains(QStringLiteral("waiting for device memory: 50.00 GiB free")) &&
+                     first.contains(QStringLiteral("asks for 105.87 GiB")) &&
+                     first.contains(QStringLiteral("TS_MEM_WAIT_S")),
+                 qPrintable(first));
+        QVERIFY2(QString::fromStdString(d.notes.back()).contains(QStringLiteral("110.00 GiB free after 8.0 s")),
+                 d.notes.back().c_str());
+        // A note every 5 s at most while waiting, plus the last.
+        QCOMPARE(int(d.notes.size()), 3);
+    }
+
+    void aShortageThatDoesNotMoveStopsEarly() {
+        // The recipe's issue 47: free memory caps at ~102 GiB and stays there. Nothing is coming back, so the wait
+        // ends once free memory has not grown for 10 s, not after the whole 30 s, with the same advice as ever.
+        FakeDevice d;
+        d.freeAt = [](double t) { return gib(102.0) + int64_t(t * 1e6); };  // a few MB of noise
+        const QString msg = errorOf([&] { awaitStartupMemory(0.87, [&] { return d.read(); }, d.clock(), 30.0, d.note()); });
+        QCOMPARE(d.t, 10.0);
+        QVERIFY2(msg.contains(QStringLiteral("GPU_MEM_UTIL 0.87 asks for 105.87 GiB")), qPrintable(msg));
+        QVERIFY2(msg.contains(QStringLiteral("were free after waiting 10 s")), qPrintable(msg));
+        QVERIFY2(msg.contains(QStringLiteral("set GPU_MEM_UTIL to 0.83 or less")), qPrintable(msg));
+        QVERIFY2(msg.contains(QStringLiteral("unified memory")), qPrintable(msg));
+    }
+
+    void memoryStillComingBackAtTheTimeoutFails() {
+        // Growing (1 GiB/s) but too slowly for the timeout: it waits while it grows, then gives up at 12 s.
+        FakeDevice d;
+        d.freeAt = [](double t) { return gib(80.0 + t); };
+        const QString msg = errorOf([&] { awaitStartupMemory(0.87, [&] { return d.read(); }, d.clock(), 12.0, d.note()); });
+        QCOMPARE(d.t, 12.0);
+        QVERIFY2(msg.contains(QStringLiteral("only 92.00 GiB were free after waiting 12 s")), qPrintable(msg));
+        QVERIFY2(msg.contains(QStringLiteral("set GPU_MEM_UTIL to 0.75 or less")), qPrintable(msg));
+    }
+
+    void noWaitWhenTheTimeoutIsZero() {
+        FakeDevice d;
+        d.freeAt = [](double t) { return gib(t > 0.0 ? 120.0 : 60.0); };
+        const QString msg = errorOf([&] { awaitStartupMemory(0.87, [&] { return d.read(); }, d.clock(), 0.0, d.note()); });
+        QCOMPARE(d.sleeps, 0);
+        QVERIFY2(msg.contains(QStringLiteral("only 60.00 GiB were free (")), qPrintable(msg));
+    }
+
+    void theCheckStartsFromTheOpenReadingAndRebasesAfterAWait() {
+        // The first reading is the backend's "free at open" (what planDeviceBudget later checks), not a new one;
+        // after a wait, the reading that fitted becomes the start the budget is planned from.
+        FakeDevice d;
+        d.freeAt = [](double t) { return gib(t >= 2.0 ? 112.0 : 90.0); };
+        DeviceMemory atOpen;
+        atOpen.totalBytes = d.total;
+        atOpen.freeAtOpenBytes = gib(70.0);  // lower than any later reading: this one must come first
+        atOpen.freeBytes = gib(90.0);
+        std::vector<int64_t> rebased;
+        checkStartupMemory(
+            atOpen, [&] { return d.read(); }, [&](int64_t b) { rebased.push_back(b); }, 0.87, d.clock(), 30.0, d.note());
+        QCOMPARE(QString::fromStdString(d.notes.front()).contains(QStringLiteral("70.00 GiB free")), true);
+        QCOMPARE(int(rebased.size()), 1);
+        QCOMPARE(rebased[0], gib(112.0));
+        // Enough at open: no reading, no rebase.
+        atOpen.freeAtOpenBytes = gib(108.0);
+        FakeDevice quiet;
+        quiet.freeAt = [](double) { return gib(1.0); };
+        rebased.clear();
+        checkStartupMemory(
+            atOpen, [&] { return quiet.read(); }, [&](int64_t b) { rebased.push_back(b); }, 0.87, quiet.clock(), 30.0,
+            quiet.note());
+        QCOMPARE(quiet.reads, 0);
+        QVERIFY(rebased.empty());
+        // A bad utilisation is refused before any reading.
+        const QString msg = errorOf([&] {
+            checkStartupMemory(atOpen, [&] { return quiet.read(); }, [](int64_t) {}, 1.5, quiet.clock(), 30.0, quiet.note());
+        });
+        QVERIFY2(msg.contains(QStringLiteral("GPU_MEM_UTIL must be in (0, 1]")), qPrintable(msg));
     }
 };
 
