@@ -587,6 +587,18 @@
         <source> · %1 decode steps from CUDA graphs</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source> · system memory %1 GiB available of %2 (shared with the GPU)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source> &lt;span style=&quot;color:#c62828&quot;&gt;&lt;b&gt;low&lt;/b&gt;: close other programs; a GB10 can reset when its memory runs out&lt;/span&gt;</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source> · GPU memory %1 GiB free of %2</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::EngineController</name>
@@ -696,6 +708,10 @@
     </message>
     <message>
         <source>GPU memory: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Waiting for device memory</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

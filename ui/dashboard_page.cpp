@@ -119,9 +119,25 @@ void DashboardPage::addSample(const MetricsSample& s) {
     rescale(m_ttft, {QStringLiteral("ttftMs")}, t, 10);
     m_ttft.x->setRange(m_tps.x->min(), m_tps.x->max());
 
-    m_kv.title->setText(tr("<b>KV cache</b> %1 % · %2 / %3 blocks · %4 / %5 tokens")
-                            .arg(s.kvUsage * 100.0, 0, 'f', 1)
-                            .arg(s.kvBlocksUsed).arg(s.kvBlocksTotal).arg(s.kvTokensUsed).arg(s.kvTokenCapacity));
+    QString kv = tr("<b>KV cache</b> %1 % · %2 / %3 blocks · %4 / %5 tokens")
+                     .arg(s.kvUsage * 100.0, 0, 'f', 1)
+                     .arg(s.kvBlocksUsed).arg(s.kvBlocksTotal).arg(s.kvTokensUsed).arg(s.kvTokenCapacity);
+    // On a GPU, what is left of its memory (the pool is allocated once; what moves is everyone else). On a GB10
+    // that is the system's memory, and running out of it is what brings the machine down.
+    if (s.deviceMemoryTotal > 0) {
+        const double g = double(qint64(1) << 30);
+        if (s.deviceMemoryUnified) {
+            kv += tr(" · system memory %1 GiB available of %2 (shared with the GPU)")
+                      .arg(double(s.deviceMemoryFree) / g, 0, 'f', 1).arg(double(s.deviceMemoryTotal) / g, 0, 'f', 1);
+            if (s.deviceMemoryFree < kLowUnifiedMemoryBytes)
+                kv += tr(" <span style=\"color:#c62828\"><b>low</b>: close other programs; a GB10 can reset when "
+                         "its memory runs out</span>");
+        } else {
+            kv += tr(" · GPU memory %1 GiB free of %2")
+                      .arg(double(s.deviceMemoryFree) / g, 0, 'f', 1).arg(double(s.deviceMemoryTotal) / g, 0, 'f', 1);
+        }
+    }
+    m_kv.title->setText(kv);
     QString tps = tr("<b>Throughput</b> prompt %1 tok/s · generation %2 tok/s · %3 / %4 tokens in total")
                       .arg(s.promptTokensPerSecond, 0, 'f', 1).arg(s.generationTokensPerSecond, 0, 'f', 1)
                       .arg(s.promptTokensTotal).arg(s.generationTokensTotal);
@@ -134,6 +150,7 @@ void DashboardPage::addSample(const MetricsSample& s) {
 }
 
 QString DashboardPage::throughputTitle() const { return m_tps.title->text(); }
+QString DashboardPage::kvTitle() const { return m_kv.title->text(); }
 
 void DashboardPage::clear() {
     for (auto it = m_points.begin(); it != m_points.end(); ++it) {

@@ -29,6 +29,11 @@ public:
     QLineSeries* series(const QString& name) const { return m_series.value(name); }
     int sampleCount() const { return m_samples; }
     QString throughputTitle() const;  // the throughput chart's heading, for tests
+    QString kvTitle() const;          // the KV chart's heading (with the device's memory), for tests
+    // Below this much available system memory a GPU that shares it (a GB10) is flagged: when the system runs out
+    // there, the driver's allocation failures can hard-reset the machine (NVIDIA's dgx-spark-playbooks issue 97),
+    // and one recipe run saw ~0.87 GiB go in a second.
+    static constexpr qint64 kLowUnifiedMemoryBytes = qint64(2) << 30;
 
 public slots:
     void addSample(const ts::ui::MetricsSample& sample);

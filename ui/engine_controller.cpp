@@ -426,6 +426,9 @@ void EngineController::sampleMetrics() {
     s.promptTokensTotal = m.promptTokens;
     s.generationTokensTotal = m.generationTokens;
     s.graphReplays = m.graphReplays;
+    s.deviceMemoryTotal = m.deviceMemoryTotal;
+    s.deviceMemoryFree = m.deviceMemoryFree;
+    s.deviceMemoryUnified = m.deviceMemoryUnified;
     s.requestsFinished = m.requestsFinished;
     if (m.ttft.count > m_prevTtftCount)
         s.ttftSeconds = (m.ttft.sum - m_prevTtftSum) / double(m.ttft.count - m_prevTtftCount);

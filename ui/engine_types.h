@@ -37,6 +37,9 @@ struct MetricsSample {
     qint64 promptTokensTotal = 0, generationTokensTotal = 0;
     qint64 requestsFinished = 0;
     qint64 graphReplays = 0;      // decode steps replayed from CUDA graphs (0 on the CPU backend)
+    // The GPU's memory (bytes; total 0 on the CPU backend). Unified (a GB10): free is the system's MemAvailable.
+    qint64 deviceMemoryTotal = 0, deviceMemoryFree = 0;
+    bool deviceMemoryUnified = false;
     // Mean time to first token of the requests that got their first token since the previous sample;
     // negative when none did (the chart then shows no point rather than a fake zero).
     double ttftSeconds = -1;

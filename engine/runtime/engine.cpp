@@ -137,8 +137,16 @@ bool Engine::finish(int64_t id, FinishReason reason) {
 }
 
 EngineMetrics Engine::metrics() const {
+    // Read before taking the lock: a driver call and /proc/meminfo, not engine state.
+    DeviceMemory dm;
+    const bool onDevice = m_model.backend().deviceMemory(&dm);
     std::lock_guard<std::mutex> lock(m_mutex);
     EngineMetrics m = m_metrics;
+    if (onDevice) {
+        m.deviceMemoryTotal = dm.totalBytes;
+        m.deviceMemoryFree = dm.freeBytes;
+        m.deviceMemoryUnified = dm.unified;
+    }
     // Tokens per second over the last kRateWindowSeconds, measured now: an idle engine reads 0.
     const double t = now();
     while (!m_rates.empty() && t - std::get<0>(m_rates.front()) > kRateWindowSeconds) m_rates.pop_front();

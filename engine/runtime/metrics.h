@@ -31,6 +31,10 @@ struct EngineMetrics {
     double promptTokensPerSecond = 0, generationTokensPerSecond = 0;  // over the last 2 s, as of the snapshot
     // Decode steps replayed from CUDA graphs and batch sizes captured (Backend::graphStats; 0 on the CPU).
     int64_t graphReplays = 0, graphCaptures = 0;
+    // The device's memory as of the snapshot (Backend::deviceMemory; all 0 on a host backend). On a GPU that
+    // shares the system's memory (a GB10) free is the system's MemAvailable: what every program has left.
+    int64_t deviceMemoryTotal = 0, deviceMemoryFree = 0;
+    bool deviceMemoryUnified = false;
     Histogram ttft{ttftBuckets()}, itl{itlBuckets()};
 };
 

@@ -93,6 +93,14 @@ std::string metricsText(const EngineMetrics& m, const ServerCounters& c, const S
               double(m.graphReplays));
     w.counter("twinspark:cuda_graph_captures", "Decode-step graphs captured (one per batch size, again after an "
               "invalidation).", double(m.graphCaptures));
+    if (m.deviceMemoryTotal > 0) {  // a device backend: its memory (none on the CPU backend)
+        w.gauge("twinspark:device_memory_total_bytes", "The GPU's memory.", double(m.deviceMemoryTotal));
+        w.gauge("twinspark:device_memory_free_bytes",
+                "Free GPU memory; on a GPU that shares the system's memory (GB10), the system's MemAvailable.",
+                double(m.deviceMemoryFree));
+        w.gauge("twinspark:device_memory_unified", "1 when the GPU shares the system's memory (GB10).",
+                m.deviceMemoryUnified ? 1.0 : 0.0);
+    }
     w.counter("twinspark:http_requests", "HTTP requests received.", double(c.httpRequests.load()));
     w.counter("twinspark:http_rejected_busy", "Generation requests refused with 503 at the concurrency limit.",
               double(c.rejectedBusy.load()));

@@ -60,6 +60,33 @@ private slots:
                  qPrintable(page.throughputTitle()));
     }
 
+    void deviceMemoryInTheKvHeading() {
+        DashboardPage page;
+        MetricsSample s;
+        s.kvBlocksTotal = 64;
+        page.addSample(s);  // the CPU backend: no device, nothing said about its memory
+        QVERIFY2(!page.kvTitle().contains(QStringLiteral("memory")), qPrintable(page.kvTitle()));
+        const qint64 gib = qint64(1) << 30;
+        s.timeSeconds = 0.25;
+        s.deviceMemoryTotal = 140 * gib;
+        s.deviceMemoryFree = 17 * gib + gib / 2;
+        page.addSample(s);  // a discrete GPU
+        QVERIFY2(page.kvTitle().contains(QStringLiteral("GPU memory 17.5 GiB free of 140.0")), qPrintable(page.kvTitle()));
+        QVERIFY2(!page.kvTitle().contains(QStringLiteral("low")), qPrintable(page.kvTitle()));
+        s.timeSeconds = 0.5;
+        s.deviceMemoryUnified = true;  // a GB10: the system's memory
+        s.deviceMemoryTotal = qint64(121.69 * double(gib));
+        s.deviceMemoryFree = 4 * gib;
+        page.addSample(s);
+        QVERIFY2(page.kvTitle().contains(QStringLiteral("system memory 4.0 GiB available of 121.7 (shared with the GPU)")),
+                 qPrintable(page.kvTitle()));
+        QVERIFY2(!page.kvTitle().contains(QStringLiteral("low")), qPrintable(page.kvTitle()));
+        s.timeSeconds = 0.75;
+        s.deviceMemoryFree = DashboardPage::kLowUnifiedMemoryBytes - 1;
+        page.addSample(s);
+        QVERIFY2(page.kvTitle().contains(QStringLiteral("<b>low</b>")), qPrintable(page.kvTitle()));
+    }
+
     void historyIsBounded() {
         DashboardPage page;
         MetricsSample s;
