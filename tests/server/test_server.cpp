@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "server_process.h"
+#include "serve/handlers.h"
 
 using namespace tstest;
 
@@ -310,6 +311,25 @@ private slots:
             QVERIFY2(m.find(n) != std::string::npos, n);
         QVERIFY(metric(m, "vllm:generation_tokens_total") > 0);
         QCOMPARE(metric(m, "twinspark:cuda_graph_replays_total"), 0.0);  // the CPU backend has no graphs
+        // ... and no device memory: the gauges are a GPU's only.
+        QVERIFY2(m.find("twinspark:device_memory") == std::string::npos, m.c_str());
+    }
+
+    void metricsOfAGpusMemory() {
+        // What a GB10 reports (the exposition on its own: no GPU here). Free is the system's MemAvailable.
+        ts::EngineMetrics em;
+        em.deviceMemoryTotal = int64_t(130663890944);
+        em.deviceMemoryFree = int64_t(4) << 30;
+        em.deviceMemoryUnified = true;
+        ts::serve::ServerCounters counters;
+        ts::serve::ServeContext ctx;
+        ts::serve::ServerOptions options;
+        options.servedModelName = "GLM-5.3-Flash-EXL3";
+        const std::string m = ts::serve::metricsText(em, counters, ctx, options);
+        QCOMPARE(metric(m, "twinspark:device_memory_total_bytes"), 130663890944.0);
+        QCOMPARE(metric(m, "twinspark:device_memory_free_bytes"), double(int64_t(4) << 30));
+        QCOMPARE(metric(m, "twinspark:device_memory_unified"), 1.0);
+        QVERIFY2(m.find("# TYPE twinspark:device_memory_free_bytes gauge") != std::string::npos, m.c_str());
     }
 
     // ---- auth (B5 #18, #19, #22)
