@@ -446,10 +446,11 @@ public:
     // The backend's device memory (DeviceMemory below); false for host backends (their KV budget is
     // configured, not measured).
     virtual bool deviceMemory(DeviceMemory* /*out*/) const { return false; }
-    // Takes freeAtOpenBytes as the device's free memory at the start from now on: the start-up check
-    // (runtime/device_budget.h, checkStartupMemory) calls it when that memory fitted only after waiting for a
-    // stopping process to return its memory, before anything of this backend's own was allocated.
-    virtual void rebaseDeviceMemory(int64_t /*freeAtOpenBytes*/) {}
+    // Takes the start again from a reading of free memory taken now: freeAtOpenBytes becomes freeNowBytes plus
+    // what the backend allocated for itself when it opened (its handles and workspaces). The start-up check
+    // (runtime/device_budget.h, checkStartupMemory) calls it when GPU_MEM_UTIL's share was not free at the open
+    // but is now (a stopping process returned its memory), before the backend has allocated anything else.
+    virtual void rebaseDeviceMemory(int64_t /*freeNowBytes*/) {}
 };
 
 std::unique_ptr<Backend> makeCpuBackend();

@@ -231,8 +231,8 @@ bool ProfilingBackend::deviceMemory(DeviceMemory* out) const {
     return m_inner->deviceMemory(out);
 }
 
-void ProfilingBackend::rebaseDeviceMemory(int64_t freeAtOpenBytes) {
-    m_inner->rebaseDeviceMemory(freeAtOpenBytes);
+void ProfilingBackend::rebaseDeviceMemory(int64_t freeNowBytes) {
+    m_inner->rebaseDeviceMemory(freeNowBytes);
 }
 
 }  // namespace ts

@@ -78,7 +78,7 @@ public:
     bool sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs, SampleOutput* out) override;
     void synchronize() override;
     bool deviceMemory(DeviceMemory* out) const override;
-    void rebaseDeviceMemory(int64_t freeAtOpenBytes) override;
+    void rebaseDeviceMemory(int64_t freeNowBytes) override;
 
 private:
     // Runs one forwarded op, synchronizes the wrapped backend and books the wall time under `op`.

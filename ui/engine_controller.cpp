@@ -163,7 +163,7 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
         // GPU_MEM_UTIL's share must be free: checked now, not after minutes of loading (runtime/device_budget.h).
         checkStartupMemory(*loaded->backend, options.gpuMemUtil, [this](const std::string& line) {
             log(QString::fromStdString(line));
-            emit loadProgress(6, tr("Waiting for device memory"));
+            if (line.rfind("waiting", 0) == 0) emit loadProgress(6, tr("Waiting for device memory"));
         });
         if (loaded->backend->name() != "cpu") {
             emit loadProgress(7, tr("GPU self-test (every kernel against the CPU reference)"));

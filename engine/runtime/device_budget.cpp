@@ -88,6 +88,7 @@ DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMem
     const double t0 = clock.now();
     double lastGrowth = t0, lastNote = t0 - 1e9;
     int64_t best = m.freeBytes;
+    bool slept = false;
     while (true) {
         const double t = clock.now();
         if (t - t0 >= timeoutS || t - lastGrowth >= stallS) break;
@@ -101,6 +102,7 @@ DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMem
             lastNote = t;
         }
         clock.sleep(std::min(pollS, std::max(0.0, timeoutS - (t - t0))));
+        slept = true;
         m = read();
         if (requested <= m.freeBytes) {
             char line[160];
@@ -114,9 +116,8 @@ DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMem
             lastGrowth = clock.now();
         }
     }
-    const double waited = clock.now() - t0;
     char when[96];
-    if (waited > 0.0) std::snprintf(when, sizeof when, "were free after waiting %.0f s", waited);
+    if (slept) std::snprintf(when, sizeof when, "were free after waiting %.0f s", clock.now() - t0);
     else std::snprintf(when, sizeof when, "were free");
     fail(ErrorKind::InvalidArgument, startupShortfall(gpuMemUtil, m.totalBytes, m.freeBytes, m.unified, when));
 }
@@ -129,16 +130,18 @@ double startupMemoryWaitSeconds() {
 void checkStartupMemory(const DeviceMemory& atOpen, const std::function<DeviceMemory()>& readNow,
                         const std::function<void(int64_t)>& rebase, double gpuMemUtil, const MemoryWaitClock& clock,
                         double timeoutS, const std::function<void(const std::string&)>& note) {
-    // The first reading is the one taken when the backend opened the device, which planDeviceBudget checks too.
-    int reads = 0;
+    checkUtil(gpuMemUtil);
+    // Free at the open is what planDeviceBudget checks: when that fitted, there is nothing to do.
+    if (requestedOf(gpuMemUtil, atOpen.totalBytes) <= atOpen.freeAtOpenBytes) return;
+    // It did not: wait from the reading taken now (atOpen.freeBytes, which may already fit) for one that does,
+    // and plan from that one.
+    bool first = true;
     const auto read = [&] {
-        if (reads++ > 0) return readNow();
-        DeviceMemory m = atOpen;
-        m.freeBytes = atOpen.freeAtOpenBytes;
-        return m;
+        if (!first) return readNow();
+        first = false;
+        return atOpen;
     };
-    const DeviceMemory fit = awaitStartupMemory(gpuMemUtil, read, clock, timeoutS, note);
-    if (reads > 1) rebase(fit.freeBytes);
+    rebase(awaitStartupMemory(gpuMemUtil, read, clock, timeoutS, note).freeBytes);
 }
 
 void checkStartupMemory(Backend& be, double gpuMemUtil, const std::function<void(const std::string&)>& note,

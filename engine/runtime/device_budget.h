@@ -57,13 +57,14 @@ DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMem
 // TS_MEM_WAIT_S (seconds; 0: fail at once), default 30.
 double startupMemoryWaitSeconds();
 
-// awaitStartupMemory on a backend just opened, with the steady clock: nothing for a host backend; on a device
-// backend whose memory fitted only after waiting, the reading that fitted becomes the backend's "free at open"
-// (Backend::rebaseDeviceMemory): the start the budget is planned from.
+// awaitStartupMemory on a backend just opened, with the steady clock: nothing for a host backend, nor for a device
+// backend whose free memory at the open fits; otherwise the wait starts from a reading taken now, and the reading
+// that fits becomes the backend's start (Backend::rebaseDeviceMemory), which the budget is planned from.
 void checkStartupMemory(Backend& be, double gpuMemUtil, const std::function<void(const std::string&)>& note,
                         double timeoutS = startupMemoryWaitSeconds());
-// The same on readings: atOpen (its freeAtOpenBytes is the first reading), readNow (later ones), rebase (the
-// reading that fitted, when it took a wait) — what the overload above binds to the backend.
+// The same on readings: atOpen (Backend::deviceMemory just after the open: freeAtOpenBytes, and freeBytes now),
+// readNow (later readings), rebase (the reading that fitted, when the open's did not) — what the overload above
+// binds to the backend.
 void checkStartupMemory(const DeviceMemory& atOpen, const std::function<DeviceMemory()>& readNow,
                         const std::function<void(int64_t)>& rebase, double gpuMemUtil, const MemoryWaitClock& clock,
                         double timeoutS, const std::function<void(const std::string&)>& note);

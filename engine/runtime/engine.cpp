@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <exception>
 
 #include "core/error.h"
 
@@ -137,9 +138,15 @@ bool Engine::finish(int64_t id, FinishReason reason) {
 }
 
 EngineMetrics Engine::metrics() const {
-    // Read before taking the lock: a driver call and /proc/meminfo, not engine state.
+    // Read before taking the lock: a driver call and /proc/meminfo, not engine state. A snapshot must not throw
+    // (the dashboard's timer and /metrics take one): a device that cannot say leaves the fields at 0.
     DeviceMemory dm;
-    const bool onDevice = m_model.backend().deviceMemory(&dm);
+    bool onDevice = false;
+    try {
+        onDevice = m_model.backend().deviceMemory(&dm);
+    } catch (const std::exception&) {
+        onDevice = false;
+    }
     std::lock_guard<std::mutex> lock(m_mutex);
     EngineMetrics m = m_metrics;
     if (onDevice) {

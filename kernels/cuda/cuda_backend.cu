@@ -127,6 +127,9 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     m_pool->device = device;
     m_pool->stream = m_stream;
     m_scratch.resize(kScratchCount);
+    // What the lines above took (streams, the cuBLAS handle and workspace): ours, added back when the start
+    // is taken again from a later reading (rebaseDeviceMemory).
+    m_ownSinceOpen = std::max<int64_t>(0, m_freeAtOpen - freeBytesNow());
 }
 
 CudaBackend::~CudaBackend() {

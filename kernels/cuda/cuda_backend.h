@@ -161,7 +161,7 @@ public:
 
     void synchronize() override;
     bool deviceMemory(DeviceMemory* out) const override;
-    void rebaseDeviceMemory(int64_t freeAtOpenBytes) override;
+    void rebaseDeviceMemory(int64_t freeNowBytes) override;
 
     // Every public op opens one of these first, with its name and the arguments a replay must match
     // (buffer and weight addresses, shapes, scalars; see gk / gf). Inside a graph region, at the model's
@@ -331,6 +331,7 @@ private:
     // how that is decided) and its free bytes when this backend opened it, before any allocation of its own.
     bool m_unified = false;
     int64_t m_freeAtOpen = 0;
+    int64_t m_ownSinceOpen = 0;  // bytes the constructor allocated after m_freeAtOpen was read
     void openMemoryAccounting();
     // Throws Unsupported, naming the device and the build's architectures, when this build has no kernels the
     // device can run (an 'a' target runs only on its own architecture): "auto" then falls back to the CPU.

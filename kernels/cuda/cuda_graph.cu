@@ -79,6 +79,8 @@ CudaBackend::GraphOp::GraphOp(CudaBackend& be, bool capturable, const char* name
             if (g->mode == GraphState::kCapture) {
                 e.ops[size_t(g->op)] = full;
                 if (capturable && !g->capturing) {
+                    // Relaxed: other threads' driver calls stay legal during a capture (Engine::metrics reads the
+                    // device's memory from an HTTP or UI thread) and do not invalidate it.
                     TS_CUDA_CHECK(cudaStreamBeginCapture(be.m_stream, cudaStreamCaptureModeRelaxed));
                     g->capturing = true;
                     g->segFirst = g->op;

@@ -67,8 +67,8 @@ bool CudaBackend::deviceMemory(DeviceMemory* out) const {
     return true;
 }
 
-void CudaBackend::rebaseDeviceMemory(int64_t freeAtOpenBytes) {
-    m_freeAtOpen = freeAtOpenBytes;
+void CudaBackend::rebaseDeviceMemory(int64_t freeNowBytes) {
+    m_freeAtOpen = freeNowBytes + m_ownSinceOpen;
 }
 
 namespace {

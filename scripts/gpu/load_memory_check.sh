@@ -36,6 +36,7 @@ budget_run "defaults" 0.87
 budget_run "more than was free at the start" 0.999
 echo "== restart race: a process holding ~60 GB exits 6 s after it has them" | tee -a "$R"
 before=$(gpu_used_mib)
+rm -f /tmp/lm_holder.out
 python3 -c "import torch, time; x = torch.empty(60 * 10**9, dtype=torch.uint8, device='cuda'); torch.cuda.synchronize(); print('holder: allocated', flush=True); time.sleep(6)" >/tmp/lm_holder.out 2>&1 &
 holder=$!
 for _ in $(seq 1 120); do grep -q "holder: allocated" /tmp/lm_holder.out 2>/dev/null && break; sleep 0.25; done
@@ -43,6 +44,12 @@ echo "GPU memory used: ${before} MiB before the holder, $(gpu_used_mib) MiB whil
 t0=$(date +%s.%N)
 budget_run "started while another process still held 60 GB" 0.87
 echo "generate took $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s; holder: $(cat /tmp/lm_holder.out | tr '\n' ' ')" | tee -a "$R"
+# The race happened only if the holder had its memory and generate waited for it.
+if grep -q "holder: allocated" /tmp/lm_holder.out && grep -q "waiting for device memory" /tmp/lm_gen.err; then
+  echo "restart race exercised: generate waited for the holder's memory" | tee -a "$R"
+else
+  echo "restart race NOT exercised (holder: $(tail -1 /tmp/lm_holder.out); no wait in generate's output)" | tee -a "$R"
+fi
 wait $holder
 budget_run "TS_UNIFIED_MEMORY=1" 0.5 TS_UNIFIED_MEMORY=1
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)

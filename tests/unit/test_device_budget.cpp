@@ -198,35 +198,59 @@ private slots:
     }
 
     void theCheckStartsFromTheOpenReadingAndRebasesAfterAWait() {
-        // The first reading is the backend's "free at open" (what planDeviceBudget later checks), not a new one;
-        // after a wait, the reading that fitted becomes the start the budget is planned from.
-        FakeDevice d;
-        d.freeAt = [](double t) { return gib(t >= 2.0 ? 112.0 : 90.0); };
+        // Free memory at the open fits: nothing is read again, nothing rebased (planDeviceBudget checks the same).
         DeviceMemory atOpen;
-        atOpen.totalBytes = d.total;
-        atOpen.freeAtOpenBytes = gib(70.0);  // lower than any later reading: this one must come first
-        atOpen.freeBytes = gib(90.0);
-        std::vector<int64_t> rebased;
-        checkStartupMemory(
-            atOpen, [&] { return d.read(); }, [&](int64_t b) { rebased.push_back(b); }, 0.87, d.clock(), 30.0, d.note());
-        QCOMPARE(QString::fromStdString(d.notes.front()).contains(QStringLiteral("70.00 GiB free")), true);
-        QCOMPARE(int(rebased.size()), 1);
-        QCOMPARE(rebased[0], gib(112.0));
-        // Enough at open: no reading, no rebase.
+        atOpen.totalBytes = gib(121.69);
         atOpen.freeAtOpenBytes = gib(108.0);
+        atOpen.freeBytes = gib(1.0);  // now: would fail if it were used
         FakeDevice quiet;
         quiet.freeAt = [](double) { return gib(1.0); };
-        rebased.clear();
-        checkStartupMemory(
-            atOpen, [&] { return quiet.read(); }, [&](int64_t b) { rebased.push_back(b); }, 0.87, quiet.clock(), 30.0,
-            quiet.note());
+        std::vector<int64_t> rebased;
+        const auto keep = [&](int64_t b) { rebased.push_back(b); };
+        checkStartupMemory(atOpen, [&] { return quiet.read(); }, keep, 0.87, quiet.clock(), 30.0, quiet.note());
         QCOMPARE(quiet.reads, 0);
         QVERIFY(rebased.empty());
-        // A bad utilisation is refused before any reading.
+
+        // It did not fit at the open, but the reading taken just after the open does (memory came back in
+        // between): no wait, and the budget is planned from that reading.
+        atOpen.freeAtOpenBytes = gib(70.0);
+        atOpen.freeBytes = gib(107.0);
+        checkStartupMemory(atOpen, [&] { return quiet.read(); }, keep, 0.87, quiet.clock(), 30.0, quiet.note());
+        QCOMPARE(quiet.reads, 0);
+        QCOMPARE(quiet.sleeps, 0);
+        QVERIFY(quiet.notes.empty());
+        QCOMPARE(rebased, std::vector<int64_t>{gib(107.0)});
+
+        // Neither fits: the wait starts from the reading after the open (90 GiB, not the open's 70) and the
+        // reading that fits (112 GiB at 2 s) becomes the start.
+        FakeDevice d;
+        d.freeAt = [](double t) { return gib(t >= 2.0 ? 112.0 : 90.0); };
+        atOpen.freeBytes = gib(90.0);
+        rebased.clear();
+        checkStartupMemory(atOpen, [&] { return d.read(); }, keep, 0.87, d.clock(), 30.0, d.note());
+        QVERIFY2(QString::fromStdString(d.notes.front()).contains(QStringLiteral("90.00 GiB free")), d.notes.front().c_str());
+        QCOMPARE(rebased, std::vector<int64_t>{gib(112.0)});
+        QCOMPARE(d.t, 2.0);
+
+        // A bad utilisation is refused before any reading (this one would otherwise wait: nothing fits).
+        FakeDevice never;
+        never.freeAt = [](double) { return gib(1.0); };
         const QString msg = errorOf([&] {
-            checkStartupMemory(atOpen, [&] { return quiet.read(); }, [](int64_t) {}, 1.5, quiet.clock(), 30.0, quiet.note());
+            checkStartupMemory(atOpen, [&] { return never.read(); }, keep, 1.5, never.clock(), 30.0, never.note());
         });
         QVERIFY2(msg.contains(QStringLiteral("GPU_MEM_UTIL must be in (0, 1]")), qPrintable(msg));
+        QCOMPARE(never.reads, 0);
+        QCOMPARE(never.sleeps, 0);
+    }
+
+    void theMessageSaysWhetherItWaited() {
+        // TS_MEM_WAIT_S=0 on a real clock, which moves between two readings: "were free", not "after waiting 0 s".
+        FakeDevice d;
+        d.freeAt = [](double) { return gib(60.0); };
+        MemoryWaitClock moving = d.clock();
+        moving.now = [&d] { return d.t += 0.001; };
+        const QString msg = errorOf([&] { awaitStartupMemory(0.87, [&] { return d.read(); }, moving, 0.0, d.note()); });
+        QVERIFY2(msg.contains(QStringLiteral("only 60.00 GiB were free (")), qPrintable(msg));
     }
 };
 
