@@ -215,6 +215,10 @@ int generateWithEngine(const Args& args) {
         std::fprintf(stderr, "decode with all %lld request(s) running: %lld tokens in %.3f s = %.2f tok/s aggregate "
                              "(median step %.3f ms)\n",
                      (long long)concurrency, (long long)dw.tokens, dw.seconds, dw.tokPerS, dw.medianGapS * 1e3);
+    if (m.deviceMemoryTotal > 0)  // the engine's snapshot, as /metrics and the dashboard show it
+        std::fprintf(stderr, "device memory after the run: %.2f GiB free of %.2f%s\n",
+                     double(m.deviceMemoryFree) / double(int64_t(1) << 30), double(m.deviceMemoryTotal) / double(int64_t(1) << 30),
+                     m.deviceMemoryUnified ? " (the system's, shared with the GPU)" : "");
     const Backend::GraphStats gs = l.backend->graphStats();
     if (gs.captures + gs.replays + gs.eagerRegions > 0)
         std::fprintf(stderr, "cuda graphs: %lld decode steps replayed, %lld captured, %lld eager (measured, or not "

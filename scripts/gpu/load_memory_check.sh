@@ -5,7 +5,8 @@
 #   1. bench-device --what upload: 1 GiB uploads from anonymous memory and from a mapped file, through the pinned
 #      ring and straight from the source (TS_UPLOAD_RING's A/B), GB/s;
 #   2. generate through the engine on the EXL3 embedded model with the KV pool sized from GPU_MEM_UTIL 0.87 as
-#      serve sizes it: its load-progress and device-memory lines;
+#      serve sizes it: its load-progress and device-memory lines, and the engine's snapshot of the device's memory
+#      after the run (Engine::metrics, what /metrics and the dashboard show);
 #   3. the same at 0.999 (more than was free when the device was opened): must stop with the message naming the
 #      utilisation that fits, exit 2 — at the start-up check, before any weight is uploaded (no "weights on the
 #      device" line), after waiting ~10 s for memory that never comes;
