@@ -153,7 +153,7 @@ int generateWithEngine(const Args& args) {
     ec.kvBudgetBytes = int64_t(1) << 30;
     if (memUtil) {  // the pool sized as serve sizes it (runtime/device_budget.h)
         const auto db = deviceKvBudget(*l.model, ec, *memUtil);
-        if (!db) fail(ErrorKind::InvalidArgument, "--gpu-mem-util sizes the KV pool on a GPU backend; this one is " + l.backend->name());
+        TS_CHECK(db.has_value(), "generate: loadModel let --gpu-mem-util through on a host backend");
         ec.kvBudgetBytes = db->kvBudgetBytes;
         std::fprintf(stderr, "generate: %s\n", describeDeviceBudget(*db, *memUtil).c_str());
     }

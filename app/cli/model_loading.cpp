@@ -29,7 +29,13 @@ LoadedModel loadModel(const Args& args, bool profileOps, std::optional<double> g
     l.dt = parseKvCacheDtype(args.get("kv-cache-dtype").value_or("fp8"));
     l.backend = makeBackend(backend);
     if (profileOps) l.backend = std::make_unique<ProfilingBackend>(std::move(l.backend));
-    if (gpuMemUtil) checkStartupMemory(*l.backend, *gpuMemUtil, stderrNote("load"));
+    if (gpuMemUtil) {  // before the load: neither a CPU backend nor a shortfall should cost one
+        DeviceMemory dm;
+        if (!l.backend->deviceMemory(&dm))
+            fail(ErrorKind::InvalidArgument,
+                 "--gpu-mem-util sizes the KV pool on a GPU backend; this one is " + l.backend->name());
+        checkStartupMemory(*l.backend, *gpuMemUtil, stderrNote("load"));
+    }
     l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend, stderrLoadProgress("load", *l.backend));
     return l;
 }

@@ -23,8 +23,8 @@ struct LoadedModel {
 };
 
 // profileOps: wrap the backend in a ProfilingBackend (kernels/profiling_backend.h): every op synchronized
-// and timed (`generate --profile-ops`). gpuMemUtil: on a device backend, the start-up memory check
-// (runtime/device_budget.h, checkStartupMemory) before the weights load.
+// and timed (`generate --profile-ops`). gpuMemUtil (`generate --gpu-mem-util`): before the weights load, refused on
+// a host backend, and on a device the start-up memory check (runtime/device_budget.h, checkStartupMemory).
 LoadedModel loadModel(const Args& args, bool profileOps = false, std::optional<double> gpuMemUtil = std::nullopt);
 
 // A load's progress on stderr for a device backend ("<who>: weights on the device 12.3 / 82.1 GiB (15 %)", at most

@@ -96,8 +96,9 @@ DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMem
             char line[320];
             std::snprintf(line, sizeof line,
                           "waiting for device memory: %.2f GiB free, GPU_MEM_UTIL %.2f asks for %.2f GiB (a process that "
-                          "has just stopped may still be returning its memory; %.0f s at most, TS_MEM_WAIT_S)",
-                          gib(m.freeBytes), gpuMemUtil, gib(requested), timeoutS);
+                          "has just stopped may still be returning its memory; while it comes back, %.0f s at most "
+                          "(TS_MEM_WAIT_S), and %.0f s without more)",
+                          gib(m.freeBytes), gpuMemUtil, gib(requested), timeoutS, stallS);
             note(line);
             lastNote = t;
         }
@@ -111,7 +112,7 @@ DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMem
             note(line);
             return m;
         }
-        if (m.freeBytes >= best + kGrowth) {
+        if (m.freeBytes >= best + kGrowth) {  // coming back: the stall clock starts again
             best = m.freeBytes;
             lastGrowth = clock.now();
         }

@@ -340,6 +340,11 @@ private slots:
         QTest::newRow("gpu-mem-util on the CPU")
             << QStringList{"generate", "--backend", "cpu", "--model", kTinyA, "--prompt-ids", "1", "--gpu-mem-util", "0.5"}
             << "--gpu-mem-util sizes the KV pool on a GPU backend; this one is cpu";
+        // ... and before the model loads: a missing model directory is not reached.
+        QTest::newRow("gpu-mem-util on the CPU, before the load")
+            << QStringList{"generate", "--backend", "cpu", "--model", "/nonexistent-model-dir", "--prompt-ids", "1",
+                           "--gpu-mem-util", "0.5"}
+            << "--gpu-mem-util sizes the KV pool on a GPU backend; this one is cpu";
     }
 
     void badInput() {
