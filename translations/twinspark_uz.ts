@@ -704,15 +704,15 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Loading the weights (%1 of %2 GiB)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>GPU memory: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Waiting for device memory</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loading the weights (%1 of %2)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

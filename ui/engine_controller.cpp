@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
+#include <QLocale>
 #include <QTimer>
 
 #include <chrono>
@@ -178,9 +179,10 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
             const int percent = 10 + int(total > 0 ? 68 * done / total : 68);
             if (percent == lastPercent) return;
             lastPercent = percent;
-            emit loadProgress(percent, tr("Loading the weights (%1 of %2 GiB)")
-                                           .arg(double(done) / double(1 << 30), 0, 'f', 1)
-                                           .arg(double(total) / double(1 << 30), 0, 'f', 1));
+            // formattedDataSize picks the unit (MiB for the embedded model, GiB for the full-size one).
+            const QLocale locale;
+            emit loadProgress(percent, tr("Loading the weights (%1 of %2)")
+                                           .arg(locale.formattedDataSize(done), locale.formattedDataSize(total)));
         });
         emit loadProgress(80, tr("Loading the tokenizer"));
         if (QFileInfo::exists(QString::fromStdString(dir + "/tokenizer.json"))) {
