@@ -11,9 +11,12 @@
 #   device: PREBUILT=1 bash scripts/gpu/run_gpu_suite.sh "$OUT"   (carry ["build-dev/twinspark-cli.xz", "build-dev/lib"])
 #   here:   bash scripts/gpu/device_tree.sh restore
 # Env: ARCHS (90a), JOBS (ninja -j; default all cores). About 9 minutes on 2 cores from scratch.
+# SERVER=1: with the OpenAI server (`serve`), in build-dev-srv/ (its own build: the server's link libraries —
+# cpp-httplib, OpenSSL, zlib, brotli — travel in build-dev-srv/lib); device: scripts/gpu/serve_check.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=build-dev
+[ "${SERVER:-0}" = 1 ] && B=build-dev-srv
 ARCHS=${ARCHS:-90a}
 mkdir -p "$B/deps" "$B/lib"
 [ -d "$B/deps/usr/include/nlohmann" ] || tar xJf .device-deps/deps.tar.xz -C "$B/deps"
@@ -30,4 +33,5 @@ ldd "$B/app/twinspark-cli" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
   esac
 done
 echo "prebuilt: $B/twinspark-cli.xz ($(du -h "$B/twinspark-cli.xz" | cut -f1)), libs: $(ls "$B/lib" | tr '\n' ' ')"
-echo "carry: [\"$B/twinspark-cli.xz\", \"$B/lib\"]   (device: PREBUILT=1 bash scripts/gpu/run_gpu_suite.sh \"\$OUT\")"
+if [ "${SERVER:-0}" = 1 ]; then next='bash scripts/gpu/serve_check.sh "$OUT"'; else next='PREBUILT=1 bash scripts/gpu/run_gpu_suite.sh "$OUT"'; fi
+echo "carry: [\"$B/twinspark-cli.xz\", \"$B/lib\"]   (device: $next)"

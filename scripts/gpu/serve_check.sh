@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The product's main job on a GPU: `twinspark-cli serve --backend cuda` on the EXL3 embedded model, driven over
+# HTTP as a client would (issue 6; the GPU machine's usual build has no server — this needs the binary that
+# `SERVER=1 bash scripts/gpu/prebuilt.sh` builds here, with its libraries):
+#   1. start at GPU_MEM_UTIL 0.87: the start-up memory check, the GPU self-test, the load and the KV plan, in that
+#      order (from its log), and the time to ready;
+#   2. tools/device/serve_probe.py check: models, chat (plain and streamed, same text), 4 concurrent chats, a
+#      token-id completion, malformed JSON answered 400 while the server keeps serving, /metrics' device-memory
+#      gauges and request counts;
+#   3. the restart race with itself: SIGTERM, and the next server started at once, while the first still holds
+#      its ~69 GiB: the second must wait for that memory ("waiting for device memory"), then come up and answer;
+#      the first's exit status and time to exit are reported;
+#   4. GPU_MEM_UTIL 0.999 (more than is free): serve must stop with the advice, exit 2, before any upload.
+#   here:   SERVER=1 bash scripts/gpu/prebuilt.sh && bash scripts/gpu/device_tree.sh stash --room
+#   device: (carry ["build-dev-srv/twinspark-cli.xz", "build-dev-srv/lib"]) bash scripts/gpu/serve_check.sh "$OUT"
+#   here:   bash scripts/gpu/device_tree.sh restore
+# SC_MODEL (the EXL3 embedded model), SC_BACKEND (cuda).
+# Results: $OUT/serve_check.txt (the summary), $OUT/serve{1,2,3}.log, $OUT/serve_probe.json. Exit 1 when a step fails.
+set -uo pipefail
+OUT=${1:-/tmp/twinspark-gpu}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+B=build-dev-srv
+mkdir -p build-gpu/app
+xz -dc "$B/twinspark-cli.xz" >build-gpu/app/twinspark-cli-srv && chmod +x build-gpu/app/twinspark-cli-srv || exit 2
+export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+CLI=build-gpu/app/twinspark-cli-srv
+MODEL=${SC_MODEL:-resources/models/glm5-next-tiny-exl3}
+BE=${SC_BACKEND:-cuda}  # cpu: a dry run of this script on a machine without a GPU (the GPU-only checks then fail)
+R="$OUT/serve_check.txt"
+PORT=8888
+fails=0
+say() { echo "$*" | tee -a "$R"; }
+verdict() { if [ "$1" = ok ]; then say "ok   $2"; else say "FAIL $2"; fails=$((fails + 1)); fi; }
+ts() { date +%s.%N; }
+since() { python3 -c "print(round($(ts) - $1, 1))"; }
+
+say "== serve --backend $BE --model $MODEL --gpu-mem-util 0.87 on $(nvidia-smi --query-gpu=name --format=csv,noheader)"
+t0=$(ts)
+$CLI serve --backend $BE --model "$MODEL" --port $PORT --gpu-mem-util 0.87 >"$OUT/serve1.log" 2>&1 &
+s1=$!
+if python3 tools/device/serve_probe.py wait --port $PORT --timeout 300; then
+  verdict ok "ready in $(since "$t0") s"
+else
+  verdict fail "not ready after 300 s"; tail -20 "$OUT/serve1.log" | tee -a "$R"; kill -9 $s1 2>/dev/null; exit 1
+fi
+# The start-up order: memory check, self-test, weights, KV plan.
+order=$(grep -n -E "backend cuda|GPU self-test passed|weights on the device|KV plan" "$OUT/serve1.log" | cut -d: -f1 | tr '\n' ' ')
+grep -E "backend|self-test|weights on the device|device memory|KV plan|ready in" "$OUT/serve1.log" | tee -a "$R"
+if [ "$(echo $order | tr ' ' '\n' | sort -n | tr '\n' ' ')" = "$order" ] && [ "$(echo $order | wc -w)" -ge 4 ]; then
+  verdict ok "start-up order: device, self-test, weights, KV plan (log lines $order)"
+else
+  verdict fail "start-up order (log lines $order)"
+fi
+python3 tools/device/serve_probe.py check --gpu --port $PORT --json "$OUT/serve_probe.json" 2>&1 | tee -a "$R"
+[ "${PIPESTATUS[0]}" = 0 ] && verdict ok "the API checks" || verdict fail "the API checks"
+say "GPU memory used while serving: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader)"
+
+say "== restart: SIGTERM, and the next server started at once"
+kill -TERM $s1
+t1=$(ts)
+$CLI serve --backend $BE --model "$MODEL" --port $((PORT + 1)) --gpu-mem-util 0.87 >"$OUT/serve2.log" 2>&1 &
+s2=$!
+wait $s1
+rc1=$?
+say "first server: exit $rc1 $(since "$t1") s after SIGTERM; $(grep -E 'shutting down|stopped' "$OUT/serve1.log" | tr '\n' ' ')"
+[ $rc1 = 0 ] && verdict ok "first server exited cleanly" || verdict fail "first server's exit status $rc1"
+if python3 tools/device/serve_probe.py wait --port $((PORT + 1)) --timeout 300 &&
+  python3 tools/device/serve_probe.py one --port $((PORT + 1)) | tee -a "$R"; then
+  verdict ok "second server ready $(since "$t1") s after the first's SIGTERM, and answering"
+else
+  verdict fail "second server"; tail -20 "$OUT/serve2.log" | tee -a "$R"
+fi
+grep -E "waiting for device memory|device memory:|self-test|KV plan|error" "$OUT/serve2.log" | head -6 | tee -a "$R"
+if grep -q "waiting for device memory" "$OUT/serve2.log"; then
+  say "restart race exercised: the second server waited for the first's memory"
+else
+  say "restart race NOT exercised: the first server's memory was free before the second checked"
+fi
+kill -TERM $s2; wait $s2; say "second server: exit $?"
+
+say "== serve --gpu-mem-util 0.999 (more than is free)"
+TS_MEM_WAIT_S=5 timeout 120 $CLI serve --backend $BE --model "$MODEL" --port $((PORT + 2)) --gpu-mem-util 0.999 >"$OUT/serve3.log" 2>&1
+rc3=$?
+grep -E "error|weights on the device" "$OUT/serve3.log" | tee -a "$R"
+if [ $rc3 = 2 ] && grep -q "GPU_MEM_UTIL" "$OUT/serve3.log" && ! grep -q "weights on the device" "$OUT/serve3.log"; then
+  verdict ok "refused with the advice before any upload (exit 2)"
+else
+  verdict fail "0.999: exit $rc3"
+fi
+say "serve_check: $fails failed"
+[ $fails = 0 ]
