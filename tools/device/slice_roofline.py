@@ -7,7 +7,7 @@ docs/PERFORMANCE.md, "Full-width slice"). python3 standard library only.
         prints B ';'-separated lists of random prompt ids (for `generate --prompt-ids A;B;C;D --concurrency B`)
     slice_roofline.py report --model SLICE_DIR --run gen_b1.json [--run gen_b2.json ...]
         [--bench bench.json | --copy-bw GBps] [--full-config tests/data/glm-5.3-flash.config.json]
-        [--gb10-bw 273] [--gb10-copy-bw GBps] [--allreduce-us 25] [--json OUT.json] [--label TEXT]
+        [--gb10-bw 273] [--gb10-copy-bw GBps] [--allreduce-us 25] [--json OUT.json] [--label TEXT] [--nominal-bw GBps]
 
 Each --run is the --json of `twinspark-cli generate --concurrency B` (cmd_generate_engine.cpp): its
 decode_tok_s is the aggregate decode speed while all B requests run, concurrency is B.
@@ -44,8 +44,9 @@ on 2 x GB10 with tensor parallelism 2 (the recipe's layout) -- assumptions, each
      and `twinspark-cli plan` hold them: 7,307 B per token per rank).
   A2 Bandwidth: each GB10 moves its bytes at the fraction of its copy bandwidth that the slice reached on the
      H200 at the same batch. GB10's copy bandwidth is not measured here: by default it is the nominal 273 GB/s
-     times the H200's measured-copy / nominal (4,800 GB/s) ratio (--gb10-copy-bw overrides it with a measured
-     value). This is pessimistic where the H200 slice is bound by launches or integer work rather than by
+     times the measuring GPU's measured-copy / nominal ratio (nominal: --nominal-bw, else the datasheet figure of
+     the GPU --label names — H200 4,800 GB/s, H100 SXM 3,350 —, else the H200's; --gb10-copy-bw overrides it
+     with a measured value). This is pessimistic where the H200 slice is bound by launches or integer work rather than by
      bytes (a GB10 has ~6x more SM per byte/s than an H200), optimistic if GB10 kernels are less tuned.
   A3 Communication: 2 all-reduces of the B x D bf16 sublayer output per layer (after the attention's o_proj
      and after the MoE / MLP down projection), one for the vocabulary-parallel embedding and one gather of the
@@ -74,6 +75,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 FULL_CONFIG = os.path.join(ROOT, "tests", "data", "glm-5.3-flash.config.json")
 H200_NOMINAL_GBPS = 4800.0  # HBM3e, NVIDIA's H200 datasheet
+# Nominal memory bandwidth of the GPUs the slice is measured on, by a piece of the name nvidia-smi prints (first
+# match wins): the datasheets' figures. Used only for A2's measured-copy / nominal ratio.
+NOMINAL_BY_NAME = [("H200", 4800.0), ("H100 NVL", 3900.0), ("H100 PCIe", 2000.0), ("H100 80GB HBM3", 3350.0)]
 GB10_NOMINAL_GBPS = 273.0   # LPDDR5x, per DGX Spark (design/ARCHITECTURE.md §6)
 CX7_GBPS = 25.0             # 200 Gb/s
 # REQUIREMENTS.md, "Benchmark": 2 x GB10, warm, empty KV, CUDA graphs, temp 0, thinking off, DFlash2 k = 7.
@@ -159,6 +163,16 @@ def cmd_prompts(a):
     print(";".join(lists))
 
 
+def nominal_bandwidth(given, label):
+    """(GB/s, where it came from): the measuring GPU's datasheet bandwidth for A2's ratio."""
+    if given:
+        return given, "--nominal-bw"
+    for piece, gbps in NOMINAL_BY_NAME:
+        if piece in (label or ""):
+            return gbps, f"datasheet of the {piece}"
+    return H200_NOMINAL_GBPS, f"unknown GPU '{label}'"
+
+
 def cmd_report(a):
     cfg, tc = text_config(a.model)
     slice_info = cfg.get("twinspark_slice", {})
@@ -177,10 +191,14 @@ def cmd_report(a):
         copy_bw = H200_NOMINAL_GBPS
         copy_src = "NOT MEASURED: the H200's nominal 4,800 GB/s stands in"
         warn.append("no measured copy bandwidth: fractions are of the H200's nominal 4,800 GB/s")
-    eta = min(1.0, copy_bw / H200_NOMINAL_GBPS)
+    nominal, nominal_src = nominal_bandwidth(a.nominal_bw, a.label)
+    if nominal_src.startswith("unknown"):
+        warn.append(f"{nominal_src}: A2's ratio uses the H200's nominal 4,800 GB/s (give --nominal-bw)")
+    eta = min(1.0, copy_bw / nominal)
     gb10_copy = a.gb10_copy_bw if a.gb10_copy_bw else a.gb10_bw * eta
     gb10_src = "--gb10-copy-bw (given)" if a.gb10_copy_bw else \
-        f"{a.gb10_bw:.0f} GB/s nominal x {eta:.3f} (the H200's measured copy / nominal)"
+        f"{a.gb10_bw:.0f} GB/s nominal x {eta:.3f} (this GPU's measured copy / its nominal {nominal:,.0f} GB/s, " \
+        f"{nominal_src})"
 
     runs = []
     for path in a.run:
@@ -290,6 +308,7 @@ def cmd_report(a):
         doc = {"label": a.label, "slice": {"dir": a.model, **slice_info, "num_hidden_layers": tc["num_hidden_layers"],
                                            "n_routed_experts": tc["n_routed_experts"]},
                "copy_bandwidth_GBps": copy_bw, "copy_bandwidth_source": copy_src,
+               "measuring_gpu_nominal_GBps": nominal,
                "gb10": {"nominal_GBps": a.gb10_bw, "copy_GBps_assumed": gb10_copy, "source": gb10_src,
                         "allreduce_us": a.allreduce_us, "allreduces_per_step": 2 * full["num_hidden_layers"] + 2},
                "measured": runs, "extrapolation_45_layers_2xGB10_tp2": ext,
@@ -318,7 +337,8 @@ def main():
     rp.add_argument("--gb10-bw", type=float, default=GB10_NOMINAL_GBPS)
     rp.add_argument("--gb10-copy-bw", type=float, default=0.0)
     rp.add_argument("--allreduce-us", type=float, default=25.0)
-    rp.add_argument("--label", default="")
+    rp.add_argument("--label", default="", help="the GPU's name as nvidia-smi prints it (picks its nominal bandwidth)")
+    rp.add_argument("--nominal-bw", type=float, default=0.0, help="the measuring GPU's nominal bandwidth, GB/s")
     rp.add_argument("--json")
     a = ap.parse_args()
     return cmd_prompts(a) if a.cmd == "prompts" else cmd_report(a)
