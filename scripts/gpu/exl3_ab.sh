@@ -8,7 +8,7 @@
 # Env: VARIANTS (space-separated; each a comma-separated list of VAR=value set for one run), else TUNES
 #      (TS_EXL3_TUNE values, default "0 4 64": default, two-launch MoE, one-stage slices); REPS (bench-device
 #      --reps, 20), WHAT (default exl3-moe,exl3-gemv4), CLI (default build-gpu/app/twinspark-cli), BACKEND
-#      (default cuda; cpu only checks the script). Results: $OUT/ab_<variant>.json, $OUT/ab.txt.
+#      (default cuda; cpu only checks the script). Results: $OUT/ab_<run>_<variant>.json, $OUT/ab.txt.
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -20,9 +20,11 @@ if [ -z "${VARIANTS:-}" ]; then
   for t in ${TUNES:-0 4 64}; do VARIANTS="$VARIANTS TS_EXL3_TUNE=$t"; done
 fi
 tag() { echo "$1" | tr -c 'A-Za-z0-9_\n' '_'; }
-for v in $VARIANTS; do
+i=0
+for v in $VARIANTS; do  # a variant may repeat (A B A B: the spread between runs): files are numbered by run
   case "$v" in *=*) ;; *) echo "variant '$v': expected VAR=value[,VAR=value...]"; exit 2 ;; esac
-  t=$(tag "$v")
+  i=$((i + 1))
+  t="${i}_$(tag "$v")"
   env $(echo "$v" | tr ',' ' ') "$CLI" bench-device --backend "${BACKEND:-cuda}" --what "${WHAT:-exl3-moe,exl3-gemv4}" \
     --reps "${REPS:-20}" --json "$OUT/ab_$t.json" >"$OUT/ab_$t.txt" 2>&1
   echo "$v: rc $? ($(grep -m1 'decode unit' "$OUT/ab_$t.txt" | sed 's/.*decode unit: //'))"
@@ -31,12 +33,13 @@ python3 - "$OUT" $VARIANTS <<'PY' | tee -a "$OUT/ab.txt"
 import json, re, sys
 out, variants = sys.argv[1], sys.argv[2:]
 runs = {}
-for v in variants:
-    t = re.sub(r"[^A-Za-z0-9_]", "_", v)
+for i, v in enumerate(variants, 1):
+    t = f"{i}_" + re.sub(r"[^A-Za-z0-9_]", "_", v)
+    label = v if variants.count(v) == 1 else f"{v} (run {i})"
     try:
-        runs[v] = json.load(open(f"{out}/ab_{t}.json"))["exl3"]["rows"]
+        runs[label] = json.load(open(f"{out}/ab_{t}.json"))["exl3"]["rows"]
     except Exception as e:
-        print(f"{v}: no result ({e})")
+        print(f"{label}: no result ({e})")
 def key(r):
     if r.get("bench") == "exl3_moe":
         return f"MoE layer {r.get('codebook', 'mul1')} b{r['batch']}"
