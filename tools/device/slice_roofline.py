@@ -43,7 +43,7 @@ on 2 x GB10 with tensor parallelism 2 (the recipe's layout) -- assumptions, each
      g_a. KDA states are split by heads; the MLA latent cache and the indexer keys are replicated (as vLLM
      and `twinspark-cli plan` hold them: 7,307 B per token per rank).
   A2 Bandwidth: each GB10 moves its bytes at the fraction of its copy bandwidth that the slice reached on the
-     H200 at the same batch. GB10's copy bandwidth is not measured here: by default it is the nominal 273 GB/s
+     measuring GPU (the H200; once an H100) at the same batch. GB10's copy bandwidth is not measured here: by default it is the nominal 273 GB/s
      times the measuring GPU's measured-copy / nominal ratio (nominal: --nominal-bw, else the datasheet figure of
      the GPU --label names — H200 4,800 GB/s, H100 SXM 3,350 —, else the H200's; --gb10-copy-bw overrides it
      with a measured value). This is pessimistic where the H200 slice is bound by launches or integer work rather than by
