@@ -25,7 +25,7 @@ std::string startupShortfall(double gpuMemUtil, int64_t totalBytes, int64_t free
     const double fits = std::floor(100.0 * double(freeBytes) / double(totalBytes)) / 100.0;
     char msg[512];
     std::snprintf(msg, sizeof msg,
-                  "GPU_MEM_UTIL %.2f asks for %.2f GiB of the device's %.2f GiB, but only %.2f GiB %s (%.2f GiB in use "
+                  "GPU_MEM_UTIL %g asks for %.2f GiB of the device's %.2f GiB, but only %.2f GiB %s (%.2f GiB in use "
                   "by %s): set GPU_MEM_UTIL to %.2f or less, or free memory first",
                   gpuMemUtil, gib(requestedOf(gpuMemUtil, totalBytes)), gib(totalBytes), gib(freeBytes), when,
                   gib(std::max<int64_t>(0, totalBytes - freeBytes)), whose, fits);
@@ -65,7 +65,7 @@ DeviceBudget planDeviceBudget(double gpuMemUtil, int64_t totalBytes, int64_t fre
         const double needed = std::ceil(100.0 * double(ours) / double(totalBytes)) / 100.0 + 0.01;
         char msg[512];
         std::snprintf(msg, sizeof msg,
-                      "GPU_MEM_UTIL %.2f leaves no device memory for the KV pool: it allows %.2f GiB, and the model "
+                      "GPU_MEM_UTIL %g leaves no device memory for the KV pool: it allows %.2f GiB, and the model "
                       "(%.2f GiB) and one %lld-token step (%.2f GiB) take %.2f GiB (at least %.2f would be needed%s)",
                       gpuMemUtil, gib(b.requestedBytes), gib(b.modelBytes), (long long)stepTokens,
                       gib(b.activationBytes), gib(ours), needed,
@@ -95,7 +95,7 @@ DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMem
         if (t - lastNote >= 5.0) {
             char line[320];
             std::snprintf(line, sizeof line,
-                          "waiting for device memory: %.2f GiB free, GPU_MEM_UTIL %.2f asks for %.2f GiB (a process that "
+                          "waiting for device memory: %.2f GiB free, GPU_MEM_UTIL %g asks for %.2f GiB (a process that "
                           "has just stopped may still be returning its memory; while it comes back, %.0f s at most "
                           "(TS_MEM_WAIT_S), and %.0f s without more)",
                           gib(m.freeBytes), gpuMemUtil, gib(requested), timeoutS, stallS);
@@ -107,7 +107,7 @@ DeviceMemory awaitStartupMemory(double gpuMemUtil, const std::function<DeviceMem
         m = read();
         if (requested <= m.freeBytes) {
             char line[160];
-            std::snprintf(line, sizeof line, "device memory: %.2f GiB free after %.1f s, enough for GPU_MEM_UTIL %.2f",
+            std::snprintf(line, sizeof line, "device memory: %.2f GiB free after %.1f s, enough for GPU_MEM_UTIL %g",
                           gib(m.freeBytes), clock.now() - t0, gpuMemUtil);
             note(line);
             return m;
@@ -184,7 +184,7 @@ std::optional<DeviceBudget> deviceKvBudget(const Glm5NextModel& model, const Eng
 std::string describeDeviceBudget(const DeviceBudget& b, double gpuMemUtil) {
     char line[512];
     std::snprintf(line, sizeof line,
-                  "device memory %.2f GiB%s: %.2f GiB in use by others at start, GPU_MEM_UTIL %.2f allows %.2f GiB; "
+                  "device memory %.2f GiB%s: %.2f GiB in use by others at start, GPU_MEM_UTIL %g allows %.2f GiB; "
                   "the model %.2f GiB, a %lld-token step %.2f GiB -> %.2f GiB for the KV pool",
                   gib(b.totalBytes), b.unified ? " (unified with the system's)" : "", gib(b.othersBytes), gpuMemUtil,
                   gib(b.requestedBytes), gib(b.modelBytes), (long long)b.stepTokens, gib(b.activationBytes),

@@ -95,6 +95,15 @@ private slots:
         QVERIFY(b.kvBudgetBytes > 0);
     }
 
+    void theMessageNamesTheUtilisationAsGiven() {
+        // The H200 run of serve_check.sh: 0.999 asked for more than was free, and "%.2f" printed it as "1.00" beside
+        // the advice "0.99 or less". The value the user gave is named as given.
+        const int64_t total = gib(139.80), atOpen = gib(139.19);
+        const QString msg = errorOf([&] { planDeviceBudget(0.999, total, atOpen, atOpen, atOpen, false, 1024); });
+        QVERIFY2(msg.contains(QStringLiteral("GPU_MEM_UTIL 0.999 asks for 139.66 GiB")), qPrintable(msg));
+        QVERIFY2(msg.contains(QStringLiteral("set GPU_MEM_UTIL to 0.99 or less")), qPrintable(msg));
+    }
+
     void aModelTooLargeForTheShare() {
         const int64_t total = gib(80.0), atOpen = gib(79.5);
         const QString msg =

@@ -341,6 +341,8 @@ def main():
     rp.add_argument("--nominal-bw", type=float, default=0.0, help="the measuring GPU's nominal bandwidth, GB/s")
     rp.add_argument("--json")
     a = ap.parse_args()
+    if a.cmd == "report" and a.nominal_bw < 0:
+        ap.error(f"--nominal-bw must be a bandwidth in GB/s (> 0), got {a.nominal_bw:g}")
     return cmd_prompts(a) if a.cmd == "prompts" else cmd_report(a)
 
 
