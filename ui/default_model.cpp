@@ -4,6 +4,8 @@
 #include <QDir>
 #include <QFileInfo>
 
+#include "io/default_paths.h"
+
 namespace ts::ui {
 
 namespace {
@@ -12,31 +14,23 @@ bool isModelDir(const QString& dir) {
     return !dir.isEmpty() && QFileInfo(dir + QStringLiteral("/config.json")).isFile();
 }
 
+std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
+
 }  // namespace
 
-QString defaultModelName() { return QStringLiteral("glm5-next-tiny-exl3"); }
+// The rules live in engine/io/default_paths (Qt-free): the headless `twinspark-cli serve` finds the same model.
+QString defaultModelName() { return QString::fromStdString(ts::defaultModelName()); }
 
 QStringList defaultModelCandidates(const QString& appDir, const QString& workDir, const QString& sourceDir) {
-    const QString name = defaultModelName();
-    const QString inSource = QStringLiteral("/resources/models/") + name;
     QStringList c;
-    if (!appDir.isEmpty()) {
-        c << appDir + QStringLiteral("/../share/twinspark/models/") + name  // installed: <prefix>/bin
-          << appDir + QStringLiteral("/../..") + inSource                   // build/app in the source tree
-          << appDir + QStringLiteral("/..") + inSource                      // a binary one level down
-          << appDir + inSource;
-    }
-    if (!workDir.isEmpty()) c << workDir + inSource;
-    if (!sourceDir.isEmpty()) c << sourceDir + inSource;
-    for (QString& p : c) p = QDir::cleanPath(p);
-    c.removeDuplicates();
+    for (const auto& p : ts::defaultModelCandidates(toPath(appDir), toPath(workDir), toPath(sourceDir)))
+        c << QString::fromStdString(p.string());
     return c;
 }
 
 QString findDefaultModel(const QString& appDir, const QString& workDir, const QString& sourceDir) {
-    for (const QString& c : defaultModelCandidates(appDir, workDir, sourceDir))
-        if (isModelDir(c)) return QDir(c).absolutePath();
-    return QString();
+    const auto found = ts::findDefaultModel(toPath(appDir), toPath(workDir), toPath(sourceDir));
+    return found ? QDir::cleanPath(QString::fromStdString(found->string())) : QString();
 }
 
 QString defaultModelPath() {

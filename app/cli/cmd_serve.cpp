@@ -3,8 +3,9 @@
 // KV plan, then serves until SIGINT/SIGTERM. Shutdown is graceful: new requests get 503, in-flight ones
 // are aborted (streams end with an error event and [DONE]), the listener stops, exit 0.
 //
-// Defaults are the recipe's (REQUIREMENTS.md), also read from its environment variables; a command-line
-// value wins over the environment: PORT 8888, MAX_NUM_SEQS 4, MAX_NUM_BATCHED_TOKENS 1024,
+// Defaults are the recipe's (REQUIREMENTS.md), also read from its environment variables and from the deployment
+// .env (serve_sources.h; the control center's file): the command line wins over the environment, the environment
+// over the file. The model: --model, MODEL_PATH, else the embedded default model. PORT 8888, MAX_NUM_SEQS 4, MAX_NUM_BATCHED_TOKENS 1024,
 // MAX_MODEL_LEN 900000, KV_CACHE_DTYPE fp8, GPU_MEM_UTIL 0.87, VLLM_API_KEY (none).
 #include <atomic>
 #include <chrono>
@@ -18,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "cli/serve_sources.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "model/glm5_next.h"
@@ -76,13 +78,16 @@ struct Loaded {
 
 void printUsage() {
     std::printf(
-        "twinspark-cli serve --model DIR [--host 127.0.0.1] [--port 8888] [--served-model-name GLM-5.3-Flash-EXL3]\n"
+        "twinspark-cli serve [--model DIR] [--env FILE] [--host 127.0.0.1] [--port 8888] [--served-model-name GLM-5.3-Flash-EXL3]\n"
         "    [--api-key KEY] [--max-num-seqs 4] [--max-num-batched-tokens 1024] [--max-model-len 900000]\n"
         "    [--kv-cache-dtype fp8|fp32] [--kv-budget-mib 2048] [--gpu-mem-util 0.87] [--cors-origins A,B]\n"
         "    [--max-concurrent-requests 64] [--threads N] [--backend auto|cpu|cuda] [--insecure-no-api-key] [--quiet]\n"
         "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics,\n"
         "/tokenize, /detokenize) until SIGINT/SIGTERM. Environment defaults: PORT, MAX_NUM_SEQS,\n"
-        "MAX_NUM_BATCHED_TOKENS, MAX_MODEL_LEN, KV_CACHE_DTYPE, GPU_MEM_UTIL, VLLM_API_KEY.\n"
+        "MAX_NUM_BATCHED_TOKENS, MAX_MODEL_LEN, KV_CACHE_DTYPE, GPU_MEM_UTIL, VLLM_API_KEY, MODEL_PATH.\n"
+        "They are also read from the deployment .env the control center writes (--env FILE, else $TWINSPARK_ENV,\n"
+        "./.env, or ~/.config/TwinSpark/TwinSpark/.env); the environment wins over the file, options over both.\n"
+        "Without --model or MODEL_PATH the embedded default model is served.\n"
         "A non-loopback --host needs an API key unless --insecure-no-api-key is given.\n"
         "--gpu-mem-util sizes the KV pool on a GPU backend; the CPU backend uses --kv-budget-mib.\n"
         "On a GPU backend every kernel is checked against the CPU reference before serving (the recipe's GPU\n"
@@ -96,11 +101,12 @@ int cmdServe(const Args& args) {
         printUsage();
         return 0;
     }
-    args.accept({"model", "host", "port", "served-model-name", "api-key", "max-num-seqs", "max-num-batched-tokens",
+    args.accept({"model", "env", "host", "port", "served-model-name", "api-key", "max-num-seqs", "max-num-batched-tokens",
                  "max-model-len", "kv-cache-dtype", "kv-budget-mib", "gpu-mem-util", "cors-origins",
                  "max-concurrent-requests", "threads", "backend"},
                 {"insecure-no-api-key", "quiet"});
-    const std::string modelDir = args.require("model");
+    applyEnvFile(args, stderrNote("serve"));  // first: every setting below may come from it
+    const std::string modelDir = resolveServeModel(args, stderrNote("serve"));
     serve::ServerOptions opts;
     opts.host = args.get("host").value_or("127.0.0.1");
     opts.port = int(intSetting(args, "port", "PORT", 8888, 0, 65535));

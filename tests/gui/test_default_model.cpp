@@ -8,6 +8,8 @@
 
 #include "gui_spy.h"
 
+#include "io/default_paths.h"
+
 #include "ui/chat_page.h"
 #include "ui/conversation_store.h"
 #include "ui/default_model.h"
@@ -81,6 +83,41 @@ private slots:
     void thisBuildFindsTheSourceTreeModel() {
         QCOMPARE(canonical(defaultModelPath()),
                  canonical(QStringLiteral(TS_SOURCE_DIR "/resources/models/") + defaultModelName()));
+    }
+
+    // The control center and the headless `twinspark-cli serve` (engine/io/default_paths) read the same .env when
+    // none is named: $TWINSPARK_ENV, ./.env, else the configuration folder Qt gives the application TwinSpark.
+    void envFileRuleMatchesTheHeadlessServer() {
+        const QString org = QCoreApplication::organizationName(), app = QCoreApplication::applicationName();
+        const QByteArray xdg = qgetenv("XDG_CONFIG_HOME"), named = qgetenv("TWINSPARK_ENV"), home = qgetenv("HOME");
+        QCoreApplication::setOrganizationName(QStringLiteral("TwinSpark"));  // as app/gui/main.cpp
+        QCoreApplication::setApplicationName(QStringLiteral("TwinSpark"));
+        QStandardPaths::setTestModeEnabled(false);  // only paths are computed here; nothing is written
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const bool localEnv = QFileInfo::exists(QStringLiteral(".env"));  // then both must take ./.env
+        auto same = [] { return QDir::cleanPath(EnvStore::defaultPath()) == QString::fromStdString(ts::defaultEnvPath().string()); };
+        qunsetenv("TWINSPARK_ENV");
+        qputenv("XDG_CONFIG_HOME", tmp.filePath(QStringLiteral("xdg")).toUtf8());
+        const bool withXdg = same();
+        const QString xdgPath = EnvStore::defaultPath();
+        qunsetenv("XDG_CONFIG_HOME");
+        qputenv("HOME", tmp.path().toUtf8());
+        const bool withHome = same();
+        qputenv("TWINSPARK_ENV", "/somewhere/deploy.env");
+        const bool withNamed = same();
+        // restore before any check can return
+        QStandardPaths::setTestModeEnabled(true);
+        QCoreApplication::setOrganizationName(org);
+        QCoreApplication::setApplicationName(app);
+        for (auto [k, v] : {std::pair{"XDG_CONFIG_HOME", xdg}, std::pair{"TWINSPARK_ENV", named}, std::pair{"HOME", home}}) {
+            if (v.isNull()) qunsetenv(k);
+            else qputenv(k, v);
+        }
+        QVERIFY(withXdg);
+        QVERIFY(withHome);
+        QVERIFY(withNamed);
+        if (!localEnv) QCOMPARE(xdgPath, tmp.filePath(QStringLiteral("xdg/TwinSpark/TwinSpark/.env")));
     }
 
     // --model, then MODEL_PATH, then the last model loaded (only while it still exists), then the default.

@@ -11,7 +11,8 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function startServer(cli, modelDir, key, extraArgs = []) {
   assert.ok(cli && modelDir, 'TS_CLI and TS_CHAT_MODEL_DIR must be set (run through CTest)');
   const server = spawn(cli, ['serve', '--model', modelDir, '--port', '0', '--api-key', key, '--quiet', ...extraArgs],
-    { stdio: ['ignore', 'ignore', 'pipe'] });
+    // No deployment .env of the machine's user may change what is tested (serve reads one when present).
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TWINSPARK_ENV: '/dev/null' } });
   let log = '';
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('server did not print its port in 30 s:\n' + log)), 30000);

@@ -27,10 +27,13 @@ inline QString chatModelDir() { return QStringLiteral(TS_CHAT_MODEL_DIR); }
 class ServerProcess {
 public:
     // Starts the server and waits (at most `timeoutMs`) until /health answers 200.
+    // The test chat model unless withoutModel(); hermetic unless setEnvironment(): TWINSPARK_ENV=/dev/null, so no
+    // deployment .env of the machine's user (serve reads one when present) changes what is tested.
     bool start(const QStringList& extra, int timeoutMs = 60000) {
-        QStringList args = {"serve", "--model", chatModelDir(), "--port", "0", "--max-model-len", "2048",
-                            "--kv-budget-mib", "64", "--quiet"};
+        QStringList args = {"serve", "--port", "0", "--max-model-len", "2048", "--kv-budget-mib", "64", "--quiet"};
+        if (m_withModel) args += QStringList{"--model", chatModelDir()};
         args += extra;
+        m_proc.setProcessEnvironment(m_env);
         m_proc.setProcessChannelMode(QProcess::SeparateChannels);
         m_proc.start(QStringLiteral(TS_CLI_PATH), args);
         if (!m_proc.waitForStarted(10000)) return false;
@@ -53,6 +56,9 @@ public:
         }
         return false;
     }
+    void withoutModel() { m_withModel = false; }
+    void setEnvironment(const QProcessEnvironment& env) { m_env = env; }
+    void setWorkingDirectory(const QString& dir) { m_proc.setWorkingDirectory(dir); }
     int port() const { return m_port; }
     std::unique_ptr<httplib::Client> clientPtr(int readTimeoutS = 60) const {
         auto c = std::make_unique<httplib::Client>("127.0.0.1", m_port);
@@ -88,7 +94,15 @@ public:
         }
     }
 
+    static QProcessEnvironment hermeticEnvironment() {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("TWINSPARK_ENV"), QStringLiteral("/dev/null"));
+        return env;
+    }
+
 private:
+    QProcessEnvironment m_env = hermeticEnvironment();
+    bool m_withModel = true;
     QProcess m_proc;
     QString m_err;
     int m_port = 0;

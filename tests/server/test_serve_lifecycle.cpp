@@ -1,5 +1,8 @@
 // `twinspark-cli serve` as a process: graceful SIGTERM (a running stream ends with an error event and
-// [DONE], exit 0), refusing a LAN bind without a key, bad model directories and bad options (exit 2).
+// [DONE], exit 0), refusing a LAN bind without a key, bad model directories and bad options (exit 2); where its
+// settings come from when the command line leaves them out (the deployment .env, the environment, the embedded
+// default model).
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <thread>
@@ -7,6 +10,45 @@
 #include "server_process.h"
 
 using namespace tstest;
+
+namespace {
+
+struct Finished {
+    int exitCode = -1;
+    QString err;
+};
+
+// `twinspark-cli ARGS` to its end (bounded), hermetic unless `env` is given.
+Finished runCli(const QStringList& args, const QProcessEnvironment& env = ServerProcess::hermeticEnvironment()) {
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(QStringLiteral(TS_CLI_PATH), args);
+    Finished f;
+    if (!p.waitForFinished(30000)) {
+        p.kill();
+        p.waitForFinished(5000);
+        f.err = QStringLiteral("(did not finish in 30 s)");
+        return f;
+    }
+    f.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+    f.err = QString::fromUtf8(p.readAllStandardError());
+    return f;
+}
+
+void writeFile(const QString& path, const QByteArray& text) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QCOMPARE(f.write(text), qint64(text.size()));
+}
+
+int modelsStatus(ServerProcess& srv, const std::string& key) {
+    httplib::Headers h;
+    if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
+    auto r = srv.client().Get("/v1/models", h);
+    return r ? r->status : -1;
+}
+
+}  // namespace
 
 class TestServeLifecycle : public QObject {
     Q_OBJECT
@@ -34,29 +76,122 @@ private slots:
     }
 
     void refusesLanWithoutKey() {
-        QProcess p;
-        p.start(QStringLiteral(TS_CLI_PATH), {"serve", "--model", chatModelDir(), "--host", "0.0.0.0", "--port", "0"});
-        QVERIFY(p.waitForFinished(30000));
-        QCOMPARE(p.exitCode(), 2);
-        QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("API key"));
+        const Finished f = runCli({"serve", "--model", chatModelDir(), "--host", "0.0.0.0", "--port", "0"});
+        QCOMPARE(f.exitCode, 2);
+        QVERIFY2(f.err.contains("API key"), qPrintable(f.err));
     }
 
     void badModelDirExitsTwo() {
-        QProcess p;
-        p.start(QStringLiteral(TS_CLI_PATH), {"serve", "--model", "/nonexistent/model", "--port", "0"});
-        QVERIFY(p.waitForFinished(30000));
-        QCOMPARE(p.exitCode(), 2);
+        const Finished f = runCli({"serve", "--model", "/nonexistent/model", "--port", "0"});
+        QCOMPARE(f.exitCode, 2);
+        QVERIFY2(f.err.contains("/nonexistent/model"), qPrintable(f.err));
     }
 
     void badOptions() {
         for (const QStringList& extra : {QStringList{"--kv-cache-dtype", "bf16"}, QStringList{"--port", "70000"},
                                          QStringList{"--gpu-mem-util", "1.5"}, QStringList{"--backend", "tpu"},
                                          QStringList{"--bogus", "1"}}) {
-            QProcess p;
-            p.start(QStringLiteral(TS_CLI_PATH), QStringList{"serve", "--model", chatModelDir()} + extra);
-            QVERIFY(p.waitForFinished(30000));
-            QCOMPARE(p.exitCode(), 2);
+            const Finished f = runCli(QStringList{"serve", "--model", chatModelDir()} + extra);
+            QVERIFY2(f.exitCode == 2, qPrintable(extra.join(' ') + ": " + f.err));
         }
+    }
+
+    // The control center's .env, found in the working directory: its model, API key and limits are served; a line
+    // it cannot parse is named and skipped; an option on the command line wins over the file (--max-model-len).
+    void envFileInTheWorkingDirectory() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        writeFile(dir.filePath(".env"), "# deployment\nMODEL_PATH=" + chatModelDir().toUtf8() +
+                                            "\nVLLM_API_KEY=from-file\nNOT A LINE\nMAX_NUM_SEQS=3\nMAX_MODEL_LEN=1024\n");
+        ServerProcess srv;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const char* k : {"TWINSPARK_ENV", "MODEL_PATH", "VLLM_API_KEY", "MAX_NUM_SEQS", "MAX_MODEL_LEN"})
+            env.remove(QString::fromLatin1(k));
+        srv.setEnvironment(env);
+        srv.setWorkingDirectory(dir.path());
+        srv.withoutModel();
+        QVERIFY2(srv.start({}), qPrintable(srv.log()));  // --max-model-len 2048 on its command line
+        QCOMPARE(modelsStatus(srv, ""), 401);
+        QCOMPARE(modelsStatus(srv, "wrong"), 401);
+        QCOMPARE(modelsStatus(srv, "from-file"), 200);
+        httplib::Headers h{{"Authorization", "Bearer from-file"}};
+        auto r = srv.client().Get("/v1/models", h);
+        QVERIFY(r);
+        const json models = json::parse(r->body);
+        QCOMPARE(models["data"][0]["max_model_len"].get<int64_t>(), int64_t(2048));
+        QCOMPARE(QFileInfo(QString::fromStdString(models["data"][0]["root"].get<std::string>())).canonicalFilePath(),
+                 QFileInfo(chatModelDir()).canonicalFilePath());
+        QCOMPARE(srv.stop(), 0);
+        const QString log = srv.log();
+        QVERIFY2(log.contains("max_num_seqs 3"), qPrintable(log));
+        QVERIFY2(log.contains(".env:4:") && log.contains("line skipped"), qPrintable(log));
+        QVERIFY2(log.contains("model from MODEL_PATH"), qPrintable(log));
+        QVERIFY2(!log.contains("from-file"), "a .env value (the API key) was printed");
+    }
+
+    // A variable set in the environment wins over the same one in the file named by --env.
+    void environmentWinsOverTheEnvFile() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString file = dir.filePath("deploy.env");
+        writeFile(file, "VLLM_API_KEY=from-file\n");
+        ServerProcess srv;
+        QProcessEnvironment env = ServerProcess::hermeticEnvironment();
+        env.insert("VLLM_API_KEY", "from-env");
+        srv.setEnvironment(env);
+        QVERIFY2(srv.start({"--env", file}), qPrintable(srv.log()));
+        QCOMPARE(modelsStatus(srv, "from-file"), 401);
+        QCOMPARE(modelsStatus(srv, "from-env"), 200);
+        QCOMPARE(srv.stop(), 0);
+        QVERIFY2(srv.log().contains("the environment's VLLM_API_KEY win"), qPrintable(srv.log()));
+    }
+
+    // No --model and no MODEL_PATH anywhere: the embedded default model of this build's source tree is served, and
+    // it answers.
+    void noModelNamedServesTheEmbeddedDefault() {
+        ServerProcess srv;
+        QProcessEnvironment env = ServerProcess::hermeticEnvironment();
+        env.remove("MODEL_PATH");
+        srv.setEnvironment(env);
+        srv.withoutModel();
+        QVERIFY2(srv.start({}), qPrintable(srv.log()));
+        auto r = srv.client().Get("/v1/models");
+        QVERIFY(r && r->status == 200);
+        const QString root = QString::fromStdString(json::parse(r->body)["data"][0]["root"].get<std::string>());
+        QCOMPARE(QFileInfo(root).canonicalFilePath(),
+                 QFileInfo(QStringLiteral(TS_SOURCE_DIR "/resources/models/glm5-next-tiny-exl3")).canonicalFilePath());
+        const json body = {{"model", "GLM-5.3-Flash-EXL3"},
+                           {"messages", json::array({json{{"role", "user"}, {"content", "What port does TwinSpark use?"}}})},
+                           {"max_tokens", 4}};
+        auto c = srv.client().Post("/v1/chat/completions", body.dump(), "application/json");
+        QVERIFY(c);
+        QCOMPARE(c->status, 200);
+        QCOMPARE(json::parse(c->body)["usage"]["completion_tokens"].get<int>(), 4);
+        QCOMPARE(srv.stop(), 0);
+        QVERIFY2(srv.log().contains("serving the embedded default model"), qPrintable(srv.log()));
+    }
+
+    // A .env named by --env or TWINSPARK_ENV must be there (a typo must not silently serve the defaults); a bad
+    // MODEL_PATH is named in the error with where it came from.
+    void namedSettingsMustExist() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        Finished f = runCli({"serve", "--port", "0", "--env", "/nonexistent/deploy.env"});
+        QCOMPARE(f.exitCode, 2);
+        QVERIFY2(f.err.contains("--env") && f.err.contains("/nonexistent/deploy.env"), qPrintable(f.err));
+        QProcessEnvironment env = ServerProcess::hermeticEnvironment();
+        env.insert("TWINSPARK_ENV", "/nonexistent/twinspark.env");
+        f = runCli({"serve", "--port", "0"}, env);
+        QCOMPARE(f.exitCode, 2);
+        QVERIFY2(f.err.contains("TWINSPARK_ENV") && f.err.contains("/nonexistent/twinspark.env"), qPrintable(f.err));
+        f = runCli({"serve", "--port", "0", "--env", dir.path()});
+        QCOMPARE(f.exitCode, 2);
+        QVERIFY2(f.err.contains("folder"), qPrintable(f.err));
+        env = ServerProcess::hermeticEnvironment();
+        env.insert("MODEL_PATH", "/nonexistent/model");
+        f = runCli({"serve", "--port", "0"}, env);
+        QCOMPARE(f.exitCode, 2);
+        QVERIFY2(f.err.contains("MODEL_PATH") && f.err.contains("/nonexistent/model"), qPrintable(f.err));
     }
 };
 
