@@ -62,11 +62,7 @@ LoadProgress stderrLoadProgress(const std::string& who, const Backend& backend) 
         const auto now = std::chrono::steady_clock::now();
         if (done != total && (done == 0 || now - *last < std::chrono::seconds(2))) return;
         *last = now;
-        // Both in the total's unit: a small model (the EXL3 embedded one uploads 17.3 MiB) read "0.0 / 0.0 GiB".
-        const bool gib = total >= (int64_t(1) << 30);
-        const double unit = double(int64_t(1) << (gib ? 30 : 20));
-        std::fprintf(stderr, "%s: weights on the device %.1f / %.1f %s (%d %%)\n", who.c_str(), double(done) / unit,
-                     double(total) / unit, gib ? "GiB" : "MiB", total > 0 ? int(100 * done / total) : 100);
+        std::fprintf(stderr, "%s: weights on the device %s\n", who.c_str(), formatLoadProgress(done, total).c_str());
         std::fflush(stderr);
     };
 }

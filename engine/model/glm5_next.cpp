@@ -1,12 +1,22 @@
 #include "model/glm5_next.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 #include "model/step_batch.h"
 #include "quant/exl3_format.h"
 
 namespace ts {
+
+std::string formatLoadProgress(int64_t done, int64_t total) {
+    const bool gib = total >= (int64_t(1) << 30);
+    const double unit = double(int64_t(1) << (gib ? 30 : 20));
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.1f / %.1f %s (%d %%)", double(done) / unit, double(total) / unit,
+                  gib ? "GiB" : "MiB", total > 0 ? int(100 * done / total) : 100);
+    return buf;
+}
 
 Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend, const LoadProgress& progress)
     : m_backend(backend), m_cfg(loadModelConfig(dir)) {

@@ -64,6 +64,10 @@ public:
 // Called once with done = 0, then after every weight; a caller that prints throttles itself.
 using LoadProgress = std::function<void(int64_t doneBytes, int64_t totalBytes)>;
 
+// "1.5 / 60.0 GiB (2 %)": both figures in the total's unit, GiB from 1 GiB up and MiB below it (the embedded EXL3
+// model uploads 17.3 MiB, which in GiB read "0.0 / 0.0").
+std::string formatLoadProgress(int64_t doneBytes, int64_t totalBytes);
+
 class Glm5NextModel {
 public:
     // Loads config.json (+ generation_config.json), binds the safetensors weights of `dir` and has the backend

@@ -42,6 +42,18 @@ private slots:
         for (int i = 1; i < progress.count(); ++i)  // the weights' share (10 → 78 %) included: never backwards
             QVERIFY2(progress.at(i).first().toInt() >= progress.at(i - 1).first().toInt(),
                      qPrintable(progress.at(i).at(1).toString()));
+        // The weights' figures end at "(X of X)", in a unit that suits the model's size (never "0.0 GB of 0.0 GB").
+        QString lastWeights;
+        for (int i = 0; i < progress.count(); ++i)
+            if (progress.at(i).at(1).toString().startsWith(QStringLiteral("Loading the weights")))
+                lastWeights = progress.at(i).at(1).toString();
+        static const QRegularExpression figures(QStringLiteral("\\((([0-9.,]+) \\S+) of (([0-9.,]+) \\S+)\\)$"));
+        const auto m = figures.match(lastWeights);
+        QVERIFY2(m.hasMatch(), qPrintable(lastWeights));
+        QCOMPARE(m.captured(1), m.captured(3));
+        bool ok = false;
+        const double total = QLocale().toDouble(m.captured(4), &ok);
+        QVERIFY2(ok && total >= 1.0, qPrintable(lastWeights));
     }
     void cleanupTestCase() { m_controller.shutdown(); }
 

@@ -58,6 +58,18 @@ void checkSequence(const std::vector<std::pair<int64_t, int64_t>>& calls) {
 class TestLoadProgress : public QObject {
     Q_OBJECT
 private slots:
+    // What `serve` and `generate` print while a device backend uploads: both figures in the total's unit, MiB below
+    // 1 GiB (the embedded EXL3 model's 17.3 MiB read "0.0 / 0.0 GiB" in the unit of the full-size model).
+    void progressLine() {
+        const int64_t MiB = int64_t(1) << 20, GiB = int64_t(1) << 30;
+        QCOMPARE(formatLoadProgress(0, 18140160), std::string("0.0 / 17.3 MiB (0 %)"));
+        QCOMPARE(formatLoadProgress(9 * MiB, 18 * MiB), std::string("9.0 / 18.0 MiB (50 %)"));
+        QCOMPARE(formatLoadProgress(GiB - 1, GiB - 1), std::string("1024.0 / 1024.0 MiB (100 %)"));
+        QCOMPARE(formatLoadProgress(GiB / 2, GiB), std::string("0.5 / 1.0 GiB (50 %)"));
+        QCOMPARE(formatLoadProgress(3 * GiB / 2, 60 * GiB), std::string("1.5 / 60.0 GiB (2 %)"));
+        QCOMPARE(formatLoadProgress(0, 0), std::string("0.0 / 0.0 MiB (100 %)"));  // nothing to upload: done
+    }
+
     void denseModel() {
         const std::string dir = TS_SOURCE_DIR "/tests/golden/data/tiny_a";
         const auto calls = loadCalls(dir);
