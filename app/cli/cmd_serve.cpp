@@ -5,8 +5,8 @@
 //
 // Defaults are the recipe's (REQUIREMENTS.md), also read from its environment variables and from the deployment
 // .env (serve_sources.h; the control center's file): the command line wins over the environment, the environment
-// over the file. The model: --model, MODEL_PATH, else the embedded default model. PORT 8888, MAX_NUM_SEQS 4, MAX_NUM_BATCHED_TOKENS 1024,
-// MAX_MODEL_LEN 900000, KV_CACHE_DTYPE fp8, GPU_MEM_UTIL 0.87, VLLM_API_KEY (none).
+// over the file. The model: --model, MODEL_PATH, else the embedded default model. PORT 8888, MAX_NUM_SEQS 4,
+// MAX_NUM_BATCHED_TOKENS 1024, MAX_MODEL_LEN 900000, KV_CACHE_DTYPE fp8, GPU_MEM_UTIL 0.87, VLLM_API_KEY (none).
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -78,8 +78,9 @@ struct Loaded {
 
 void printUsage() {
     std::printf(
-        "twinspark-cli serve [--model DIR] [--env FILE] [--host 127.0.0.1] [--port 8888] [--served-model-name GLM-5.3-Flash-EXL3]\n"
-        "    [--api-key KEY] [--max-num-seqs 4] [--max-num-batched-tokens 1024] [--max-model-len 900000]\n"
+        "twinspark-cli serve [--model DIR] [--env FILE] [--host 127.0.0.1] [--port 8888]\n"
+        "    [--served-model-name GLM-5.3-Flash-EXL3] [--api-key KEY] [--max-num-seqs 4]\n"
+        "    [--max-num-batched-tokens 1024] [--max-model-len 900000]\n"
         "    [--kv-cache-dtype fp8|fp32] [--kv-budget-mib 2048] [--gpu-mem-util 0.87] [--cors-origins A,B]\n"
         "    [--max-concurrent-requests 64] [--threads N] [--backend auto|cpu|cuda] [--insecure-no-api-key] [--quiet]\n"
         "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics,\n"

@@ -162,7 +162,7 @@ private slots:
                  QFileInfo(QStringLiteral(TS_SOURCE_DIR "/resources/models/glm5-next-tiny-exl3")).canonicalFilePath());
         const json body = {{"model", "GLM-5.3-Flash-EXL3"},
                            {"messages", json::array({json{{"role", "user"}, {"content", "What port does TwinSpark use?"}}})},
-                           {"max_tokens", 4}};
+                           {"max_tokens", 4}, {"ignore_eos", true}};
         auto c = srv.client().Post("/v1/chat/completions", body.dump(), "application/json");
         QVERIFY(c);
         QCOMPARE(c->status, 200);
