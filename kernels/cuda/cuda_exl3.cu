@@ -275,6 +275,7 @@ int tuneSliceTiles() {
 bool tuneStagedDecode() { return (tuneFlags() & 8) != 0; }
 bool tuneRegisterRing() { return (tuneFlags() & 16) != 0; }
 bool tunePdlOff() { return (tuneFlags() & 32) != 0; }
+bool tuneTablesInStream() { return (tuneFlags() & 512) != 0; }
 bool tuneOneStageSlices() { return (tuneFlags() & 64) != 0; }
 
 namespace {
@@ -408,6 +409,7 @@ void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int b
 // ---- Exl3Cache ------------------------------------------------------------------------------------------
 
 Exl3Cache::~Exl3Cache() {
+    if (copyStream) cudaStreamSynchronize(copyStream);
     for (Staging& st : staging) {
         if (st.done) {
             cudaEventSynchronize(st.done);
@@ -415,6 +417,25 @@ Exl3Cache::~Exl3Cache() {
         }
         if (st.host) cudaFreeHost(st.host);
     }
+    for (int s = 0; s < 4; ++s) {
+        if (argsRead[s]) {
+            cudaEventSynchronize(argsRead[s]);
+            cudaEventDestroy(argsRead[s]);
+        }
+        if (argsCopied[s]) cudaEventDestroy(argsCopied[s]);
+    }
+    if (copyStream) cudaStreamDestroy(copyStream);
+}
+
+cudaStream_t Exl3Cache::tablesStream() {
+    if (!copyStream) {
+        TS_CUDA_CHECK(cudaStreamCreateWithFlags(&copyStream, cudaStreamNonBlocking));
+        for (int s = 0; s < 4; ++s) {
+            TS_CUDA_CHECK(cudaEventCreateWithFlags(&argsCopied[s], cudaEventDisableTiming));
+            TS_CUDA_CHECK(cudaEventCreateWithFlags(&argsRead[s], cudaEventDisableTiming));
+        }
+    }
+    return copyStream;
 }
 
 void* Exl3Cache::stagingBuffer(size_t bytes) {

@@ -545,12 +545,15 @@ size_t prefillBudget();  // scratch bytes one group of the prefill path's rows m
 // without programmatic dependent launch (each waits for the previous kernel to finish before it starts),
 // 64 = streaming units take one stage per slice (streamSliceTiles' second stage unused), 128 = the planner's
 // split-K bounds on partials (≤ 40 % of the weight bytes, ≤ 64 MiB) apply to decode jobs too, as before: a 13–16-row
-// linear and a MoE step of more than ~130 tokens then take the staged unit (planLaunch).
+// linear and a MoE step of more than ~130 tokens then take the staged unit (planLaunch), 512 = the host-routed fused
+// MoE copies its job tables in the compute stream, between the previous kernel and its launch, as before
+// (Exl3Cache::moeArgs).
 int tuneFlags();
-// The switches of TS_EXL3_TUNE, named (bits 8, 16, 32 and 64 above).
+// The switches of TS_EXL3_TUNE, named (bits 8, 16, 32, 64 and 512 above).
 bool tuneStagedDecode();
 bool tuneRegisterRing();
 bool tunePdlOff();
+bool tuneTablesInStream();
 bool tuneOneStageSlices();
 // TS_EXL3_KSL (A/B runs): decode plans take slices of that many k-tiles (a multiple of 8, capped at what
 // one unit takes) instead of the planner's choice; 0 (unset) = the planner's.
@@ -624,6 +627,18 @@ struct Exl3Cache {
     // A pinned host buffer of at least `bytes`; copy from it on `stream`, then call stagingCopied().
     void* stagingBuffer(size_t bytes);
     void stagingCopied(cudaStream_t stream);
+    // The host-routed fused MoE's job tables (cuda_exl3_moe.cu), one device copy per staging slot, copied on a
+    // stream of their own: a step's copy then overlaps the previous kernels instead of sitting in the compute
+    // stream between the previous launch and its own (measured: about a sixth of a batch-1 MoE layer's period,
+    // docs/PERFORMANCE_EXL3.md). argsCopied[s]: the copy into slot s has landed (the launch waits for it);
+    // argsRead[s]: the launch that last read slot s has completed (the next copy into s waits for it).
+    Buffer moeArgs[4];
+    cudaEvent_t argsCopied[4] = {};
+    cudaEvent_t argsRead[4] = {};
+    bool argsReadPending[4] = {};
+    cudaStream_t copyStream = nullptr;
+    // copyStream, created on first use (non-blocking: it never waits for the legacy default stream).
+    cudaStream_t tablesStream();
     struct ExpertDev {
         const void* gate = nullptr;  // const CudaBackend::DeviceTrellis*, filled on first use
         const void* up = nullptr;

@@ -28,9 +28,11 @@
 // No float atomics anywhere: split-K partials and the combine are summed in a fixed order by whichever
 // unit completes last (arrival counters). The host builds the step's work list: experts used (ascending),
 // their token rows (token-major, choice-minor, as the CPU gathers them), jobs with the experts' device
-// pointers, and the combine lists; it goes to the device in one copy. The experts' packed weights are
-// uploaded once (deviceTrellis) and a per-layer table of their device copies, keyed by the layer's first
-// gate linear, saves the lookups on later steps.
+// pointers, and the combine lists; it goes to the device in one copy, on a stream of its own into one of four
+// device slots, so that it is not a step of the compute stream between the previous kernel and this launch
+// (TS_EXL3_TUNE bit 512: in the stream, as before). The experts' packed weights are uploaded once
+// (deviceTrellis) and a per-layer table of their device copies, keyed by the layer's first gate linear, saves
+// the lookups on later steps.
 //
 // Returns false (the model then runs its per-expert loop) when a selected expert is not EXL3-packed, when
 // shapes disagree with D and I, or when the selected gate/up (or down) projections do not share one K,
@@ -200,7 +202,11 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const size_t offCombOff = offRows + align256(size_t(nChoices) * 4);
     const size_t offCombEnt = offCombOff + align256((size_t(T) + 1) * 4);
     const size_t argBytes = offCombEnt + size_t(nChoices) * sizeof(CombineEntry);
-    uint8_t* args = zeroedScratch(cache.args, argBytes).bytes();
+    // The tables go to the device on a stream of their own, into the slot of the staging ring they are written in
+    // (Exl3Cache::moeArgs), unless TS_EXL3_TUNE bit 512 keeps the one buffer copied in the compute stream.
+    const bool sideCopy = !tuneTablesInStream();
+    const int slot = cache.nextStaging;
+    uint8_t* args = zeroedScratch(sideCopy ? cache.moeArgs[slot] : cache.args, argBytes).bytes();
     float* act = zeroedScratch(cache.act, size_t(nChoices) * size_t(I) * 4).f32();
     float* eout = zeroedScratch(cache.expertOut, size_t(nChoices) * size_t(D) * 4).f32();
     // Partials and arrival counters: the two launches reuse one region; in one launch gate/up units of
@@ -268,8 +274,17 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
         ent[i].src = eout + size_t(rowOfChoice[size_t(ch)]) * size_t(D);
         ent[i].weight = hostWeight[ch];
     }
-    TS_CUDA_CHECK(cudaMemcpyAsync(args, host, argBytes, cudaMemcpyHostToDevice, stream()));
-    cache.stagingCopied(stream());
+    if (sideCopy) {
+        cudaStream_t cs = cache.tablesStream();
+        if (cache.argsReadPending[slot]) TS_CUDA_CHECK(cudaStreamWaitEvent(cs, cache.argsRead[slot], 0));
+        TS_CUDA_CHECK(cudaMemcpyAsync(args, host, argBytes, cudaMemcpyHostToDevice, cs));
+        cache.stagingCopied(cs);
+        TS_CUDA_CHECK(cudaEventRecord(cache.argsCopied[slot], cs));
+        TS_CUDA_CHECK(cudaStreamWaitEvent(stream(), cache.argsCopied[slot], 0));
+    } else {
+        TS_CUDA_CHECK(cudaMemcpyAsync(args, host, argBytes, cudaMemcpyHostToDevice, stream()));
+        cache.stagingCopied(stream());
+    }
 
     // Launch 1: gate + up + swiglu.
     Params pg = moePhaseParams(reinterpret_cast<const Job*>(args), 2 * nPairs, nPairs, sigGU.k, sigGU.n, D, I, planGU,
@@ -296,6 +311,10 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
         launch(pd, planD, sigD.bits, sigD.codebook, stream());
         if (!fusedCombine) launchCombine(pd, stream());
         noteMoeLaunches(fusedCombine ? 2 : 3);
+    }
+    if (sideCopy) {  // the next copy into this slot waits until these launches have read it
+        TS_CUDA_CHECK(cudaEventRecord(cache.argsRead[slot], stream()));
+        cache.argsReadPending[slot] = true;
     }
     return true;
 }
