@@ -2,17 +2,12 @@
 
 #include <QCoreApplication>
 #include <QDir>
-#include <QFileInfo>
 
 #include "io/default_paths.h"
 
 namespace ts::ui {
 
 namespace {
-
-bool isModelDir(const QString& dir) {
-    return !dir.isEmpty() && QFileInfo(dir + QStringLiteral("/config.json")).isFile();
-}
 
 std::filesystem::path toPath(const QString& s) { return std::filesystem::path(s.toStdString()); }
 
@@ -46,7 +41,7 @@ QString startupModel(const QString& cliModel, const QString& envModel, const QSt
                      const QString& defaultModel) {
     if (!cliModel.trimmed().isEmpty()) return cliModel.trimmed();
     if (!envModel.trimmed().isEmpty()) return envModel.trimmed();
-    if (isModelDir(lastUsed.trimmed())) return lastUsed.trimmed();
+    if (ts::isModelDir(toPath(lastUsed.trimmed()))) return lastUsed.trimmed();
     return defaultModel;
 }
 

@@ -9,17 +9,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool isModelDir(const fs::path& dir) {
-    std::error_code ec;
-    return !dir.empty() && fs::is_regular_file(dir / "config.json", ec);
-}
-
 std::string envValue(const char* name) {
     const char* v = std::getenv(name);
     return v ? std::string(v) : std::string();
 }
 
 }  // namespace
+
+bool isModelDir(const fs::path& dir) {
+    std::error_code ec;
+    return !dir.empty() && fs::is_regular_file(dir / "config.json", ec);
+}
 
 const std::string& defaultModelName() {
     static const std::string name = "glm5-next-tiny-exl3";

@@ -22,6 +22,9 @@ std::vector<std::filesystem::path> defaultModelCandidates(const std::filesystem:
                                                           const std::filesystem::path& workDir,
                                                           const std::filesystem::path& sourceDir);
 
+// Whether `dir` looks like a model folder: it holds a config.json (what every lookup here checks).
+bool isModelDir(const std::filesystem::path& dir);
+
 // The first candidate that holds a config.json, as an absolute path; nullopt when there is none.
 std::optional<std::filesystem::path> findDefaultModel(const std::filesystem::path& appDir,
                                                       const std::filesystem::path& workDir,
