@@ -43,6 +43,10 @@ for i, v in enumerate(variants, 1):
 def key(r):
     if r.get("bench") == "exl3_moe":
         return f"MoE layer {r.get('codebook', 'mul1')} b{r['batch']}"
+    if r.get("bench") == "exl3_moe_routed":  # (a') routed on the device; job_rows tells the two batch-16 rows apart
+        return f"MoE layer routed on the device {r.get('codebook', 'mul1')} b{r['batch']} ({r.get('job_rows', '?')}-row jobs)"
+    if "in" not in r:  # a row kind this table does not know: named by its bench, never a KeyError
+        return f"{r.get('bench', '?')} b{r.get('batch', '?')}"
     return f"GEMV {r['in']}->{r['out']} K={r['bits']} {r['codebook']} b{r['batch']}" + (" (L2-resident)" if r.get("l2_resident") else "")
 rows = []
 for t, rs in runs.items():
