@@ -24,7 +24,12 @@ void applyEnvFile(const Args& args, const std::function<void(const std::string&)
         if (named) fail(ErrorKind::InvalidArgument, who + ": no such file '" + path.string() + "'");
         return;  // no .env anywhere: the environment and the recipe's defaults
     }
-    if (fs::is_directory(path, ec)) fail(ErrorKind::InvalidArgument, who + " names a folder, not a file: '" + path.string() + "'");
+    if (fs::is_directory(path, ec)) {
+        if (named) fail(ErrorKind::InvalidArgument, who + " names a folder, not a file: '" + path.string() + "'");
+        // Found by the default rule (./.env), not named: a folder of that name is not a deployment file.
+        note(path.string() + " is a folder, not a .env file: not read");
+        return;
+    }
     const DotEnv env = DotEnv::load(path);  // ts::Error(Io) when it cannot be read
     for (const auto& p : env.problems())
         note(path.string() + ":" + std::to_string(p.line) + ": " + p.message + " (line skipped)");

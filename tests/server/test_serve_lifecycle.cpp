@@ -2,6 +2,7 @@
 // [DONE], exit 0), refusing a LAN bind without a key, bad model directories and bad options (exit 2); where its
 // settings come from when the command line leaves them out (the deployment .env, the environment, the embedded
 // default model).
+#include <QDir>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -127,6 +128,22 @@ private slots:
         QVERIFY2(log.contains(".env:4:") && log.contains("line skipped"), qPrintable(log));
         QVERIFY2(log.contains("model from MODEL_PATH"), qPrintable(log));
         QVERIFY2(!log.contains("from-file"), "a .env value (the API key) was printed");
+    }
+
+    // A folder named .env in the working directory is nobody's deployment file: not named by --env or
+    // TWINSPARK_ENV, it is passed over with a note and the server starts (named, it is an error: below).
+    void envFolderInTheWorkingDirectoryIsPassedOver() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        QVERIFY(QDir(dir.path()).mkdir(".env"));
+        ServerProcess srv;
+        QProcessEnvironment env = ServerProcess::hermeticEnvironment();
+        env.remove("TWINSPARK_ENV");
+        srv.setEnvironment(env);
+        srv.setWorkingDirectory(dir.path());
+        QVERIFY2(srv.start({}), qPrintable(srv.log()));
+        QCOMPARE(srv.stop(), 0);
+        QVERIFY2(srv.log().contains("is a folder, not a .env file: not read"), qPrintable(srv.log()));
     }
 
     // A variable set in the environment wins over the same one in the file named by --env.
