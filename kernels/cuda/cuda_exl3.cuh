@@ -148,6 +148,38 @@ struct Params {
     int64_t traceUnits = 0;
 };
 
+// The work list of a device-routed fused MoE step (cuda_exl3_moe_routed.cu), built on the device from the
+// router's outputs by moeBuildPlan (cuda_exl3_moe_plan.cuh) in a one-block kernel before the MoE launch.
+constexpr int kMoePlanMaxPairs = 256;  // (token, choice) pairs of an eligible step: T·topk ≤ 256
+// One expert's three projections on the device, as the plan copies them into jobs.
+struct MoeProjPtrs {
+    const uint16_t* trellis;
+    const float* suh;
+    const float* svh;
+    const float* bias;
+};
+struct MoeExpertPtrs {
+    MoeProjPtrs gate, up, down;
+};
+struct MoePlanArgs {
+    const int32_t* idx = nullptr;          // [P0] expert ids, token-major (the router's output)
+    const float* weight = nullptr;         // [P0]
+    const MoeExpertPtrs* table = nullptr;  // [E]
+    int T = 0, topk = 0, E = 0, P0 = 0;
+    int chunk = 1;                         // rows per job (the plan's R)
+    const float* x = nullptr;              // [T, D]
+    int D = 0, I = 0;
+    float* act = nullptr;                  // [P0, I] swiglu rows
+    float* eout = nullptr;                 // [P0, D] expert outputs
+    Job* jobsGU = nullptr;                 // [2·maxPairs]
+    Job* jobsD = nullptr;                  // [maxPairs]
+    int32_t* rows = nullptr;               // [P0] token of each packed row
+    int32_t* combOffsets = nullptr;        // [T + 1]
+    CombineEntry* comb = nullptr;          // [P0]
+    int* live = nullptr;                   // [1] pairs of this step
+};
+constexpr size_t kMoePlanScratchBytes = 2 * kMoePlanMaxPairs * sizeof(int);  // moeBuildPlan's shared memory
+
 // The fused MoE in ONE launch (exl3MoeKernel, launchMoe): one block per unit, each block taking a work
 // ticket from one atomic counter when it starts, in the order: every gate/up unit of gu = ph[0] (the
 // two-launch version's first grid, unit for unit), then every down unit of d = ph[1] (its second grid),

@@ -1,20 +1,14 @@
 // The fused EXL3 MoE with the routing left on the device (CudaBackend::moeExpertsFusedDevice): the
-// one-launch fused MoE of cuda_exl3_moe.cu, but its work list is built by a kernel from the router's
+// one-launch fused MoE of cuda_exl3_moe.cu, but its work list is built on the device from the router's
 // device outputs (moeRouteDevice, cuda_moe.cu), so a decode step does not stop at every MoE layer to bring
-// the expert ids to the host. Two launches per layer: the plan kernel, then exl3MoeKernel.
-//
-//   moePlanKernel (one block, one thread per (token, choice) pair, T·topk ≤ 256): the host version's
-//   work list, computed by ranks instead of a counting sort. Pair i = (t, k) with expert e:
-//     row of i     = #{valid j : e_j < e, or e_j = e and j < i}     (experts ascending, token-major within)
-//     rowStart(e)  = #{valid j : e_j < e};  count(e) = #{j : e_j = e}
-//     first of e   = no j < i with e_j = e; it writes e's jobs: ⌈count/R⌉ pairs of ≤ R rows (R = min(T, 8),
-//                    moeJobRows), pair index = Σ over experts e' < e of ⌈count(e')/R⌉ + chunk (the host's
-//                    ascending pair order)
-//     combine slot = combOffsets[t] + #{valid k' of t : (e_k', k') < (e, k)}   (ascending expert, then choice)
-//   and *live = the number of pairs. Ids outside [0, E) are skipped, as by the host version.
+// the expert ids to the host. Two launches per layer: moePlanKernel (one block) builds the work list with
+// moeBuildPlan (cuda_exl3_moe_plan.cuh: the host version's tables, by ranks; its steps are tested on the host
+// in CI), then exl3MoeKernel runs it (launched with programmatic dependent launch: its blocks may start
+// before the plan ends and wait for it at their PDL wait). Building the list inside the MoE launch instead (ticket 0's block, the others waiting
+// on a flag) was tried and measured slower: docs/PERFORMANCE_EXL3.md, 2026-12-05 sixth session.
 //
 //   exl3MoeKernel: planned on the host for the most pairs the step can have, min(T·topk, ⌈T·topk/R⌉ + min(E,
-//   T·topk)) (an expert with more than R rows gets more jobs), with
+//   T·topk)) (an expert with more than R rows gets more jobs; R = min(T, moeJobRows())), with
 //   Params::liveGroups pointing at *live: units of pairs ≥ live exit at once, the combine counts live
 //   jobs. At T = 1 the bound is exact (a token's top-k experts are distinct), so the plan, the units and
 //   the summation order are the host version's: the result is bit-identical to moeExpertsFused with the
@@ -25,13 +19,14 @@
 // Eligible: 1 ≤ T ≤ 16 and T·topk ≤ 256 (decode and short verify steps; prefill keeps the host plan,
 // which also picks 64-row jobs), gate/up/down of every expert packed with one K and codebook (the one
 // launch), and the one-launch variant selected (TS_EXL3_TUNE bit 4 selects two launches: host path).
-// Every expert of the layer is uploaded on the first call (the plan kernel reads a device table of all
+// Every expert of the layer is uploaded on the first call (the plan reads a device table of all
 // E experts' pointers) — all of them are read sooner or later in decode anyway.
 //
 // Test:      twinspark-cli selftest --backend cuda --filter exl3/moe   (engine/selftest/cases_exl3.cpp:
-//            "routed on device" against the CPU loop, and bit for bit against moeExpertsFused at T = 1)
-// Benchmark: the full-width slice decode (scripts/gpu/run_gpu_suite.sh, SLICE=1), with TS_MOE_DEVICE_ROUTE=0
-//            for the host-routed A/B.
+//            "routed on device" against the CPU loop, and bit for bit against moeExpertsFused at T = 1);
+//            tests/kernels/test_exl3_moe_plan.cpp (the plan's steps on the host, CI)
+// Benchmark: bench-device --what exl3-moe ((a'): the MoE layer routed on the device); the full-width slice
+//            decode (scripts/gpu/run_gpu_suite.sh, SLICE=1), with TS_MOE_DEVICE_ROUTE=0 for the host-routed A/B.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +37,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_exl3.cuh"
+#include "cuda/cuda_exl3_moe_plan.cuh"
 
 namespace ts {
 
@@ -49,130 +45,11 @@ namespace {
 
 using namespace exl3cuda;
 
-constexpr int kPlanThreads = 256;  // = the most (token, choice) pairs of an eligible step
+constexpr int kPlanThreads = kMoePlanMaxPairs;  // the plan kernel's block: one thread per (token, choice) pair
 
-// One expert's three projections on the device, as the plan kernel copies them into jobs.
-struct ProjPtrs {
-    const uint16_t* trellis;
-    const float* suh;
-    const float* svh;
-    const float* bias;
-};
-struct ExpertPtrs {
-    ProjPtrs gate, up, down;
-};
-
-struct PlanArgs {
-    const int32_t* idx;        // [P0] expert ids, token-major
-    const float* weight;       // [P0]
-    const ExpertPtrs* table;   // [E]
-    int T, topk, E, P0;
-    int chunk;                 // rows per job (= the plan's R)
-    const float* x;            // [T, D]
-    int D, I;
-    float* act;                // [P0, I] swiglu rows
-    float* eout;               // [P0, D] expert outputs
-    Job* jobsGU;               // [2·maxPairs]
-    Job* jobsD;                // [maxPairs]
-    int32_t* rows;             // [P0] token of each packed row
-    int32_t* combOffsets;      // [T + 1]
-    CombineEntry* comb;        // [P0]
-    int* live;                 // [1] pairs of this step
-};
-
-__global__ void __launch_bounds__(kPlanThreads) moePlanKernel(const PlanArgs a) {
-    __shared__ int se[kPlanThreads];     // expert of pair i, or INT_MAX when invalid / absent
-    __shared__ int sChunks[kPlanThreads];  // ⌈count/16⌉ at the first pair of each expert, else 0
-    const int i = threadIdx.x;
-    int e = 0x7fffffff;
-    if (i < a.P0) {
-        const int v = a.idx[i];
-        if (v >= 0 && v < a.E) e = v;
-    }
-    se[i] = e;
-    __syncthreads();
-    const bool valid = e != 0x7fffffff;
-    int before = 0, count = 0, rank = 0;
-    bool first = valid;
-    for (int j = 0; j < a.P0; ++j) {
-        const int ej = se[j];
-        before += ej < e;  // invalid ej = INT_MAX is never below a valid e
-        if (ej == e) {
-            ++count;
-            if (j < i) {
-                ++rank;
-                first = false;
-            }
-        }
-    }
-    sChunks[i] = valid && first ? (count + a.chunk - 1) / a.chunk : 0;
-    __syncthreads();
-    if (i == 0) {
-        int total = 0;
-        for (int j = 0; j < a.P0; ++j) total += sChunks[j];
-        *a.live = total;
-        // Combine offsets: the valid pairs of the tokens before t.
-        int acc = 0;
-        for (int t = 0; t < a.T; ++t) {
-            a.combOffsets[t] = acc;
-            for (int k = 0; k < a.topk; ++k) acc += se[t * a.topk + k] != 0x7fffffff;
-        }
-        a.combOffsets[a.T] = acc;
-    }
-    if (!valid) return;  // after the last __syncthreads
-    const int row = before + rank;
-    const int t = i / a.topk;
-    a.rows[row] = t;
-    // Combine slot within token t: its valid choices ordered by (expert, choice).
-    int slot = 0, offset = 0;
-    for (int j = 0; j < t * a.topk; ++j) offset += se[j] != 0x7fffffff;
-    for (int j = t * a.topk; j < (t + 1) * a.topk; ++j) {
-        const int ej = se[j];
-        slot += ej < e || (ej == e && j < i);
-    }
-    CombineEntry c;
-    c.src = a.eout + int64_t(row) * a.D;
-    c.weight = a.weight[i];
-    a.comb[offset + slot] = c;
-    if (!first) return;
-    int pair0 = 0;
-    for (int j = 0; j < a.P0; ++j) pair0 += se[j] < e ? sChunks[j] : 0;
-    const ExpertPtrs ex = a.table[e];
-    for (int ch = 0; ch * a.chunk < count; ++ch) {
-        const int p = pair0 + ch, r0 = before + ch * a.chunk, m = min(a.chunk, count - ch * a.chunk);
-        Job g;
-        g.x = a.x;
-        g.rows = a.rows + r0;
-        g.ldx = a.D;
-        g.m = m;
-        g.y = a.act + int64_t(r0) * a.I;
-        g.ldy = a.I;
-        Job u = g;
-        g.trellis = ex.gate.trellis;
-        g.suh = ex.gate.suh;
-        g.svh = ex.gate.svh;
-        g.bias = ex.gate.bias;
-        g.partRow = r0;
-        u.trellis = ex.up.trellis;
-        u.suh = ex.up.suh;
-        u.svh = ex.up.svh;
-        u.bias = ex.up.bias;
-        u.partRow = a.P0 + r0;
-        a.jobsGU[2 * p] = g;
-        a.jobsGU[2 * p + 1] = u;
-        Job d;
-        d.trellis = ex.down.trellis;
-        d.suh = ex.down.suh;
-        d.svh = ex.down.svh;
-        d.bias = ex.down.bias;
-        d.x = a.act + int64_t(r0) * a.I;
-        d.ldx = a.I;
-        d.m = m;
-        d.y = a.eout + int64_t(r0) * a.D;
-        d.ldy = a.D;
-        d.partRow = r0;
-        a.jobsD[p] = d;
-    }
+__global__ void __launch_bounds__(kPlanThreads) moePlanKernel(const MoePlanArgs a) {
+    __shared__ int scratch[kMoePlanScratchBytes / sizeof(int)];
+    moeBuildPlan(a, scratch);
 }
 
 size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
@@ -207,12 +84,12 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
         OwnWork own(*this);  // the table's upload below belongs to this op, not to the model
         L.checked = true;
         L.ok = false;
-        std::vector<ExpertPtrs> host(static_cast<size_t>(E));
+        std::vector<MoeExpertPtrs> host(static_cast<size_t>(E));
         bool ok = true;
         for (int64_t e = 0; e < E && ok; ++e) {
             const WeightView* vs[3] = {&gate[e], &up[e], &down[e]};
             const int64_t outs[3] = {I, I, D}, ins[3] = {D, D, I};
-            ProjPtrs* dst[3] = {&host[size_t(e)].gate, &host[size_t(e)].up, &host[size_t(e)].down};
+            MoeProjPtrs* dst[3] = {&host[size_t(e)].gate, &host[size_t(e)].up, &host[size_t(e)].down};
             for (int p = 0; p < 3 && ok; ++p) {
                 const WeightView& w = *vs[p];
                 const TrellisView* t = moePackedView(w, outs[p], ins[p]);
@@ -232,13 +109,13 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
                 if (sig[0] != t->bits || sig[1] != t->codebook || sig[2] != kk || sig[3] != nn) ok = false;
                 if (!ok) break;
                 const DeviceTrellis& d = deviceTrellis(*w.packed);
-                *dst[p] = ProjPtrs{d.trellis, d.suh, d.svh, d.bias};
+                *dst[p] = MoeProjPtrs{d.trellis, d.suh, d.svh, d.bias};
             }
         }
         // One kernel instance serves both phases: the same K and codebook.
         ok = ok && L.sigGU[0] == L.sigD[0] && L.sigGU[1] == L.sigD[1];
         if (ok) {
-            L.table = upload(host.data(), host.size() * sizeof(ExpertPtrs));
+            L.table = upload(host.data(), host.size() * sizeof(MoeExpertPtrs));
             L.ok = true;
         }
     }
@@ -279,10 +156,10 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
     const size_t cntGU = size_t(maxPairs) * NBG, cntD = size_t(maxPairs) * NBD + NBD;
     int* counters = zeroedScratch(cache.counters, (cntGU + cntD + size_t(moeSyncInts(maxPairs, NBD))) * 4).i32();
 
-    PlanArgs pa;
+    MoePlanArgs pa;
     pa.idx = idx.i32();
     pa.weight = weight.f32();
-    pa.table = static_cast<const ExpertPtrs*>(static_cast<const void*>(L.table.bytes()));
+    pa.table = static_cast<const MoeExpertPtrs*>(static_cast<const void*>(L.table.bytes()));
     pa.T = int(T);
     pa.topk = int(topk);
     pa.E = int(E);

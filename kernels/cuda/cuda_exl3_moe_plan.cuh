@@ -1,0 +1,152 @@
+// The work list of a device-routed fused MoE step (CudaBackend::moeExpertsFusedDevice, cuda_exl3_moe_routed.cu),
+// built by one block from the router's device outputs: the host version's tables (cuda_exl3_moe.cu), computed
+// by ranks instead of a counting sort. Pair i = (t, k) with expert e:
+//   row of i     = #{valid j : e_j < e, or e_j = e and j < i}     (experts ascending, token-major within)
+//   rowStart(e)  = #{valid j : e_j < e};  count(e) = #{j : e_j = e}
+//   first of e   = no j < i with e_j = e; it writes e's jobs: ⌈count/R⌉ pairs of ≤ R rows (R = a.chunk),
+//                  pair index = Σ over experts e' < e of ⌈count(e')/R⌉ + chunk (the host's ascending pair order)
+//   combine slot = combOffsets[t] + #{valid k' of t : (e_k', k') < (e, k)}   (ascending expert, then choice)
+// and *live = the number of pairs. Ids outside [0, E) are skipped, as by the host version.
+//
+// The plan is three steps over the pairs with a block barrier between them (moePlanExperts, moePlanChunks, then
+// moePlanTotals by one thread and moePlanPair for every pair), written as __host__ __device__ functions so that
+// tests/kernels/test_exl3_moe_plan.cpp runs them on the host, in that order, against a counting-sort reference.
+// moeBuildPlan (nvcc only) is the block-level driver.
+//
+// Who runs it: moePlanKernel, one block before the MoE launch (cuda_exl3_moe_routed.cu). Any block size; every
+// thread of the block calls it (it has block barriers). Scratch: kMoePlanScratchBytes of shared memory. The
+// tables are written with plain stores, published by the end of the plan kernel.
+//
+// Test: tests/kernels/test_exl3_moe_plan.cpp (host, CI); twinspark-cli selftest --backend cuda --filter exl3/moe
+// (the device-routed rows against the CPU loop, and bit for bit against the host-routed MoE at T = 1).
+#pragma once
+
+#include "cuda/cuda_exl3.cuh"
+
+namespace ts {
+namespace exl3cuda {
+
+constexpr int kMoePlanAbsent = 0x7fffffff;  // the expert of a pair whose id is outside [0, E)
+
+// Step 1, pair i: its expert, or kMoePlanAbsent.
+__host__ __device__ inline int moePlanExpert(const MoePlanArgs& a, int i) {
+    const int v = a.idx[i];
+    return v >= 0 && v < a.E ? v : kMoePlanAbsent;
+}
+
+// Step 2, pair i (se: every pair's expert): ⌈count/R⌉ of its expert if i is that expert's first pair, else 0.
+__host__ __device__ inline int moePlanChunks(const MoePlanArgs& a, const int* se, int i) {
+    const int e = se[i];
+    if (e == kMoePlanAbsent) return 0;
+    int count = 0;
+    for (int j = 0; j < a.P0; ++j)
+        if (se[j] == e) {
+            if (j < i) return 0;
+            ++count;
+        }
+    return (count + a.chunk - 1) / a.chunk;
+}
+
+// Step 3, one thread: the live pair count and each token's first combine slot.
+__host__ __device__ inline void moePlanTotals(const MoePlanArgs& a, const int* se, const int* chunks) {
+    int total = 0;
+    for (int j = 0; j < a.P0; ++j) total += chunks[j];
+    *a.live = total;
+    int acc = 0;  // the valid pairs of the tokens before t
+    for (int t = 0; t < a.T; ++t) {
+        a.combOffsets[t] = acc;
+        for (int k = 0; k < a.topk; ++k) acc += se[t * a.topk + k] != kMoePlanAbsent;
+    }
+    a.combOffsets[a.T] = acc;
+}
+
+// Step 3, pair i: its packed row's token, its combine entry and, for an expert's first pair, the expert's jobs.
+__host__ __device__ inline void moePlanPair(const MoePlanArgs& a, const int* se, const int* chunks, int i) {
+    const int e = se[i];
+    if (e == kMoePlanAbsent) return;
+    int before = 0, count = 0, rank = 0;
+    for (int j = 0; j < a.P0; ++j) {
+        const int ej = se[j];
+        before += ej < e;  // kMoePlanAbsent is never below a valid e
+        if (ej == e) {
+            ++count;
+            rank += j < i;
+        }
+    }
+    const int row = before + rank;
+    const int t = i / a.topk;
+    a.rows[row] = t;
+    // Combine slot within token t: its valid choices ordered by (expert, choice).
+    int slot = 0, offset = 0;
+    for (int j = 0; j < t * a.topk; ++j) offset += se[j] != kMoePlanAbsent;
+    for (int j = t * a.topk; j < (t + 1) * a.topk; ++j) {
+        const int ej = se[j];
+        slot += ej < e || (ej == e && j < i);
+    }
+    CombineEntry c;
+    c.src = a.eout + int64_t(row) * a.D;
+    c.weight = a.weight[i];
+    a.comb[offset + slot] = c;
+    if (rank != 0) return;  // the expert's first pair writes its jobs
+    int pair0 = 0;
+    for (int j = 0; j < a.P0; ++j) pair0 += se[j] < e ? chunks[j] : 0;
+    const MoeExpertPtrs ex = a.table[e];
+    for (int ch = 0; ch * a.chunk < count; ++ch) {
+        const int p = pair0 + ch, r0 = before + ch * a.chunk;
+        const int m = count - ch * a.chunk < a.chunk ? count - ch * a.chunk : a.chunk;
+        Job g;
+        g.x = a.x;
+        g.rows = a.rows + r0;
+        g.ldx = a.D;
+        g.m = m;
+        g.y = a.act + int64_t(r0) * a.I;
+        g.ldy = a.I;
+        Job u = g;
+        g.trellis = ex.gate.trellis;
+        g.suh = ex.gate.suh;
+        g.svh = ex.gate.svh;
+        g.bias = ex.gate.bias;
+        g.partRow = r0;
+        u.trellis = ex.up.trellis;
+        u.suh = ex.up.suh;
+        u.svh = ex.up.svh;
+        u.bias = ex.up.bias;
+        u.partRow = a.P0 + r0;
+        a.jobsGU[2 * p] = g;
+        a.jobsGU[2 * p + 1] = u;
+        Job d;
+        d.trellis = ex.down.trellis;
+        d.suh = ex.down.suh;
+        d.svh = ex.down.svh;
+        d.bias = ex.down.bias;
+        d.x = a.act + int64_t(r0) * a.I;
+        d.ldx = a.I;
+        d.m = m;
+        d.y = a.eout + int64_t(r0) * a.D;
+        d.ldy = a.D;
+        d.partRow = r0;
+        a.jobsD[p] = d;
+    }
+}
+
+#ifdef __CUDACC__
+namespace {
+
+// The block-level driver. (P0 ≤ kMoePlanMaxPairs; O(P0²) compares per block, P0 = T·topk ≤ 256: microseconds.)
+__device__ __forceinline__ void moeBuildPlan(const MoePlanArgs& a, int* scratch) {
+    int* se = scratch;                         // [P0] expert of pair i, or kMoePlanAbsent
+    int* chunks = scratch + kMoePlanMaxPairs;  // [P0] ⌈count/R⌉ at the first pair of each expert, else 0
+    const int tid = threadIdx.x, nt = blockDim.x;
+    for (int i = tid; i < a.P0; i += nt) se[i] = moePlanExpert(a, i);
+    __syncthreads();
+    for (int i = tid; i < a.P0; i += nt) chunks[i] = moePlanChunks(a, se, i);
+    __syncthreads();
+    if (tid == 0) moePlanTotals(a, se, chunks);
+    for (int i = tid; i < a.P0; i += nt) moePlanPair(a, se, chunks, i);
+}
+
+}  // namespace
+#endif
+
+}  // namespace exl3cuda
+}  // namespace ts
