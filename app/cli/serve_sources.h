@@ -17,7 +17,8 @@ class Args;
 // control center's configuration folder) and puts each of its values into this process's environment where the
 // environment does not already hold that variable; the settings are then read from the environment as before.
 // A file named by --env or $TWINSPARK_ENV must exist and not be a folder (ts::Error InvalidArgument otherwise); a
-// missing default file is no error, and a folder found by the default rule (./.env) is passed over with a note. Lines the file cannot parse are skipped with a note. Never creates or edits the file.
+// missing default file is no error, and a folder found by the default rule (./.env) is passed over with a note.
+// Lines the file cannot parse are skipped with a note. Never creates or edits the file.
 // Call before any thread starts (setenv).
 void applyEnvFile(const Args& args, const std::function<void(const std::string&)>& note);
 
