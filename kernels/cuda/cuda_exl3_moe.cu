@@ -49,6 +49,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_exl3.cuh"
+#include "cuda/cuda_exl3_moe_plan.cuh"
 
 namespace ts {
 
@@ -230,41 +231,15 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     for (int p = 0; p < nPairs; ++p) {
         const Pair& pr = pairs[size_t(p)];
         const Exl3Cache::ExpertDev& ed = table[size_t(pr.e)];
-        const auto* dg = static_cast<const DeviceTrellis*>(ed.gate);
-        const auto* du = static_cast<const DeviceTrellis*>(ed.up);
-        const auto* dd = static_cast<const DeviceTrellis*>(ed.down);
-        Job g;
-        g.x = x.f32();
-        g.rows = devRows + pr.rowStart;
-        g.ldx = int(D);
-        g.m = pr.m;
-        g.y = act + size_t(pr.rowStart) * size_t(I);
-        g.ldy = int(I);
-        Job u = g;
-        g.trellis = dg->trellis;
-        g.suh = dg->suh;
-        g.svh = dg->svh;
-        g.bias = dg->bias;
-        g.partRow = pr.rowStart;
-        u.trellis = du->trellis;
-        u.suh = du->suh;
-        u.svh = du->svh;
-        u.bias = du->bias;
-        u.partRow = nChoices + pr.rowStart;
-        jobsGU[2 * p] = g;
-        jobsGU[2 * p + 1] = u;
-        Job d;
-        d.trellis = dd->trellis;
-        d.suh = dd->suh;
-        d.svh = dd->svh;
-        d.bias = dd->bias;
-        d.x = act + size_t(pr.rowStart) * size_t(I);
-        d.ldx = int(I);
-        d.m = pr.m;
-        d.y = eout + size_t(pr.rowStart) * size_t(D);
-        d.ldy = int(D);
-        d.partRow = pr.rowStart;
-        jobsD[p] = d;
+        MoeExpertPtrs ex;
+        MoeProjPtrs* dst[3] = {&ex.gate, &ex.up, &ex.down};
+        const void* src[3] = {ed.gate, ed.up, ed.down};
+        for (int q = 0; q < 3; ++q) {
+            const auto* dt = static_cast<const DeviceTrellis*>(src[q]);
+            *dst[q] = MoeProjPtrs{dt->trellis, dt->suh, dt->svh, dt->bias};
+        }
+        moePairJobs(ex, x.f32(), devRows, act, eout, int(D), int(I), int(nChoices), pr.rowStart, pr.m, jobsGU + 2 * p,
+                    jobsD + p);
     }
     std::memcpy(host + offRows, tokRows.data(), size_t(nChoices) * 4);
     std::memcpy(host + offCombOff, combOffsets.data(), (size_t(T) + 1) * 4);

@@ -60,6 +60,46 @@ __host__ __device__ inline void moePlanTotals(const MoePlanArgs& a, const int* s
     a.combOffsets[a.T] = acc;
 }
 
+// The three jobs of one (expert, chunk) pair — gate and up reading the step's x through the packed rows
+// [r0, r0 + m) into the swiglu rows, down reading those into the expert-output rows — the layout both work-list
+// builders write: the host one (CudaBackend::moeExpertsFused, cuda_exl3_moe.cu) and moePlanPair below.
+// P0: the packed rows of the step (up's split-K partial rows follow gate's); x [T, D], act [P0, I], eout [P0, D].
+__host__ __device__ inline void moePairJobs(const MoeExpertPtrs& ex, const float* x, const int32_t* rows, float* act,
+                                            float* eout, int D, int I, int P0, int r0, int m, Job* gateUp, Job* down) {
+    Job g;
+    g.x = x;
+    g.rows = rows + r0;
+    g.ldx = D;
+    g.m = m;
+    g.y = act + int64_t(r0) * I;
+    g.ldy = I;
+    Job u = g;
+    g.trellis = ex.gate.trellis;
+    g.suh = ex.gate.suh;
+    g.svh = ex.gate.svh;
+    g.bias = ex.gate.bias;
+    g.partRow = r0;
+    u.trellis = ex.up.trellis;
+    u.suh = ex.up.suh;
+    u.svh = ex.up.svh;
+    u.bias = ex.up.bias;
+    u.partRow = P0 + r0;
+    gateUp[0] = g;
+    gateUp[1] = u;
+    Job d;
+    d.trellis = ex.down.trellis;
+    d.suh = ex.down.suh;
+    d.svh = ex.down.svh;
+    d.bias = ex.down.bias;
+    d.x = act + int64_t(r0) * I;
+    d.ldx = I;
+    d.m = m;
+    d.y = eout + int64_t(r0) * D;
+    d.ldy = D;
+    d.partRow = r0;
+    *down = d;
+}
+
 // Step 3, pair i: its packed row's token, its combine entry and, for an expert's first pair, the expert's jobs.
 __host__ __device__ inline void moePlanPair(const MoePlanArgs& a, const int* se, const int* chunks, int i) {
     const int e = se[i];
@@ -94,38 +134,7 @@ __host__ __device__ inline void moePlanPair(const MoePlanArgs& a, const int* se,
     for (int ch = 0; ch * a.chunk < count; ++ch) {
         const int p = pair0 + ch, r0 = before + ch * a.chunk;
         const int m = count - ch * a.chunk < a.chunk ? count - ch * a.chunk : a.chunk;
-        Job g;
-        g.x = a.x;
-        g.rows = a.rows + r0;
-        g.ldx = a.D;
-        g.m = m;
-        g.y = a.act + int64_t(r0) * a.I;
-        g.ldy = a.I;
-        Job u = g;
-        g.trellis = ex.gate.trellis;
-        g.suh = ex.gate.suh;
-        g.svh = ex.gate.svh;
-        g.bias = ex.gate.bias;
-        g.partRow = r0;
-        u.trellis = ex.up.trellis;
-        u.suh = ex.up.suh;
-        u.svh = ex.up.svh;
-        u.bias = ex.up.bias;
-        u.partRow = a.P0 + r0;
-        a.jobsGU[2 * p] = g;
-        a.jobsGU[2 * p + 1] = u;
-        Job d;
-        d.trellis = ex.down.trellis;
-        d.suh = ex.down.suh;
-        d.svh = ex.down.svh;
-        d.bias = ex.down.bias;
-        d.x = a.act + int64_t(r0) * a.I;
-        d.ldx = a.I;
-        d.m = m;
-        d.y = a.eout + int64_t(r0) * a.D;
-        d.ldy = a.D;
-        d.partRow = r0;
-        a.jobsD[p] = d;
+        moePairJobs(ex, a.x, a.rows, a.act, a.eout, a.D, a.I, a.P0, r0, m, a.jobsGU + 2 * p, a.jobsD + p);
     }
 }
 
