@@ -671,13 +671,11 @@ struct Exl3Cache {
     cudaStream_t copyStream = nullptr;
     // copyStream, created on first use (non-blocking: it never waits for the legacy default stream).
     cudaStream_t tablesStream();
-    struct ExpertDev {
-        const void* gate = nullptr;  // const CudaBackend::DeviceTrellis*, filled on first use
-        const void* up = nullptr;
-        const void* down = nullptr;
-    };
-    // Keyed by the first expert's gate PackedLinear (stable for the model's life), E entries.
-    std::unordered_map<const PackedLinear*, std::vector<ExpertDev>> layers;
+    // The host-routed path's per-layer table: each expert's {gate, up, down} device pointers as the jobs take
+    // them, filled when the expert is first used (gate.trellis null until then), so a step copies them into its
+    // jobs without going back to the weights' upload records. Keyed by the first expert's gate PackedLinear
+    // (stable for the model's life), E entries.
+    std::unordered_map<const PackedLinear*, std::vector<exl3cuda::MoeExpertPtrs>> layers;
     // The device-routed path (cuda_exl3_moe_routed.cu), same key: a device table of all E experts'
     // {gate, up, down} × {trellis, suh, svh, bias} pointers, and whether the layer qualifies (one K and
     // codebook for all projections, packed shapes [I, D] / [D, I]); sig = {K, codebook, k, n}.

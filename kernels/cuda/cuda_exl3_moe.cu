@@ -123,15 +123,15 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
 
     // The layer's table of device copies (uploaded on first use of each expert).
     Exl3Cache& cache = exl3Cache();
-    std::vector<Exl3Cache::ExpertDev>& table = cache.layers[gate[0].packed];
-    if (table.size() != size_t(E)) table.assign(size_t(E), Exl3Cache::ExpertDev{});
+    std::vector<MoeExpertPtrs>& table = cache.layers[gate[0].packed];
+    if (table.size() != size_t(E)) table.assign(size_t(E), MoeExpertPtrs{});
     for (int64_t e = 0; e < E; ++e) {
-        if (!count[size_t(e)]) continue;
-        Exl3Cache::ExpertDev& ed = table[size_t(e)];
-        if (!ed.gate) {
-            ed.gate = &deviceTrellis(*gate[e].packed);
-            ed.up = &deviceTrellis(*up[e].packed);
-            ed.down = &deviceTrellis(*down[e].packed);
+        if (!count[size_t(e)] || table[size_t(e)].gate.trellis) continue;
+        const PackedLinear* src[3] = {gate[e].packed, up[e].packed, down[e].packed};
+        MoeProjPtrs* dst[3] = {&table[size_t(e)].gate, &table[size_t(e)].up, &table[size_t(e)].down};
+        for (int q = 0; q < 3; ++q) {
+            const DeviceTrellis& d = deviceTrellis(*src[q]);
+            *dst[q] = MoeProjPtrs{d.trellis, d.suh, d.svh, d.bias};
         }
     }
 
@@ -230,16 +230,8 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
     const int32_t* devRows = reinterpret_cast<const int32_t*>(args + offRows);
     for (int p = 0; p < nPairs; ++p) {
         const Pair& pr = pairs[size_t(p)];
-        const Exl3Cache::ExpertDev& ed = table[size_t(pr.e)];
-        MoeExpertPtrs ex;
-        MoeProjPtrs* dst[3] = {&ex.gate, &ex.up, &ex.down};
-        const void* src[3] = {ed.gate, ed.up, ed.down};
-        for (int q = 0; q < 3; ++q) {
-            const auto* dt = static_cast<const DeviceTrellis*>(src[q]);
-            *dst[q] = MoeProjPtrs{dt->trellis, dt->suh, dt->svh, dt->bias};
-        }
-        moePairJobs(ex, x.f32(), devRows, act, eout, int(D), int(I), int(nChoices), pr.rowStart, pr.m, jobsGU + 2 * p,
-                    jobsD + p);
+        moePairJobs(table[size_t(pr.e)], x.f32(), devRows, act, eout, int(D), int(I), int(nChoices), pr.rowStart,
+                    pr.m, jobsGU + 2 * p, jobsD + p);
     }
     std::memcpy(host + offRows, tokRows.data(), size_t(nChoices) * 4);
     std::memcpy(host + offCombOff, combOffsets.data(), (size_t(T) + 1) * 4);
