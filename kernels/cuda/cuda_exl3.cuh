@@ -138,6 +138,12 @@ struct Params {
     const int* waitOn = nullptr;
     int waitTarget = 0;
     int* signal = nullptr;
+    // One launch, streaming units: unit u is job u / (NB·S), then column block, then slice (jobMajor = 1), instead
+    // of job u % J first. A pair's gate/up units then hold consecutive tickets, so in a launch of more than one
+    // wave the first pairs are complete when the down units (in the same order) start. launchMoe sets it (unless
+    // TS_EXL3_TUNE bit 1024). Within one wave it changes little: which units an SM's schedulers favour does not
+    // follow the ticket order (trace, 2026-12-06).
+    int jobMajor = 0;
     // The fused MoE with the routing on the device (cuda_exl3_moe_routed.cu): J and groups are upper bounds
     // planned on the host; the real pair count is *liveGroups (written by the plan kernel earlier in the
     // stream), jobs j ≥ liveJobs (2·live for swiglu pairs, live for down) exit at once. Null: all J are real.
@@ -579,7 +585,8 @@ size_t prefillBudget();  // scratch bytes one group of the prefill path's rows m
 // split-K bounds on partials (≤ 40 % of the weight bytes, ≤ 64 MiB) apply to decode jobs too, as before: a 13–16-row
 // linear and a MoE step of more than ~130 tokens then take the staged unit (planLaunch), 512 = the host-routed fused
 // MoE copies its job tables in the compute stream, between the previous kernel and its launch, as before
-// (Exl3Cache::moeArgs).
+// (Exl3Cache::moeArgs), 1024 = the one-launch MoE's streaming units take their tickets job by job fastest, as
+// before, instead of job-major (Params::jobMajor).
 int tuneFlags();
 // The switches of TS_EXL3_TUNE, named (bits 8, 16, 32, 64 and 512 above).
 bool tuneStagedDecode();

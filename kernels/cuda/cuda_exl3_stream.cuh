@@ -464,10 +464,19 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
         }
     }
     const int g = lane >> 2, c = lane & 3;
-    const int j = int(u % P.J);
-    const int64_t sb = u / P.J;
-    const int b = int(sb % P.NB);
-    const int s = int(sb / P.NB);
+    int j, b, s;
+    if (P.jobMajor) {  // (one-launch MoE, Params::jobMajor)
+        const int64_t per = int64_t(P.NB) * P.S;
+        j = int(u / per);
+        const int r = int(u - j * per);
+        b = r % P.NB;
+        s = r / P.NB;
+    } else {
+        j = int(u % P.J);
+        const int64_t sb = u / P.J;
+        b = int(sb % P.NB);
+        s = int(sb / P.NB);
+    }
     // Before the PDL wait only the parameters and weights may be read: a job table (written by a copy or
     // by the routing kernel) and the live count come after it.
     if (P.jobs != nullptr || P.liveGroups != nullptr) pdlWait();
