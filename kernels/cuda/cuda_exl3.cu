@@ -394,8 +394,8 @@ void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int b
     d.waitOn = p.sync + 2;   // down job j = pair j
     d.waitTarget = gu.NB;
     d.signal = d.fusedCombine ? nullptr : p.sync + 2 + gu.groups;  // per column block: down jobs out
-    // Job-major tickets for streaming units (the staged unit keeps the other order): 1.6–2 % off the batch-4 layer,
-    // ~0.5 % at batch 1 (H100, docs/PERFORMANCE_EXL3.md, 2026-12-06). TS_EXL3_TUNE bit 1024: the old order (A/B).
+    // Job-major tickets for streaming units (the staged unit keeps the other order): 1.1–2.1 % off the batch-4 layer,
+    // ≤ 1.2 % at batch 1 (H100, docs/PERFORMANCE_EXL3.md, 2026-12-06). TS_EXL3_TUNE bit 1024: the old order (A/B).
     gu.jobMajor = d.jobMajor = !(tuneFlags() & 1024) && planGU.MG == kStream ? 1 : 0;
     const size_t smem = std::max(planGU.smem, planD.smem);
     const bool traced = gu.trace && planGU.MG == kStream && bits == 4;
