@@ -430,6 +430,24 @@ __host__ __device__ constexpr size_t stagedSmemBytes(int bits, int MG, int steps
            (2 * kMaxRows + 4) * 4;
 }
 
+// Unit u of a launch of J jobs × NB column blocks × S slices → its (job, column block, slice). By default the job
+// changes fastest: units that read the same trellis (a linear's 16-row jobs) run side by side. jobMajor (the
+// one-launch MoE's streaming units, Params::jobMajor): the job changes slowest, then the column block, so a job's
+// units hold consecutive tickets. tests/kernels/test_exl3_plan.cpp checks that both orders cover every unit once.
+struct UnitCoords {
+    int j, b, s;
+};
+__host__ __device__ inline UnitCoords unitCoords(int64_t u, int J, int NB, int S, bool jobMajor) {
+    if (jobMajor) {
+        const int64_t per = int64_t(NB) * S;
+        const int j = int(u / per);
+        const int r = int(u - j * per);
+        return {j, r % NB, r / NB};
+    }
+    const int64_t sb = u / J;
+    return {int(u % J), int(sb % NB), int(sb / NB)};
+}
+
 // How one launch splits its work: S slices of k (KSL k-tiles each) × NB column blocks × J jobs = blocks.
 struct Plan {
     int MG = 1;  // m-groups per job: kStream or 1 (decode) or kMaxMG (prefill: each decoded tile serves 64 rows)

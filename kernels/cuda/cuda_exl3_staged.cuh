@@ -28,10 +28,9 @@ __device__ __forceinline__ void runUnitStaged(const Params& P, int64_t u, uint32
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, c = lane & 3;  // mma fragment coordinates
-    const int j = int(u % P.J);  // jobs innermost: units reading the same trellis run side by side
-    const int64_t sb = u / P.J;
-    const int b = int(sb % P.NB);
-    const int s = int(sb / P.NB);
+    // Jobs innermost (unitCoords' default order): units reading the same trellis run side by side.
+    const UnitCoords uc = unitCoords(u, P.J, P.NB, P.S, false);
+    const int j = uc.j, b = uc.b, s = uc.s;
     if (P.liveGroups && j >= liveJobs(P)) return;  // a planned-for pair the step's routing did not use
     const Job job = jobOf(P, j);
     const int m = job.m;

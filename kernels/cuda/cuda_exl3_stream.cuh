@@ -464,19 +464,8 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
         }
     }
     const int g = lane >> 2, c = lane & 3;
-    int j, b, s;
-    if (P.jobMajor) {  // (one-launch MoE, Params::jobMajor)
-        const int64_t per = int64_t(P.NB) * P.S;
-        j = int(u / per);
-        const int r = int(u - j * per);
-        b = r % P.NB;
-        s = r / P.NB;
-    } else {
-        j = int(u % P.J);
-        const int64_t sb = u / P.J;
-        b = int(sb % P.NB);
-        s = int(sb / P.NB);
-    }
+    const UnitCoords uc = unitCoords(u, P.J, P.NB, P.S, P.jobMajor != 0);
+    const int j = uc.j, b = uc.b, s = uc.s;
     // Before the PDL wait only the parameters and weights may be read: a job table (written by a copy or
     // by the routing kernel) and the live count come after it.
     if (P.jobs != nullptr || P.liveGroups != nullptr) pdlWait();

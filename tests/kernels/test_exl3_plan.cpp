@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_exl3.cuh"
 #include "exl3_tune.h"
@@ -27,6 +28,39 @@ class TestExl3Plan : public QObject {
     Q_OBJECT
 
 private slots:
+    // unitCoords (cuda_exl3.cuh), the units' ticket orders: both cover every (job, column block, slice) of a
+    // launch exactly once; the default keeps the jobs side by side (job = u mod J, then column block, then slice);
+    // job-major gives each job one run of NB·S consecutive units, column block fastest within it. Shapes: the
+    // 4096→12288 GEMV, GLM-5.3-Flash's MoE phases at batch 1 and 4 (gate/up: 16 or ~60 jobs of 16 column blocks × 4
+    // slices; down: 8 jobs × 32 × 4), the device-routed plan's 256 pairs, and odd sizes.
+    void unitOrdersCoverEveryUnit() {
+        struct L {
+            int J, NB, S;
+        };
+        const L launches[] = {{1, 96, 11}, {16, 16, 4}, {60, 16, 4}, {8, 32, 4}, {512, 16, 1}, {3, 5, 7}, {2, 1, 1}};
+        for (const L& l : launches)
+            for (const bool jobMajor : {false, true}) {
+                const int64_t n = int64_t(l.J) * l.NB * l.S, per = int64_t(l.NB) * l.S;
+                std::vector<uint8_t> seen(size_t(n), 0);
+                for (int64_t u = 0; u < n; ++u) {
+                    const UnitCoords c = unitCoords(u, l.J, l.NB, l.S, jobMajor);
+                    QVERIFY(c.j >= 0 && c.j < l.J && c.b >= 0 && c.b < l.NB && c.s >= 0 && c.s < l.S);
+                    uint8_t& hit = seen[size_t((int64_t(c.j) * l.NB + c.b) * l.S + c.s)];
+                    QCOMPARE(int(hit), 0);  // no unit twice (and n units: every one once)
+                    hit = 1;
+                    if (jobMajor) {
+                        QCOMPARE(int64_t(c.j), u / per);                     // the job's run of NB·S tickets
+                        QCOMPARE(int64_t(c.b), (u % per) % l.NB);            // column block fastest
+                        QCOMPARE(int64_t(c.s), (u % per) / l.NB);
+                    } else {
+                        QCOMPARE(int64_t(c.j), u % l.J);
+                        QCOMPARE(int64_t(c.b), (u / l.J) % l.NB);
+                        QCOMPARE(int64_t(c.s), u / (int64_t(l.J) * l.NB));
+                    }
+                }
+            }
+    }
+
     void plansAreConsistent() {
         const auto [streamOn, regRing, oneStage] = switchesInForce();
         struct Shape {
