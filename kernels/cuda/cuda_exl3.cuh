@@ -139,8 +139,9 @@ struct Params {
     int waitTarget = 0;
     int* signal = nullptr;
     // One launch, streaming units: unit u is job u / (NB·S), then column block, then slice (jobMajor = 1), instead
-    // of job u % J first. A pair's gate/up units then hold consecutive tickets, so in a launch of more than one
-    // wave the first pairs are complete when the down units (in the same order) start. launchMoe sets it (unless
+    // of job u % J first. A pair's gate/up units then hold consecutive tickets, meant so that in a launch of more
+    // than one wave the first pairs are complete when the down units (in the same order) start (the reasoning
+    // behind the measured batch-4 gain; no batch-4 trace was taken). launchMoe sets it (unless
     // TS_EXL3_TUNE bit 1024). Within one wave it changes little: which units an SM's schedulers favour does not
     // follow the ticket order (trace, 2026-12-06).
     int jobMajor = 0;
@@ -167,6 +168,12 @@ struct MoeProjPtrs {
 struct MoeExpertPtrs {
     MoeProjPtrs gate, up, down;
 };
+// A projection's device copy (DT: CudaBackend::DeviceTrellis — a template, so that this header needs no
+// cuda_backend.h) as the MoE's tables hold it: both routed paths' tables are filled through it.
+template <class DT>
+inline MoeProjPtrs moeProjPtrs(const DT& d) {
+    return MoeProjPtrs{d.trellis, d.suh, d.svh, d.bias};
+}
 struct MoePlanArgs {
     const int32_t* idx = nullptr;          // [P0] expert ids, token-major (the router's output)
     const float* weight = nullptr;         // [P0]
@@ -188,13 +195,15 @@ constexpr size_t kMoePlanScratchBytes = 2 * kMoePlanMaxPairs * sizeof(int);  // 
 
 // The fused MoE in ONE launch (exl3MoeKernel, launchMoe): one block per unit, each block taking a work
 // ticket from one atomic counter when it starts, in the order: every gate/up unit of gu = ph[0] (the
-// two-launch version's first grid, unit for unit), then every down unit of d = ph[1] (its second grid),
+// two-launch version's first grid; streaming units job-major, Params::jobMajor, so ticket t is not always that
+// grid's block t), then every down unit of d = ph[1] (its second grid, likewise),
 // then — when d.fusedCombine = 0 — the combine units (column block b = ticket / ⌈Tf/8⌉, 8 token rows
 // each: the combine kernel's blocks).
 //   - a down unit of pair p waits for sync[2 + p] = gu.NB (every column block of the pair's activation
 //     rows written); it issues its trellis loads first, so the wait overlaps them;
 //   - a combine unit of column block b waits for sync[2 + gu.groups + b] = d.J (every pair's down output).
-// Both Params describe exactly the plans of the two-launch version, so the results are bit-identical to it.
+// Both Params describe exactly the plans of the two-launch version, so the results are bit-identical to it (the
+// ticket order changes which block runs a unit, not a unit's sums or the fixed order its epilogue adds slices in).
 // Deadlock-free for any grid size (exl3MoeKernel has the argument).
 struct MoeParams {
     Params ph[2];  // [0] = gu: kModeSwiglu, gate/up pairs; [1] = d: kModeDown (waitOn, signal: by launchMoe)

@@ -129,10 +129,7 @@ bool CudaBackend::moeExpertsFused(const Buffer& x, int64_t T, int64_t D, int64_t
         if (!count[size_t(e)] || table[size_t(e)].gate.trellis) continue;
         const PackedLinear* src[3] = {gate[e].packed, up[e].packed, down[e].packed};
         MoeProjPtrs* dst[3] = {&table[size_t(e)].gate, &table[size_t(e)].up, &table[size_t(e)].down};
-        for (int q = 0; q < 3; ++q) {
-            const DeviceTrellis& d = deviceTrellis(*src[q]);
-            *dst[q] = MoeProjPtrs{d.trellis, d.suh, d.svh, d.bias};
-        }
+        for (int q = 0; q < 3; ++q) *dst[q] = moeProjPtrs(deviceTrellis(*src[q]));
     }
 
     // Pairs: (expert, ≤ chunk of its rows). rowStart indexes the packed row space of the step (act rows,

@@ -108,8 +108,7 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
                 const int* sig = p < 2 ? L.sigGU : L.sigD;
                 if (sig[0] != t->bits || sig[1] != t->codebook || sig[2] != kk || sig[3] != nn) ok = false;
                 if (!ok) break;
-                const DeviceTrellis& d = deviceTrellis(*w.packed);
-                *dst[p] = MoeProjPtrs{d.trellis, d.suh, d.svh, d.bias};
+                *dst[p] = moeProjPtrs(deviceTrellis(*w.packed));
             }
         }
         // One kernel instance serves both phases: the same K and codebook.
