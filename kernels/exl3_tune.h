@@ -57,10 +57,16 @@ enum Exl3TraceWord : int {
     kTraceLast = 9,        // 1: the unit ran its column block's epilogue (the last arrival, or one slice)
     kTraceClockStart = 10, // clock64 at kTraceStart and kTraceEnd
     kTraceClockEnd = 11,
-    kTraceMode = 12,       // 0 linear, 1 gate/up pair, 2 down
+    kTraceMode = 12,       // 0 linear, 1 gate/up pair, 2 down, 3 the plan kernel (kTraceModePlan)
     kTraceSlice = 13,      // the unit's slice of k, and its k-tiles
     kTraceTiles = 14,
 };
+// The device-routed fused MoE's plan kernel (one block, before the MoE launch) writes the record just after
+// its launch's units — index unitsGU + unitsD — with mode kTraceModePlan: kTraceSm, kTraceStart (the kernel
+// starts), kTraceInputReady (its wait for the previous kernel is over), kTraceStaged (the routing is loaded),
+// kTraceLoopEnd (its chunk counts are done) and kTraceEnd (its work list written), the rest zero; the trace bench
+// reports it apart from the units.
+constexpr int kTraceModePlan = 3;
 static_assert(kTraceLoopEnd + 4 <= kTraceEnd && kTraceTiles < kExl3TraceWords, "the trace words of one unit overlap");
 void exl3SetTrace(unsigned long long* deviceWords, int64_t units);
 

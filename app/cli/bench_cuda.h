@@ -51,6 +51,10 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
 // without a start and an end are skipped), printed under the heading `how` and returned: per mode ("linear",
 // "gate/up", "down") the phases' p10/p50/p90, "per_sm", "timeline", "units_raw", "span_us", "alive_units_max".
 nlohmann::json analyseExl3Trace(const std::vector<unsigned long long>& words, int64_t capacity, const std::string& how);
+// The device-routed MoE's plan kernel record in the same words (kTraceModePlan; analyseExl3Trace leaves it out),
+// printed and returned as µs from the MoE launch's first unit start: start_us, waited_us, loaded_us, chunks_us,
+// end_us, length_after_wait_us and first_input_us; null when the words hold no plan record or no unit.
+nlohmann::json analyseExl3TracePlan(const std::vector<unsigned long long>& words, int64_t capacity);
 nlohmann::json benchMlaDecode(Backend& backend, int reps);  // bench_cuda_attention.cpp: sparse MLA + indexer
 nlohmann::json benchKdaDecode(Backend& backend, int reps);  // bench_cuda_kda.cpp: KDA recurrent decode
 nlohmann::json benchMhcPre(Backend& backend, int reps);     // bench_cuda_mhc.cpp: mHC pre, one launch vs two

@@ -19,7 +19,7 @@
 // then the median over `reps` of a timed batch of calls closed by backend.synchronize() (bench_cuda.h);
 // the time per call includes the host's per-call work (for the MoE: routing tables, one copy, launches).
 // With parts.trace (--what exl3-trace) the K = 4 MUL1 rows are followed by a phase trace of one launch
-// (bench_cuda_exl3_trace.cpp), in "traces".
+// (bench_cuda_exl3_trace.cpp), in "traces"; (a') at batch 1 and 4 too, with its plan kernel's start and end.
 // Weights are random trellis bits (a valid EXL3 code for any bits) with random ±scales. Only the Backend
 // interface is used: it builds everywhere; on a non-CUDA backend only K = 4 MUL1 batch 1 runs (slowly).
 #include <algorithm>
@@ -282,6 +282,10 @@ nlohmann::json benchExl3Cuda(Backend& backend, int reps, const Exl3BenchParts& p
                     rows.push_back({{"bench", "exl3_moe_routed"}, {"batch", T}, {"bits", bits}, {"codebook", cbName(cb)},
                                     {"job_rows", jobRows}, {"experts_read", distinct}, {"packed_MB", bytes / 1e6},
                                     {"us", sec * 1e6}, {"GBps", bw / 1e9}, {"fraction_of_copy", bw / copyBw}});
+                    // The engine's path traced (its plan kernel's record included) beside (a)'s trace above.
+                    if (parts.trace && jobRows == 8 && T <= 4)
+                        traceRows.push_back(traceExl3Calls(backend, "the MoE layer routed on the device at batch " + std::to_string(T),
+                                                           fn, sec, reps));
                 }
             }
         }

@@ -59,11 +59,13 @@ std::vector<UnitTimes> unitsOf(const std::vector<unsigned long long>& w, int64_t
     unsigned long long t0 = ~0ull;
     for (int64_t i = 0; i < capacity; ++i) {
         const unsigned long long* r = &w[size_t(i * kExl3TraceWords)];
-        if (r[kTraceStart] != 0 && r[kTraceEnd] != 0) t0 = std::min(t0, r[kTraceStart]);
+        if (r[kTraceStart] != 0 && r[kTraceEnd] != 0 && r[kTraceMode] != unsigned(kTraceModePlan))
+            t0 = std::min(t0, r[kTraceStart]);
     }
     for (int64_t i = 0; i < capacity; ++i) {
         const unsigned long long* r = &w[size_t(i * kExl3TraceWords)];
         if (r[kTraceStart] == 0 || r[kTraceEnd] == 0) continue;  // not a traced unit, or one that exited at once
+        if (r[kTraceMode] == unsigned(kTraceModePlan)) continue;  // the plan kernel's record (planOf), not a unit
         auto us = [&](unsigned long long t) { return double(t - t0) * 1e-3; };
         UnitTimes x;
         x.sm = int(r[kTraceSm]);
@@ -87,6 +89,48 @@ std::vector<UnitTimes> unitsOf(const std::vector<unsigned long long>& w, int64_t
     }
     return u;
 }
+
+// The device-routed MoE's plan kernel record (kTraceModePlan, exl3_tune.h), absolute ns; zeros when absent.
+struct PlanStamps {
+    unsigned long long start = 0, waited = 0, loaded = 0, chunks = 0, end = 0;
+};
+PlanStamps planOf(const std::vector<unsigned long long>& w, int64_t capacity) {
+    for (int64_t i = 0; i < capacity; ++i) {
+        const unsigned long long* r = &w[size_t(i * kExl3TraceWords)];
+        if (r[kTraceMode] == unsigned(kTraceModePlan) && r[kTraceStart] != 0 && r[kTraceEnd] != 0)
+            return {r[kTraceStart], r[kTraceInputReady], r[kTraceStaged], r[kTraceLoopEnd], r[kTraceEnd]};
+    }
+    return {};
+}
+// The first start and the first "inputs readable" of a launch's units (absolute ns; ~0 when none).
+std::pair<unsigned long long, unsigned long long> firstStartInput(const std::vector<unsigned long long>& w, int64_t capacity) {
+    unsigned long long s = ~0ull, in = ~0ull;
+    for (int64_t i = 0; i < capacity; ++i) {
+        const unsigned long long* r = &w[size_t(i * kExl3TraceWords)];
+        if (r[kTraceStart] == 0 || r[kTraceEnd] == 0 || r[kTraceMode] == unsigned(kTraceModePlan)) continue;
+        s = std::min(s, r[kTraceStart]);
+        in = std::min(in, r[kTraceInputReady]);
+    }
+    return {s, in};
+}
+}  // namespace
+
+// The plan kernel's place before its MoE launch: its stamps as µs from the launch's first unit start (negative:
+// before it), and its length after its wait.
+nlohmann::json analyseExl3TracePlan(const std::vector<unsigned long long>& w, int64_t capacity) {
+    const PlanStamps p = planOf(w, capacity);
+    const auto [s0, in0] = firstStartInput(w, capacity);
+    if (p.start == 0 || s0 == ~0ull) return nullptr;
+    auto rel = [&](unsigned long long t) { return (double(t) - double(s0)) * 1e-3; };
+    std::printf("    plan kernel: starts %.2f us, done waiting %.2f, routing loaded %.2f, chunk counts %.2f, ends %.2f us (%.2f us "
+                "after its wait) from the MoE launch's first unit start; first inputs readable at %.2f us\n",
+                rel(p.start), rel(p.waited), rel(p.loaded), rel(p.chunks), rel(p.end), double(p.end - p.waited) * 1e-3, rel(in0));
+    return {{"start_us", rel(p.start)}, {"waited_us", rel(p.waited)}, {"loaded_us", rel(p.loaded)},
+            {"chunks_us", rel(p.chunks)}, {"end_us", rel(p.end)}, {"length_after_wait_us", double(p.end - p.waited) * 1e-3},
+            {"first_input_us", rel(in0)}};
+}
+
+namespace {
 
 const char* modeName(int m) { return m == 1 ? "gate/up" : m == 2 ? "down" : "linear"; }
 
@@ -251,10 +295,12 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
         backend.download(buf, host.data(), bytes);
         if (situation == 0) {
             out["alone"] = analyseExl3Trace(host, kHalf, "alone (idle GPU before it)");
+            if (nlohmann::json pr = analyseExl3TracePlan(host, kHalf); !pr.is_null()) out["alone"]["plan_kernel"] = pr;
             continue;
         }
         const std::vector<unsigned long long> second(host.begin() + kHalf * kExl3TraceWords, host.end());
         out["back_to_back"] = analyseExl3Trace(second, kHalf, "the 5th of 5 calls back to back");
+        if (nlohmann::json pr = analyseExl3TracePlan(second, kHalf); !pr.is_null()) out["back_to_back"]["plan_kernel"] = pr;
         // Hand-off (absolute device clock): the first call's last unit end → the second's first and median
         // "inputs readable" (its PDL wait returning once the first call has completed).
         unsigned long long endA = 0, firstInputB = ~0ull;
@@ -263,11 +309,11 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
         for (int64_t i = 0; i < kHalf; ++i) {
             const unsigned long long* a = &host[size_t(i * kExl3TraceWords)];
             const unsigned long long* b2 = &second[size_t(i * kExl3TraceWords)];
-            if (a[kTraceStart] && a[kTraceEnd]) {
+            if (a[kTraceStart] && a[kTraceEnd] && a[kTraceMode] != unsigned(kTraceModePlan)) {
                 endA = std::max(endA, a[kTraceEnd]);
                 startA = std::min(startA, a[kTraceStart]);
             }
-            if (b2[kTraceStart] && b2[kTraceEnd]) {
+            if (b2[kTraceStart] && b2[kTraceEnd] && b2[kTraceMode] != unsigned(kTraceModePlan)) {
                 inputB.push_back(double(b2[kTraceInputReady]));
                 firstInputB = std::min(firstInputB, b2[kTraceInputReady]);
                 startB = std::min(startB, b2[kTraceStart]);
@@ -280,6 +326,17 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
                         first * 1e-3, median * 1e-3, (double(startB) - double(startA)) * 1e-3);
             out["handoff_us"] = {{"first", first * 1e-3}, {"median", median * 1e-3},
                                  {"start_to_start", (double(startB) - double(startA)) * 1e-3}};
+            if (const PlanStamps pb = planOf(second, kHalf); pb.start != 0) {  // device-routed: the plan in between
+                const double ps = (double(pb.start) - double(endA)) * 1e-3, pe = (double(pb.end) - double(endA)) * 1e-3;
+                const double pw = (double(pb.waited) - double(endA)) * 1e-3;
+                std::printf("  the 5th call's plan kernel: starts %.2f us, is done waiting %.2f us and ends %.2f us after the 4th"
+                            " call's last unit end; its MoE launch's first unit starts %.2f us after it\n",
+                            ps, pw, pe, (double(startB) - double(endA)) * 1e-3);
+                out["handoff_us"]["plan_start"] = ps;
+                out["handoff_us"]["plan_waited"] = pw;
+                out["handoff_us"]["plan_end"] = pe;
+                out["handoff_us"]["first_unit_start"] = (double(startB) - double(endA)) * 1e-3;
+            }
         }
     }
     // The trace kernel's own time per call, beside the production kernel's.

@@ -74,6 +74,41 @@ private slots:
         QVERIFY(!j.contains("gate/up") && !j.contains("down"));
     }
 
+    // The device-routed MoE's plan kernel writes one record of its own (kTraceModePlan) after the launch's units:
+    // it is not a unit (nor the launch's first start), and analyseExl3TracePlan places it before the launch.
+    void planRecordApart() {
+        const std::vector<Unit> units = {
+            {0, 0, 1000, 2000, 3000, {5000, 6000, 5500, 5800}, 7000, 4, false},
+            {1, 1, 1500, 2500, 4000, {8000, 8000, 8000, 8000}, 10000, 4, true},
+        };
+        std::vector<unsigned long long> w = words(units, 4);
+        unsigned long long* r = &w[size_t(2) * ts::kExl3TraceWords];
+        r[ts::kTraceSm] = 5;
+        r[ts::kTraceStart] = 200;        // the kernel starts
+        r[ts::kTraceInputReady] = 400;   // its wait is over
+        r[ts::kTraceStaged] = 500;       // routing loaded
+        r[ts::kTraceLoopEnd] = 600;      // chunk counts
+        r[ts::kTraceEnd] = 800;          // work list written
+        r[ts::kTraceMode] = unsigned(ts::kTraceModePlan);
+        const auto j = ts::cli::analyseExl3Trace(w, 4, "with a plan record");
+        QCOMPARE(j.at("units").get<int>(), 2);
+        QCOMPARE(j.at("span_us").get<double>(), 9.0);  // from the first unit's start (1.0 µs), not the plan's
+        QCOMPARE(int(j.at("units_raw").size()), 2);
+        const auto p = ts::cli::analyseExl3TracePlan(w, 4);
+        QVERIFY(!p.is_null());
+        QCOMPARE(p.at("start_us").get<double>(), -0.8);
+        QCOMPARE(p.at("waited_us").get<double>(), -0.6);
+        QCOMPARE(p.at("loaded_us").get<double>(), -0.5);
+        QCOMPARE(p.at("chunks_us").get<double>(), -0.4);
+        QCOMPARE(p.at("end_us").get<double>(), -0.2);
+        QCOMPARE(p.at("length_after_wait_us").get<double>(), 0.4);
+        QCOMPARE(p.at("first_input_us").get<double>(), 1.0);  // slot 0's inputs at 2.0 µs
+        // No plan record (a host-routed launch): null.
+        r[ts::kTraceMode] = 0;
+        r[ts::kTraceStart] = r[ts::kTraceEnd] = 0;
+        QVERIFY(ts::cli::analyseExl3TracePlan(w, 4).is_null());
+    }
+
     void noTracedUnits() {
         const auto j = ts::cli::analyseExl3Trace(std::vector<unsigned long long>(4 * ts::kExl3TraceWords, 0), 4, "empty");
         QCOMPARE(j.at("units").get<int>(), 0);
