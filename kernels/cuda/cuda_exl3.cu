@@ -276,6 +276,7 @@ bool tuneStagedDecode() { return (tuneFlags() & 8) != 0; }
 bool tuneRegisterRing() { return (tuneFlags() & 16) != 0; }
 bool tunePdlOff() { return (tuneFlags() & 32) != 0; }
 bool tuneTablesInStream() { return (tuneFlags() & 512) != 0; }
+bool tunePlanPlain() { return (tuneFlags() & 2048) != 0; }
 bool tuneOneStageSlices() { return (tuneFlags() & 64) != 0; }
 
 namespace {
@@ -299,6 +300,11 @@ void traceInto(Params& p, int64_t first) {
     p.traceUnits = p.trace ? cap - first : 0;
 }
 }  // namespace
+
+unsigned long long* traceWordsOf(int64_t u) {
+    unsigned long long* t = g_trace.load(std::memory_order_relaxed);
+    return t && u >= 0 && u < g_traceUnits.load(std::memory_order_relaxed) ? t + u * kExl3TraceWords : nullptr;
+}
 
 void setTrace(unsigned long long* words, int64_t units) {
     g_traceUnits.store(words ? std::max<int64_t>(0, units) : 0, std::memory_order_relaxed);

@@ -190,8 +190,9 @@ struct MoePlanArgs {
     int32_t* combOffsets = nullptr;        // [T + 1]
     CombineEntry* comb = nullptr;          // [P0]
     int* live = nullptr;                   // [1] pairs of this step
+    unsigned long long* trace = nullptr;   // bench-device --what exl3-trace only: this kernel's trace record
 };
-constexpr size_t kMoePlanScratchBytes = 2 * kMoePlanMaxPairs * sizeof(int);  // moeBuildPlan's shared memory
+constexpr size_t kMoePlanScratchBytes = 3 * kMoePlanMaxPairs * sizeof(int);  // moeBuildPlan's static shared memory
 
 // The fused MoE in ONE launch (exl3MoeKernel, launchMoe): one block per unit, each block taking a work
 // ticket from one atomic counter when it starts, in the order: every gate/up unit of gu = ph[0] (the
@@ -613,13 +614,15 @@ size_t prefillBudget();  // scratch bytes one group of the prefill path's rows m
 // linear and a MoE step of more than ~130 tokens then take the staged unit (planLaunch), 512 = the host-routed fused
 // MoE copies its job tables in the compute stream, between the previous kernel and its launch, as before
 // (Exl3Cache::moeArgs), 1024 = the one-launch MoE's streaming units take their tickets job by job fastest, as
-// before, instead of job-major (Params::jobMajor).
+// before, instead of job-major (Params::jobMajor), 2048 = the device-routed MoE's plan kernel as before: launched
+// plainly (no programmatic dependent launch) and reading the expert table from global memory.
 int tuneFlags();
-// The switches of TS_EXL3_TUNE, named (bits 8, 16, 32, 64 and 512 above).
+// The switches of TS_EXL3_TUNE, named (bits 8, 16, 32, 64, 512 and 2048 above).
 bool tuneStagedDecode();
 bool tuneRegisterRing();
 bool tunePdlOff();
 bool tuneTablesInStream();
+bool tunePlanPlain();
 bool tuneOneStageSlices();
 // TS_EXL3_KSL (A/B runs): decode plans take slices of that many k-tiles (a multiple of 8, capped at what
 // one unit takes) instead of the planner's choice; 0 (unset) = the planner's.
@@ -652,6 +655,9 @@ int lastMoeLaunches();
 // The trace of the next launches (exl3SetTrace, kernels/exl3_tune.h): device words and their capacity in
 // units; launch() and launchMoe() copy it into Params::trace (the MoE's down units after its gate/up units).
 void setTrace(unsigned long long* words, int64_t units);
+// The trace words of unit u while a trace is set and u is within its capacity, else null (the device-routed
+// MoE's plan kernel stamps the record after its launch's units: kTraceModePlan, kernels/exl3_tune.h).
+unsigned long long* traceWordsOf(int64_t u);
 // Enqueues the kernel for (bits, codebook, plan.MG) on `stream`.
 void launch(const Params& p, const Plan& plan, int bits, int codebook, cudaStream_t stream);
 // The combine of kModeDown as its own kernel (when fusedCombine = 0).

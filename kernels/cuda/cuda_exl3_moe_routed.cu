@@ -3,8 +3,10 @@
 // device outputs (moeRouteDevice, cuda_moe.cu), so a decode step does not stop at every MoE layer to bring
 // the expert ids to the host. Two launches per layer: moePlanKernel (one block) builds the work list with
 // moeBuildPlan (cuda_exl3_moe_plan.cuh: the host version's tables, by ranks; its steps are tested on the host
-// in CI), then exl3MoeKernel runs it (launched with programmatic dependent launch: its blocks may start
-// before the plan ends and wait for it at their PDL wait). Building the list inside the MoE launch instead (ticket 0's block, the others waiting
+// in CI), then exl3MoeKernel runs it. Both are launched with programmatic dependent launch: the plan kernel
+// starts while the previous kernel ends and copies the expert table meanwhile, and the MoE kernel's blocks may
+// start before the plan ends and wait for it at their PDL wait (docs/PERFORMANCE_EXL3.md, 2026-12-06, third
+// session: ~2 µs per layer at batch 1). Building the list inside the MoE launch instead (ticket 0's block, the others waiting
 // on a flag) was tried and measured slower: docs/PERFORMANCE_EXL3.md, 2026-12-05 sixth session.
 //
 //   exl3MoeKernel: planned on the host for the most pairs the step can have, min(T·topk, ⌈T·topk/R⌉ + min(E,
@@ -47,9 +49,29 @@ using namespace exl3cuda;
 
 constexpr int kPlanThreads = kMoePlanMaxPairs;  // the plan kernel's block: one thread per (token, choice) pair
 
-__global__ void __launch_bounds__(kPlanThreads) moePlanKernel(const MoePlanArgs a) {
+static_assert(kTraceStaged == kTraceInputReady + 1 && kTraceLoopEnd == kTraceInputReady + 2,
+              "moeBuildPlan's stamps go to three consecutive trace words");
+
+// tableSmem: the dynamic shared memory holds the expert table (moePlanTableSmem(E) bytes were given), else it is
+// read from global memory.
+__global__ void __launch_bounds__(kPlanThreads) moePlanKernel(const MoePlanArgs a, int tableSmem) {
     __shared__ int scratch[kMoePlanScratchBytes / sizeof(int)];
-    moeBuildPlan(a, scratch);
+    extern __shared__ int4 tableWords[];
+    unsigned long long t0 = 0;
+    if (a.trace && threadIdx.x == 0) t0 = moePlanNs();
+    moeBuildPlan(a, scratch, tableSmem ? reinterpret_cast<MoeExpertPtrs*>(tableWords) : nullptr,
+                 a.trace ? a.trace + kTraceInputReady : nullptr);  // words 2, 3, 4: waited, routing loaded, chunks
+    if (a.trace) {  // (uniform: a kernel parameter) the phase trace's plan record, once every thread's stores are done
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned sm;
+            asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
+            a.trace[kTraceSm] = sm;
+            a.trace[kTraceStart] = t0;
+            a.trace[kTraceEnd] = moePlanNs();
+            a.trace[kTraceMode] = unsigned(kTraceModePlan);
+        }
+    }
 }
 
 size_t align256(size_t v) { return (v + 255) & ~size_t(255); }
@@ -175,8 +197,13 @@ bool CudaBackend::moeExpertsFusedDevice(const Buffer& x, int64_t T, int64_t D, i
     pa.combOffsets = reinterpret_cast<int32_t*>(args + offCombOff);
     pa.comb = reinterpret_cast<CombineEntry*>(args + offComb);
     pa.live = reinterpret_cast<int*>(args + offLive);
-    moePlanKernel<<<1, kPlanThreads, 0, stream()>>>(pa);
-    TS_CUDA_LAUNCH_CHECK();
+    pa.trace = traceWordsOf(planGU.blocks + planD.blocks);  // the record after the MoE launch's units (fusedCombine: no combine units)
+    // With programmatic dependent launch it starts while the previous kernel ends and copies the expert table
+    // meanwhile (moeBuildPlan); TS_EXL3_TUNE bit 2048: a plain launch reading the table from global memory (A/B).
+    const bool plain = tunePlanPlain();
+    const size_t tableSmem = plain ? 0 : moePlanTableSmem(int(E));
+    ::ts::cuda::launchPdl(moePlanKernel, dim3(1), dim3(kPlanThreads), tableSmem, stream(), !plain && !tunePdlOff(), pa,
+                          int(tableSmem > 0));
 
     MoeParams mp;
     Params& pg = mp.ph[0];

@@ -469,8 +469,10 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     // Before the PDL wait only the parameters and weights may be read: a job table (written by a copy or
     // by the routing kernel) and the live count come after it.
     if (P.jobs != nullptr || P.liveGroups != nullptr) pdlWait();
-    if (P.liveGroups && j >= liveJobs(P)) return;
+    // The job's loads go out before the live count's (a device-routed plan's; its job table has all P.J entries), so
+    // that the two latencies overlap at the unit's start instead of adding up.
     const Job job = jobOf(P, j);
+    if (P.liveGroups && j >= liveJobs(P)) return;
     const int m = job.m;
     const int kt0 = s * P.KSL;
     const int nkt = min(P.KSL, P.tilesK - kt0);  // ≤ KSS (the plan guarantees it)

@@ -167,7 +167,7 @@ private slots:
             std::vector<int> order(static_cast<size_t>(P0));
             std::iota(order.begin(), order.end(), 0);
             std::shuffle(order.begin(), order.end(), rng);
-            for (int i : order) moePlanPair(a, se.data(), chunks.data(), i);
+            for (int i : order) moePlanPair(a, se.data(), chunks.data(), i, r.weight[size_t(i)], a.table);
 
             const Reference ref = reference(r);
             const int valid = int(ref.rows.size());
