@@ -3,10 +3,11 @@
 // device outputs (moeRouteDevice, cuda_moe.cu), so a decode step does not stop at every MoE layer to bring
 // the expert ids to the host. Two launches per layer: moePlanKernel (one block) builds the work list with
 // moeBuildPlan (cuda_exl3_moe_plan.cuh: the host version's tables, by ranks; its steps are tested on the host
-// in CI), then exl3MoeKernel runs it. Both are launched with programmatic dependent launch: the plan kernel
-// starts while the previous kernel ends and copies the expert table meanwhile, and the MoE kernel's blocks may
-// start before the plan ends and wait for it at their PDL wait (docs/PERFORMANCE_EXL3.md, 2026-12-06, third
-// session: ~2 µs per layer at batch 1). Building the list inside the MoE launch instead (ticket 0's block, the others waiting
+// in CI), then exl3MoeKernel runs it. Both are launched with programmatic dependent launch: the plan kernel may
+// start while the previous kernel ends — when that kernel lets it (pdlTrigger: a MoE launch does, the router's
+// kernels do not) — and copies the expert table meanwhile, and the MoE kernel's blocks may start before the plan
+// ends and wait for it at their PDL wait (docs/PERFORMANCE_EXL3.md, 2026-12-06, third session: ~2 µs per layer at
+// batch 1 in the benchmark, whose previous kernel is a MoE launch). Building the list inside the MoE launch instead (ticket 0's block, the others waiting
 // on a flag) was tried and measured slower: docs/PERFORMANCE_EXL3.md, 2026-12-05 sixth session.
 //
 //   exl3MoeKernel: planned on the host for the most pairs the step can have, min(T·topk, ⌈T·topk/R⌉ + min(E,
