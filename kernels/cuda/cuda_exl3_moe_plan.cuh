@@ -221,5 +221,7 @@ __device__ __forceinline__ void moeBuildPlan(const MoePlanArgs& a, int* scratch,
 }  // namespace
 #endif
 
+#undef TS_MOE_PLAN_UNROLL
+
 }  // namespace exl3cuda
 }  // namespace ts
