@@ -54,18 +54,22 @@ struct UnitTimes {
     bool last = false;
 };
 
+// A finished unit's record: started and ended (a unit that exited at once has no end), and not the plan kernel's
+// record (kTraceModePlan, planOf).
+bool isUnitRecord(const unsigned long long* r) {
+    return r[kTraceStart] != 0 && r[kTraceEnd] != 0 && r[kTraceMode] != unsigned(kTraceModePlan);
+}
+
 std::vector<UnitTimes> unitsOf(const std::vector<unsigned long long>& w, int64_t capacity) {
     std::vector<UnitTimes> u;
     unsigned long long t0 = ~0ull;
     for (int64_t i = 0; i < capacity; ++i) {
         const unsigned long long* r = &w[size_t(i * kExl3TraceWords)];
-        if (r[kTraceStart] != 0 && r[kTraceEnd] != 0 && r[kTraceMode] != unsigned(kTraceModePlan))
-            t0 = std::min(t0, r[kTraceStart]);
+        if (isUnitRecord(r)) t0 = std::min(t0, r[kTraceStart]);
     }
     for (int64_t i = 0; i < capacity; ++i) {
         const unsigned long long* r = &w[size_t(i * kExl3TraceWords)];
-        if (r[kTraceStart] == 0 || r[kTraceEnd] == 0) continue;  // not a traced unit, or one that exited at once
-        if (r[kTraceMode] == unsigned(kTraceModePlan)) continue;  // the plan kernel's record (planOf), not a unit
+        if (!isUnitRecord(r)) continue;
         auto us = [&](unsigned long long t) { return double(t - t0) * 1e-3; };
         UnitTimes x;
         x.sm = int(r[kTraceSm]);
@@ -107,7 +111,7 @@ std::pair<unsigned long long, unsigned long long> firstStartInput(const std::vec
     unsigned long long s = ~0ull, in = ~0ull;
     for (int64_t i = 0; i < capacity; ++i) {
         const unsigned long long* r = &w[size_t(i * kExl3TraceWords)];
-        if (r[kTraceStart] == 0 || r[kTraceEnd] == 0 || r[kTraceMode] == unsigned(kTraceModePlan)) continue;
+        if (!isUnitRecord(r)) continue;
         s = std::min(s, r[kTraceStart]);
         in = std::min(in, r[kTraceInputReady]);
     }
@@ -309,11 +313,11 @@ nlohmann::json traceExl3Calls(Backend& backend, const std::string& label, const 
         for (int64_t i = 0; i < kHalf; ++i) {
             const unsigned long long* a = &host[size_t(i * kExl3TraceWords)];
             const unsigned long long* b2 = &second[size_t(i * kExl3TraceWords)];
-            if (a[kTraceStart] && a[kTraceEnd] && a[kTraceMode] != unsigned(kTraceModePlan)) {
+            if (isUnitRecord(a)) {
                 endA = std::max(endA, a[kTraceEnd]);
                 startA = std::min(startA, a[kTraceStart]);
             }
-            if (b2[kTraceStart] && b2[kTraceEnd] && b2[kTraceMode] != unsigned(kTraceModePlan)) {
+            if (isUnitRecord(b2)) {
                 inputB.push_back(double(b2[kTraceInputReady]));
                 firstInputB = std::min(firstInputB, b2[kTraceInputReady]);
                 startB = std::min(startB, b2[kTraceStart]);

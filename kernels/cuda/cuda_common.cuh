@@ -150,6 +150,19 @@ __device__ __forceinline__ void pdlTrigger() {
 #endif
 }
 
+// The device's global clock (%globaltimer, ns; one clock for all SMs) and the SM a thread runs on: the phase
+// traces' stamps (the EXL3 streaming unit's TRACE instantiation, the device-routed MoE's plan kernel).
+__device__ __forceinline__ unsigned long long globalTimerNs() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ unsigned smId() {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
+    return sm;
+}
+
 }  // namespace ts::cuda
 
 #define TS_CUDA_CHECK(expr) ::ts::cuda::check((expr), #expr, __FILE__, __LINE__)

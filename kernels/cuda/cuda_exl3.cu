@@ -292,19 +292,20 @@ void launchPdl(void (*fn)(Arg), unsigned grid, size_t smem, cudaStream_t stream,
 namespace {
 std::atomic<unsigned long long*> g_trace{nullptr};
 std::atomic<int64_t> g_traceUnits{0};
-// Params::trace of one launch's units [first, first + n) of the trace.
-void traceInto(Params& p, int64_t first) {
-    unsigned long long* t = g_trace.load(std::memory_order_relaxed);
-    const int64_t cap = g_traceUnits.load(std::memory_order_relaxed);
-    p.trace = t && first < cap ? t + first * kExl3TraceWords : nullptr;
-    p.traceUnits = p.trace ? cap - first : 0;
-}
 }  // namespace
 
 unsigned long long* traceWordsOf(int64_t u) {
     unsigned long long* t = g_trace.load(std::memory_order_relaxed);
     return t && u >= 0 && u < g_traceUnits.load(std::memory_order_relaxed) ? t + u * kExl3TraceWords : nullptr;
 }
+
+namespace {
+// Params::trace of one launch's units [first, first + n) of the trace.
+void traceInto(Params& p, int64_t first) {
+    p.trace = traceWordsOf(first);
+    p.traceUnits = p.trace ? g_traceUnits.load(std::memory_order_relaxed) - first : 0;
+}
+}  // namespace
 
 void setTrace(unsigned long long* words, int64_t units) {
     g_traceUnits.store(words ? std::max<int64_t>(0, units) : 0, std::memory_order_relaxed);

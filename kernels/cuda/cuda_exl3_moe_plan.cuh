@@ -25,7 +25,7 @@
 
 #include "cuda/cuda_exl3.cuh"
 #ifdef __CUDACC__
-#include "cuda/cuda_common.cuh"  // pdlWait, pdlTrigger
+#include "cuda/cuda_common.cuh"  // pdlWait, pdlTrigger, globalTimerNs
 #endif
 
 namespace ts {
@@ -172,12 +172,6 @@ inline size_t moePlanTableSmem(int E) {
     return b <= kMoePlanTableSmemMax ? b : 0;
 }
 
-__device__ __forceinline__ unsigned long long moePlanNs() {  // %globaltimer (ns), for the phase trace
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
-}
-
 // The block-level driver. (P0 ≤ kMoePlanMaxPairs; O(P0²) compares per block, P0 = T·topk ≤ 256: microseconds.)
 // The whole kernel lies on the MoE layer's critical path (between the router and the MoE launch), so every global
 // load that can go early does: the expert table (written once, at the layer's first step, never by a kernel) is
@@ -202,17 +196,17 @@ __device__ __forceinline__ void moeBuildPlan(const MoePlanArgs& a, int* scratch,
         for (int i = tid; i < n; i += nt) dst[i] = __ldg(src + i);
     }
     ::ts::cuda::pdlWait();
-    if (stamps && tid == 0) stamps[0] = moePlanNs();
+    if (stamps && tid == 0) stamps[0] = ::ts::cuda::globalTimerNs();
     ::ts::cuda::pdlTrigger();
     for (int i = tid; i < a.P0; i += nt) {
         se[i] = moePlanExpert(a, i);
         wt[i] = a.weight[i];
     }
     __syncthreads();
-    if (stamps && tid == 0) stamps[1] = moePlanNs();
+    if (stamps && tid == 0) stamps[1] = ::ts::cuda::globalTimerNs();
     for (int i = tid; i < a.P0; i += nt) chunks[i] = moePlanChunks(a, se, i);
     __syncthreads();
-    if (stamps && tid == 0) stamps[2] = moePlanNs();
+    if (stamps && tid == 0) stamps[2] = ::ts::cuda::globalTimerNs();
     if (tid == nt - 1) moePlanTotals(a, se, chunks);
     const MoeExpertPtrs* table = tableSmem ? tableSmem : a.table;
     for (int i = tid; i < a.P0; i += nt) moePlanPair(a, se, chunks, i, wt[i], table);

@@ -59,17 +59,15 @@ __global__ void __launch_bounds__(kPlanThreads) moePlanKernel(const MoePlanArgs 
     __shared__ int scratch[kMoePlanScratchBytes / sizeof(int)];
     extern __shared__ int4 tableWords[];
     unsigned long long t0 = 0;
-    if (a.trace && threadIdx.x == 0) t0 = moePlanNs();
+    if (a.trace && threadIdx.x == 0) t0 = ::ts::cuda::globalTimerNs();
     moeBuildPlan(a, scratch, tableSmem ? reinterpret_cast<MoeExpertPtrs*>(tableWords) : nullptr,
                  a.trace ? a.trace + kTraceInputReady : nullptr);  // words 2, 3, 4: waited, routing loaded, chunks
     if (a.trace) {  // (uniform: a kernel parameter) the phase trace's plan record, once every thread's stores are done
         __syncthreads();
         if (threadIdx.x == 0) {
-            unsigned sm;
-            asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
-            a.trace[kTraceSm] = sm;
+            a.trace[kTraceSm] = ::ts::cuda::smId();
             a.trace[kTraceStart] = t0;
-            a.trace[kTraceEnd] = moePlanNs();
+            a.trace[kTraceEnd] = ::ts::cuda::globalTimerNs();
             a.trace[kTraceMode] = unsigned(kTraceModePlan);
         }
     }

@@ -421,12 +421,10 @@ __device__ __forceinline__ void streamLoopSmem(const RingLane& rl, const uint32_
     cpAsyncWait<0>();  // no copy outlives the unit (the drain's groups are empty)
 }
 
-// The phase trace (Params::trace, exl3_tune.h's word layout): one thread's store of word w of unit u.
-__device__ __forceinline__ unsigned long long globalNs() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
-}
+// The phase trace (Params::trace, exl3_tune.h's word layout): thread 0 stamps the unit's words with the device's
+// global clock and its SM (cuda_common.cuh).
+using ::ts::cuda::globalTimerNs;
+using ::ts::cuda::smId;
 // The unit's words are found through a pointer that thread 0 keeps in the block's shared memory (a spare
 // slot next to the flag, written before the block barrier behind the input transform), so that no register
 // holds it through the loop.
@@ -456,11 +454,9 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
         unsigned long long* tw = u < P.traceUnits ? P.trace + u * kExl3TraceWords : nullptr;
         traceSlot(flag) = tw;
         if (tw) {
-            tw[kTraceStart] = globalNs();
+            tw[kTraceStart] = globalTimerNs();
             tw[kTraceClockStart] = clock64();
-            unsigned sm;
-            asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
-            tw[kTraceSm] = sm;
+            tw[kTraceSm] = smId();
         }
     }
     const int g = lane >> 2, c = lane & 3;
@@ -518,7 +514,7 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     if (P.waitOn) blockWaitCount(P.waitOn + j, P.waitTarget);
     if (tid == 0) {
         if (unsigned long long* tw = traceWords<TRACE>(P, flag)) {
-            tw[kTraceInputReady] = globalNs();
+            tw[kTraceInputReady] = globalTimerNs();
             tw[kTraceMode] = unsigned(P.mode);
             tw[kTraceSlice] = unsigned(s);
             tw[kTraceTiles] = unsigned(nkt);
@@ -536,7 +532,7 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     }
     __syncthreads();
     if (tid == 0)
-        if (unsigned long long* tw = traceWords<TRACE>(P, flag)) tw[kTraceStaged] = globalNs();
+        if (unsigned long long* tw = traceWords<TRACE>(P, flag)) tw[kTraceStaged] = globalTimerNs();
     const uint2* xa = reinterpret_cast<const uint2*>(xs);  // token r of k-tile kt: xa + (kt·rows + r)·4 + c
     const int ktSplit = nst == 2 ? KSH : -1;               // the second stage's first k-tile (a pass boundary)
     if (P.regRing) {  // (one stage: streamSliceTiles gives the register ring no second)
@@ -551,7 +547,7 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
             streamLoopSmem<K, CB, false>(rl, lp, kStride, nkt, smemAddr(xs), g, c, lane, acc, accB, ktSplit, eRow, m);
     }
     if (lane == 0)
-        if (unsigned long long* tw = traceWords<TRACE>(P, flag)) tw[kTraceLoopEnd + warp] = globalNs();
+        if (unsigned long long* tw = traceWords<TRACE>(P, flag)) tw[kTraceLoopEnd + warp] = globalTimerNs();
 
     // True magnitudes: MUL1 sums are Σ a·h, the value being kinv·h + kbias; then undo the token's scale 2^e
     // (the last stage's: the loop moved the first stage's sums to it), with Σ a of both stages at that scale.
@@ -595,7 +591,7 @@ __device__ __forceinline__ void runUnitStream(const Params& P, int64_t u, uint32
     finishUnit(P, job, j, b, sink, flag);
     if (tid == 0) {
         if (unsigned long long* tw = traceWords<TRACE>(P, flag)) {  // (thread 0 wrote *flag itself, when it was written)
-            tw[kTraceEnd] = globalNs();
+            tw[kTraceEnd] = globalTimerNs();
             tw[kTraceClockEnd] = clock64();
             tw[kTraceLast] = sink.red ? 1u : unsigned(*flag);
         }
