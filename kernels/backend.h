@@ -451,6 +451,12 @@ public:
     // (runtime/device_budget.h, checkStartupMemory) calls it when GPU_MEM_UTIL's share was not free at the open
     // but is now (a stopping process returned its memory), before the backend has allocated anything else.
     virtual void rebaseDeviceMemory(int64_t /*freeNowBytes*/) {}
+    // The GPU's streaming multiprocessors this backend's work runs on, and the device's whole count: they differ
+    // on an SM partition (TS_CUDA_SMS, kernels/cuda/cuda_partition.cu); {0, 0} for a host backend.
+    struct ComputeUnits {
+        int used = 0, device = 0;
+    };
+    virtual ComputeUnits computeUnits() const { return {}; }
 };
 
 std::unique_ptr<Backend> makeCpuBackend();

@@ -78,6 +78,7 @@ public:
     bool sampleRows(const Buffer& logits, int64_t V, int64_t n, const DeviceSampleRequest* reqs, SampleOutput* out) override;
     void synchronize() override;
     bool deviceMemory(DeviceMemory* out) const override;
+    ComputeUnits computeUnits() const override { return m_inner->computeUnits(); }
     void rebaseDeviceMemory(int64_t freeNowBytes) override;
 
 private:

@@ -2,8 +2,10 @@
 // decode, the mHC pre op, the dense one-token GEMV), each reported against the measured device-to-device copy bandwidth. Prints tables, writes
 // one JSON file (--json), docs/PERFORMANCE.md records the results with this command.
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "cli/bench_cuda.h"
 #include "cli/commands.h"
@@ -20,7 +22,8 @@ double measureCopyBandwidth(Backend& backend, int reps) {
 
 int cmdBenchDevice(const Args& args) {
     if (args.help()) {
-        std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda,mhc,gemv] [--reps 20] [--json FILE]\n"
+        std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda,mhc,gemv] [--reps 20] [--sms N]\n"
+                    "                           [--json FILE]\n"
                     "--what also takes exl3-moe (only the fused MoE layer), exl3-gemv4 (only the GEMV at K = 4) and\n"
                     "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4) and\n"
                     "exl3-prefill (the MoE layer and a GEMM at prefill sizes, TFLOP/s; also part of exl3);\n"
@@ -29,11 +32,16 @@ int cmdBenchDevice(const Args& args) {
                     "upload host -> device uploads of 1 GiB (anonymous memory and a mapped file; pinned ring and direct).\n"
                     "Times the device kernels at GLM-5.3-Flash's real widths; bandwidth is reported as a fraction\n"
                     "of the measured device-to-device copy bandwidth (read + write). --what \"\" measures only that\n"
-                    "copy bandwidth (scripts/gpu/run_gpu_suite.sh uses it for benchmark 3).\n");
+                    "copy bandwidth (scripts/gpu/run_gpu_suite.sh uses it for benchmark 3).\n"
+                    "--sms N runs the CUDA backend on N of the GPU's SMs (a green context; TS_CUDA_SMS=N does the same\n"
+                    "for any command): what a GPU with that many SMs would do with these kernels, e.g. a GB10's 48.\n"
+                    "The copy bandwidth, and the fractions of it, are then the partition stream's.\n");
         return 0;
     }
-    args.accept({"backend", "what", "reps", "json"});
+    args.accept({"backend", "what", "reps", "sms", "json"});
     const int reps = int(args.getInt("reps", 20, 1, 10000));
+    // Before the backend opens (it reads TS_CUDA_SMS once, at its start): kernels/cuda/cuda_partition.cu.
+    if (args.get("sms")) setenv("TS_CUDA_SMS", std::to_string(args.getInt("sms", 0, 0, 100000)).c_str(), 1);
     std::vector<std::string> what;
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
     for (std::string item; std::getline(ss, item, ',');) {
@@ -52,10 +60,19 @@ int cmdBenchDevice(const Args& args) {
         if (!jsonOut) fail(ErrorKind::Io, "--json: cannot write " + *path);
     }
     auto backend = makeBackend(args.get("backend").value_or("auto"));
+    if (args.get("sms") && backend->computeUnits().used == 0)
+        fail(ErrorKind::InvalidArgument, "--sms: the " + backend->name() + " backend does not run on a GPU's SMs (--backend cuda)");
     const double copyBw = measureCopyBandwidth(*backend, reps);
-    std::printf("bench-device: backend %s, device-to-device copy %.1f GB/s (read + write)\n", backend->name().c_str(),
+    const Backend::ComputeUnits sms = backend->computeUnits();
+    std::printf("bench-device: backend %s, device-to-device copy %.1f GB/s (read + write)", backend->name().c_str(),
                 copyBw / 1e9);
+    if (sms.used) std::printf(", on %d of %d SMs", sms.used, sms.device);
+    std::printf("\n");
     nlohmann::json out = {{"backend", backend->name()}, {"copy_bandwidth_GBps", copyBw / 1e9}};
+    if (sms.used) {
+        out["sms"] = sms.used;
+        out["sms_device"] = sms.device;
+    }
     // The EXL3 items make one call (see benchExl3Cuda), where the first of them stands in the list.
     Exl3BenchParts parts;
     parts.moe = parts.gemv = false;

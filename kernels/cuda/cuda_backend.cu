@@ -113,6 +113,7 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     int leastPriority = 0, greatestPriority = 0;
     TS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
     TS_CUDA_CHECK(cudaStreamCreateWithPriority(&m_side, cudaStreamNonBlocking, greatestPriority));
+    openSmPartition(greatestPriority);  // TS_CUDA_SMS: both streams moved into a green context
     TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideFork, cudaEventDisableTiming));
     TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideJoin, cudaEventDisableTiming));
     TS_CUDA_CHECK(cublasCreate(&m_cublas));
@@ -159,6 +160,7 @@ CudaBackend::~CudaBackend() {
     if (m_sideJoin) cudaEventDestroy(m_sideJoin);
     if (m_side) cudaStreamDestroy(m_side);
     if (m_stream) cudaStreamDestroy(m_stream);
+    closeSmPartition();
 }
 
 cudaStream_t CudaBackend::forkSide() {

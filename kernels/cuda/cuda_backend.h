@@ -161,6 +161,9 @@ public:
 
     void synchronize() override;
     bool deviceMemory(DeviceMemory* out) const override;
+    ComputeUnits computeUnits() const override {
+        return {m_props.multiProcessorCount, m_partitionOf ? m_partitionOf : m_props.multiProcessorCount};
+    }
     void rebaseDeviceMemory(int64_t freeNowBytes) override;
 
     // Every public op opens one of these first, with its name and the arguments a replay must match
@@ -326,7 +329,13 @@ private:
     // (joinSide), so the pool never hands their memory to main-stream work while the side still uses it.
     std::vector<Buffer> m_asideHeld;
     cublasHandle_t m_cublas = nullptr;
-    cudaDeviceProp m_props{};
+    cudaDeviceProp m_props{};  // multiProcessorCount: the partition's SMs on one (openSmPartition)
+    // cuda_partition.cu: the backend's streams in a green context of TS_CUDA_SMS SMs (a measurement of a smaller
+    // GPU's SM count, e.g. a GB10's 48, on this one). Called from the constructor before any work is issued.
+    void openSmPartition(int greatestPriority);
+    void closeSmPartition();
+    void* m_greenContext = nullptr;  // CUgreenCtx, or null on the whole device
+    int m_partitionOf = 0;           // the device's whole SM count on a partition, else 0
     // Memory accounting (deviceMemory): whether the device shares the system's memory (cuda_memory.cu says
     // how that is decided) and its free bytes when this backend opened it, before any allocation of its own.
     bool m_unified = false;

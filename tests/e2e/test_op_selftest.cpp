@@ -312,6 +312,13 @@ private slots:
         auto badBackend = ts::test::runCli({"bench-device", "--backend", "tpu"});
         QCOMPARE(badBackend.code, 2);
         QVERIFY(badBackend.err.contains("--backend must be auto, cpu or cuda"));
+        // --sms (an SM partition, kernels/cuda/cuda_partition.cu): a count, and only for a backend on a GPU.
+        auto badSms = ts::test::runCli({"bench-device", "--backend", "cpu", "--sms", "many", "--what", ""});
+        QCOMPARE(badSms.code, 2);
+        QVERIFY2(badSms.err.contains("--sms"), qPrintable(badSms.err));
+        auto cpuSms = ts::test::runCli({"bench-device", "--backend", "cpu", "--sms", "48", "--what", ""});
+        QCOMPARE(cpuSms.code, 2);
+        QVERIFY2(cpuSms.err.contains("--sms: the cpu backend does not run on a GPU's SMs"), qPrintable(cpuSms.err));
     }
 
     // bench-device --what exl3-trace on a backend without the trace kernels: the K = 4 MUL1 GEMV is still timed,
