@@ -8,6 +8,7 @@ docs/PERFORMANCE.md, "Full-width slice"). python3 standard library only.
     slice_roofline.py report --model SLICE_DIR --run gen_b1.json [--run gen_b2.json ...]
         [--bench bench.json | --copy-bw GBps] [--full-config tests/data/glm-5.3-flash.config.json]
         [--gb10-bw 273] [--gb10-copy-bw GBps] [--allreduce-us 25] [--json OUT.json] [--label TEXT] [--nominal-bw GBps]
+        [--compute-only]
 
 Each --run is the --json of `twinspark-cli generate --concurrency B` (cmd_generate_engine.cpp): its
 decode_tok_s is the aggregate decode speed while all B requests run, concurrency is B.
@@ -192,7 +193,7 @@ def cmd_report(a):
         copy_src = "NOT MEASURED: the H200's nominal 4,800 GB/s stands in"
         warn.append("no measured copy bandwidth: fractions are of the H200's nominal 4,800 GB/s")
     nominal, nominal_src = nominal_bandwidth(a.nominal_bw, a.label)
-    if nominal_src.startswith("unknown"):
+    if nominal_src.startswith("unknown") and not a.compute_only:  # only A2 (the extrapolation) uses it
         warn.append(f"{nominal_src}: A2's ratio uses the H200's nominal 4,800 GB/s (give --nominal-bw)")
     eta = min(1.0, copy_bw / nominal)
     gb10_copy = a.gb10_copy_bw if a.gb10_copy_bw else a.gb10_bw * eta
@@ -249,6 +250,24 @@ def cmd_report(a):
         p("bytes per step by category (batch " + ", ".join(str(x["batch"]) for x in runs) + "):")
         for k in runs[0]["breakdown"]:
             p(f"  {k:<18} " + "  ".join(f"{fmt_bytes(x['breakdown'][k]):>11}" for x in runs))
+
+    if a.compute_only:
+        # A run on an SM partition (TS_CUDA_SMS; scripts/gpu/partition_check.sh): how fast that many SMs get through
+        # a step with the measuring GPU's memory behind them. Its fraction of copy is not a GB10 fraction, so no
+        # extrapolation; what it answers is whether a GB10's 48 SMs could consume its 273 GB/s.
+        for x in runs:
+            x["gb10_nominal_multiple"] = x["achieved_GBps"] / a.gb10_bw
+        p(f"on an SM partition (--compute-only): the step's bytes per second against a GB10's nominal "
+          f"{a.gb10_bw:.0f} GB/s: " + "; ".join(f"b{x['batch']}: {x['gb10_nominal_multiple']:.2f}x" for x in runs))
+        for w in warn:
+            p(f"WARNING: {w}")
+        print("\n".join(lines))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"label": a.label, "compute_only": True, "copy_bandwidth_GBps": copy_bw,
+                           "copy_bandwidth_source": copy_src, "gb10_nominal_GBps": a.gb10_bw, "measured": runs,
+                           "warnings": warn}, f, indent=1)
+        return 0
 
     # ---- extrapolation -------------------------------------------------------------------------------
     ext = []
@@ -339,6 +358,9 @@ def main():
     rp.add_argument("--allreduce-us", type=float, default=25.0)
     rp.add_argument("--label", default="", help="the GPU's name as nvidia-smi prints it (picks its nominal bandwidth)")
     rp.add_argument("--nominal-bw", type=float, default=0.0, help="the measuring GPU's nominal bandwidth, GB/s")
+    rp.add_argument("--compute-only", action="store_true",
+                    help="a run on an SM partition (TS_CUDA_SMS): the measured table and its rate against a GB10's "
+                         "nominal bandwidth, no extrapolation")
     rp.add_argument("--json")
     a = ap.parse_args()
     if a.cmd == "report" and a.nominal_bw < 0:

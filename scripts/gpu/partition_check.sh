@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Device: the CUDA backend on part of the GPU's SMs (TS_CUDA_SMS / bench-device --sms; kernels/cuda/
+# cuda_partition.cu) — what these kernels would do on a GPU with that many SMs, e.g. a GB10's 48 — run after
+# scripts/gpu/run_gpu_suite.sh in the same device call (its binary, and the slice model it left when SLICE=1).
+# For each count in SMS:
+#   1. the whole op self-test and the EXL3 embedded model's rows, every grid planned for the partition (EXL3 units,
+#      MLA chunks, the indexer, the KDA chunks), against the CPU (exit status counted);
+#   2. bench-device --sms N --what $WHAT: benchmark 1 on N SMs (absolute GB/s; its copy is the partition's);
+#   3. if the slice model is there: its decode at batch 1, 2 and 4 on N SMs; slice_roofline.py report --compute-only
+#      gives the bytes per second of a step on N SMs and their multiple of a GB10's nominal 273 GB/s (no
+#      extrapolation: a partition's fraction of copy is not a GB10's).
+# Usage: SMS="48" bash scripts/gpu/partition_check.sh "$OUT"
+# Env: SMS (counts, default 48), WHAT (exl3-moe,exl3-gemv4; "" for none), CLI (build-gpu/app/twinspark-cli),
+#      SLICE_DIR (/tmp/twinspark-slice-L4), SLICE_TOKENS (64), SLICE_PROMPT (256), SELFTEST (1; 0 skips it),
+#      EXL3_MODEL (resources/models/glm5-next-tiny-exl3).
+set -u
+OUT=${1:-/tmp/twinspark-part}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+CLI=${CLI:-build-gpu/app/twinspark-cli}
+WHAT=${WHAT:-exl3-moe,exl3-gemv4}
+SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L4}
+SN=${SLICE_TOKENS:-64}; SP=${SLICE_PROMPT:-256}
+EXL3_MODEL=${EXL3_MODEL:-resources/models/glm5-next-tiny-exl3}
+fails=0
+for n in ${SMS:-48}; do
+  P="$OUT/sms$n"; mkdir -p "$P"
+  echo "== on $n SMs"
+  if [ "${SELFTEST:-1}" = 1 ]; then
+    TS_CUDA_SMS=$n $CLI selftest --backend cuda --model "$EXL3_MODEL" --json "$P/selftest.json" >"$P/selftest.txt" 2>&1
+    rc=$?; [ $rc -eq 0 ] || fails=$((fails + 1))
+    echo "selftest on $n SMs: exit $rc; $(grep -E 'SMs|checks|FAIL' "$P/selftest.txt" | head -5 | tr '\n' ' ')"
+  fi
+  # --what "" measures the copy bandwidth alone (the partition's)
+  $CLI bench-device --backend cuda --sms "$n" --what "$WHAT" --json "$P/bench.json" 2>&1 | tee "$P/bench.txt"
+  if [ -f "$SDIR/config.json" ]; then
+    RUNS=()
+    for b in 1 2 4; do
+      python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP" >"/tmp/part_b$b.ids"
+      TS_CUDA_SMS=$n $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@/tmp/part_b$b.ids" --concurrency $b \
+        --max-tokens "$SN" --ignore-eos --json "$P/slice_b$b.json" >/dev/null 2>"$P/slice_b$b.err"
+      rc=$?
+      echo "slice on $n SMs, batch $b: rc $rc: $(grep -E 'decode with|rror' "$P/slice_b$b.err" | tail -1)"
+      [ $rc -eq 0 ] && RUNS+=(--run "$P/slice_b$b.json")
+    done
+    python3 tools/device/slice_roofline.py report --compute-only --model "$SDIR" ${RUNS[@]+"${RUNS[@]}"} \
+      --bench "$P/bench.json" --label "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), on $n SMs" \
+      --json "$P/slice.json" 2>&1 | tee "$P/slice.txt"
+  fi
+done
+echo "partition_check: $fails self-test failure(s)"
+exit $fails
