@@ -1,23 +1,23 @@
 // cuda_partition: the backend on part of the GPU's SMs (TS_CUDA_SMS=N), through a CUDA green context — to measure
-// on the H200 what a GPU with fewer SMs would do with the same kernels. Its use: the product's GPU, a GB10, has 48
+// on a big GPU (the H200, an H100) what a GPU with fewer SMs would do with the same kernels. Its use: the product's GPU, a GB10, has 48
 // SMs against the H200's 132 (and ~273 GB/s of memory against ~4.2 TB/s), and whether a kernel is bound by its
 // instructions or by memory there is a question of how fast 48 SMs can work, which the whole H200 cannot answer
-// (docs/PERFORMANCE_EXL3.md, "on 48 SMs"). Host code only: no kernel of its own.
+// (docs/PERFORMANCE_EXL3.md, the fourth 2026-12-06 session). Host code only: no kernel of its own.
 //
 // How: the device's SM resource is split by count (cuDevSmResourceSplitByCount: on compute capability 9.0 and
 // later a partition is a multiple of 8 SMs, at least 8, so N is rounded up), a green context is made of the first
 // group, and the backend's two streams (its main one and the side stream) are created in it. Work on those streams
 // runs on the partition's SMs only; memory, modules and events are the primary context's (a green context retains
 // it), so nothing else in the backend changes. props().multiProcessorCount becomes the partition's count, so the
-// kernels that size their grids by the SM count (the EXL3 decode units, the MLA chunk plans, the indexer) plan for
-// the partition. The driver API comes through cudaGetDriverEntryPointByVersion: no link against libcuda.
+// kernels that size their grids by the SM count (the EXL3 decode units, the MLA chunk plans, the indexer, the KDA
+// chunks) plan for the partition. The driver API comes through cudaGetDriverEntryPointByVersion: no link against libcuda.
 //
 // Not a product setting: serve and generate honour it too (for a whole-engine run on a partition), and a request
 // that cannot be met — a driver without green contexts, a count the device cannot split — fails at open with
 // why, never falling back to the whole GPU (a measurement on the wrong number of SMs would say nothing).
 // Test and use, on the GPU only: `twinspark-cli bench-device --sms 48 --what exl3` (its header line and JSON say
 // how many SMs ran: 48 of the H200's 132), `TS_CUDA_SMS=48 twinspark-cli selftest --backend cuda` (the kernels
-// planned for 48 SMs against the CPU); scripts/gpu/run_gpu_suite.sh runs both when SMS=48 is given.
+// planned for 48 SMs against the CPU); scripts/gpu/partition_check.sh runs both, and the slice, per count in SMS.
 #include <cuda.h>
 
 #include <cstdio>
