@@ -1,8 +1,8 @@
 // cuda_partition: the backend on part of the GPU's SMs (TS_CUDA_SMS=N), through a CUDA green context — to measure
-// on a big GPU (the H200, an H100) what a GPU with fewer SMs would do with the same kernels. Its use: the product's GPU, a GB10, has 48
-// SMs against the H200's 132 (and ~273 GB/s of memory against ~4.2 TB/s), and whether a kernel is bound by its
-// instructions or by memory there is a question of how fast 48 SMs can work, which the whole H200 cannot answer
-// (docs/PERFORMANCE_EXL3.md, the fourth 2026-12-06 session). Host code only: no kernel of its own.
+// on a big GPU (the H200, an H100) what a GPU with fewer SMs would do with the same kernels. Its use: the product's
+// GPU, a GB10, has 48 SMs against the H200's 132 (and ~273 GB/s of memory against ~4.2 TB/s), and whether a kernel
+// is bound by its instructions or by memory there is a question of how fast 48 SMs can work, which the whole H200
+// cannot answer (docs/PERFORMANCE_EXL3.md, the fourth 2026-12-06 session). Host code only: no kernel of its own.
 //
 // How: the device's SM resource is split by count (cuDevSmResourceSplitByCount: on compute capability 9.0 and
 // later a partition is a multiple of 8 SMs, at least 8, so N is rounded up), a green context is made of the first
