@@ -10,7 +10,8 @@
 // runs on the partition's SMs only; memory, modules and events are the primary context's (a green context retains
 // it), so nothing else in the backend changes. props().multiProcessorCount becomes the partition's count, so the
 // kernels that size their grids by the SM count (the EXL3 decode units, the MLA chunk plans, the indexer, the KDA
-// chunks) plan for the partition. The driver API comes through cudaGetDriverEntryPointByVersion: no link against libcuda.
+// chunks) plan for the partition. The driver API comes through cudaGetDriverEntryPointByVersion: no link against
+// libcuda.
 //
 // Not a product setting: serve and generate honour it too (for a whole-engine run on a partition), and a request
 // that cannot be met — a driver without green contexts, a count the device cannot split — fails at open with
