@@ -35,13 +35,17 @@ int cmdBenchDevice(const Args& args) {
                     "copy bandwidth (scripts/gpu/run_gpu_suite.sh uses it for benchmark 3).\n"
                     "--sms N runs the CUDA backend on N of the GPU's SMs (a green context; TS_CUDA_SMS=N does the same\n"
                     "for any command): what a GPU with that many SMs would do with these kernels, e.g. a GB10's 48.\n"
-                    "The copy bandwidth, and the fractions of it, are then the partition stream's.\n");
+                    "The driver rounds N up (to a multiple of 8 on an H100 / H200; the header line gives the count);\n"
+                    "0, or N at least the device's SMs, is the whole GPU. It needs the CUDA backend (auto means cuda\n"
+                    "then). The copy bandwidth, and the fractions of it, are then the partition stream's.\n");
         return 0;
     }
     args.accept({"backend", "what", "reps", "sms", "json"});
     const int reps = int(args.getInt("reps", 20, 1, 10000));
     // Before the backend opens (it reads TS_CUDA_SMS once, at its start): kernels/cuda/cuda_partition.cu.
-    if (args.get("sms")) setenv("TS_CUDA_SMS", std::to_string(args.getInt("sms", 0, 0, 100000)).c_str(), 1);
+    const bool partition = args.get("sms").has_value();
+    if (partition && ::setenv("TS_CUDA_SMS", std::to_string(args.getInt("sms", 0, 0, 100000)).c_str(), 1) != 0)
+        fail(ErrorKind::Io, "--sms: cannot set TS_CUDA_SMS");
     std::vector<std::string> what;
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
     for (std::string item; std::getline(ss, item, ',');) {
@@ -59,9 +63,12 @@ int cmdBenchDevice(const Args& args) {
         jsonOut.open(*path);
         if (!jsonOut) fail(ErrorKind::Io, "--json: cannot write " + *path);
     }
-    auto backend = makeBackend(args.get("backend").value_or("auto"));
-    if (args.get("sms") && backend->computeUnits().used == 0)
-        fail(ErrorKind::InvalidArgument, "--sms: the " + backend->name() + " backend does not run on a GPU's SMs (--backend cuda)");
+    // With --sms, "auto" is "cuda": a partition the driver refuses is then reported as such, not as a CPU fallback.
+    std::string backendName = args.get("backend").value_or("auto");
+    if (partition && backendName == "auto") backendName = "cuda";
+    if (partition && backendName == "cpu")
+        fail(ErrorKind::InvalidArgument, "--sms: the cpu backend does not run on a GPU's SMs (--backend cuda)");
+    auto backend = makeBackend(backendName);
     const double copyBw = measureCopyBandwidth(*backend, reps);
     const Backend::ComputeUnits sms = backend->computeUnits();
     std::printf("bench-device: backend %s, device-to-device copy %.1f GB/s (read + write)", backend->name().c_str(),

@@ -118,6 +118,8 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideJoin, cudaEventDisableTiming));
     TS_CUDA_CHECK(cublasCreate(&m_cublas));
     TS_CUDA_CHECK(cublasSetStream(m_cublas, m_stream));
+    // On an SM partition (openSmPartition) cuBLAS plans for its SMs too, not the whole device's.
+    if (m_partitionOf) TS_CUDA_CHECK(cublasSetSmCountTarget(m_cublas, m_props.multiProcessorCount));
     // Keep fp32 GEMMs in true fp32 (no TF32): the CPU backend is the reference.
     TS_CUDA_CHECK(cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH));
     // A workspace of our own: cuBLAS then allocates nothing per call, which graph capture needs.

@@ -335,6 +335,7 @@ private:
     void openSmPartition(int greatestPriority);
     void closeSmPartition();
     void* m_greenContext = nullptr;  // CUgreenCtx, or null on the whole device
+    void* m_greenDestroy = nullptr;  // the driver's cuGreenCtxDestroy, looked up at open
     int m_partitionOf = 0;           // the device's whole SM count on a partition, else 0
     // Memory accounting (deviceMemory): whether the device shares the system's memory (cuda_memory.cu says
     // how that is decided) and its free bytes when this backend opened it, before any allocation of its own.

@@ -13,13 +13,18 @@
 // chunks) plan for the partition. The driver API comes through cudaGetDriverEntryPointByVersion: no link against
 // libcuda.
 //
-// Not a product setting: serve and generate honour it too (for a whole-engine run on a partition), and a request
-// that cannot be met — a driver without green contexts, a count the device cannot split — fails at open with
-// why, never falling back to the whole GPU (a measurement on the wrong number of SMs would say nothing).
+// N is rounded up by the driver (on compute capability 9.0 and later to a multiple of 8, at least 8; the line printed
+// at open gives the count); 0, or N at least the device's count, is the whole GPU. Not a product setting: serve and
+// generate honour it too (for a whole-engine run on a partition). A request that cannot be met — a driver without
+// green contexts, a count the device cannot split — fails the CUDA backend's open with why, never running on the
+// whole GPU instead (a measurement on the wrong number of SMs would say nothing; `--backend auto` then warns and
+// takes the CPU, and `bench-device --sms` asks for CUDA so that the reason is what it reports). cuBLAS is told the
+// partition's count too (cublasSetSmCountTarget, in the constructor).
 // Test and use, on the GPU only: `twinspark-cli bench-device --sms 48 --what exl3` (its header line and JSON say
 // how many SMs ran: 48 of the H200's 132), `TS_CUDA_SMS=48 twinspark-cli selftest --backend cuda` (the kernels
 // planned for 48 SMs against the CPU); scripts/gpu/partition_check.sh runs both, and the slice, per count in SMS.
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <cstdio>
 #include <string>
@@ -32,24 +37,26 @@
 namespace ts {
 namespace {
 
-// A driver entry point of CUDA 12.4 or later (green contexts), or a clear Unsupported error.
+// The driver entry points at the ABI of CUDA 12.5 (green-context streams arrived then; the function types below are
+// cudaTypedefs.h's for those versions), or a clear Unsupported error.
+constexpr unsigned kGreenAbi = 12050;
+
 template <class F>
 F driverEntry(const char* name) {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, CUDA_VERSION, cudaEnableDefault, &found);
+    const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, kGreenAbi, cudaEnableDefault, &found);
     if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || !fn) {
         cudaGetLastError();
         fail(ErrorKind::Unsupported, std::string("TS_CUDA_SMS: the CUDA driver has no ") + name +
-                                         " (green contexts need a CUDA 12.4 or later driver)");
+                                         " (green contexts need a CUDA 12.5 or later driver)");
     }
     return reinterpret_cast<F>(fn);
 }
 
 void checkDriver(CUresult r, const char* what) {
     if (r == CUDA_SUCCESS) return;
-    fail(ErrorKind::Unsupported,
-         std::string("TS_CUDA_SMS: ") + what + " failed (CUresult " + std::to_string(int(r)) + ")");
+    fail(ErrorKind::Unsupported, std::string("TS_CUDA_SMS: ") + what + " failed (CUresult " + std::to_string(int(r)) + ")");
 }
 
 }  // namespace
@@ -63,18 +70,13 @@ void CudaBackend::openSmPartition(int greatestPriority) {
                      static_cast<long long>(asked), m_props.name, whole);
         return;
     }
-    using GetResource = CUresult (*)(CUdevice, CUdevResource*, CUdevResourceType);
-    using SplitByCount = CUresult (*)(CUdevResource*, unsigned*, const CUdevResource*, CUdevResource*, unsigned, unsigned);
-    using GenerateDesc = CUresult (*)(CUdevResourceDesc*, CUdevResource*, unsigned);
-    using GreenCreate = CUresult (*)(CUgreenCtx*, CUdevResourceDesc, CUdevice, unsigned);
-    using GreenStream = CUresult (*)(CUstream*, CUgreenCtx, unsigned, int);
-    using DeviceGet = CUresult (*)(CUdevice*, int);
-    const auto deviceGet = driverEntry<DeviceGet>("cuDeviceGet");
-    const auto getResource = driverEntry<GetResource>("cuDeviceGetDevResource");
-    const auto split = driverEntry<SplitByCount>("cuDevSmResourceSplitByCount");
-    const auto generate = driverEntry<GenerateDesc>("cuDevResourceGenerateDesc");
-    const auto greenCreate = driverEntry<GreenCreate>("cuGreenCtxCreate");
-    const auto greenStream = driverEntry<GreenStream>("cuGreenCtxStreamCreate");
+    const auto deviceGet = driverEntry<PFN_cuDeviceGet_v2000>("cuDeviceGet");
+    const auto getResource = driverEntry<PFN_cuDeviceGetDevResource_v12040>("cuDeviceGetDevResource");
+    const auto split = driverEntry<PFN_cuDevSmResourceSplitByCount_v12040>("cuDevSmResourceSplitByCount");
+    const auto generate = driverEntry<PFN_cuDevResourceGenerateDesc_v12040>("cuDevResourceGenerateDesc");
+    const auto greenCreate = driverEntry<PFN_cuGreenCtxCreate_v12040>("cuGreenCtxCreate");
+    const auto greenStream = driverEntry<PFN_cuGreenCtxStreamCreate_v12050>("cuGreenCtxStreamCreate");
+    const auto greenDestroy = driverEntry<PFN_cuGreenCtxDestroy_v12040>("cuGreenCtxDestroy");
 
     CUdevice dev = 0;
     checkDriver(deviceGet(&dev, m_device), "cuDeviceGet");
@@ -90,28 +92,32 @@ void CudaBackend::openSmPartition(int greatestPriority) {
     checkDriver(generate(&desc, &part, 1), "cuDevResourceGenerateDesc");
     CUgreenCtx green = nullptr;
     checkDriver(greenCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate");
-    // Replaces the streams the constructor made in the primary context; nothing was issued to them yet.
+    // Both streams before anything is replaced: a failure leaves the backend's streams as they were and takes the
+    // green context (and a stream made in it) back, since a constructor that throws runs no destructor.
+    CUstream main = nullptr, side = nullptr;
+    CUresult r = greenStream(&main, green, CU_STREAM_NON_BLOCKING, 0);
+    if (r == CUDA_SUCCESS) r = greenStream(&side, green, CU_STREAM_NON_BLOCKING, greatestPriority);
+    if (r != CUDA_SUCCESS) {
+        if (main) cudaStreamDestroy(main);
+        greenDestroy(green);
+        checkDriver(r, "cuGreenCtxStreamCreate");
+    }
+    // The constructor's streams, made in the primary context: nothing was issued to them yet.
     TS_CUDA_CHECK(cudaStreamDestroy(m_stream));
     TS_CUDA_CHECK(cudaStreamDestroy(m_side));
-    CUstream main = nullptr, side = nullptr;
-    checkDriver(greenStream(&main, green, CU_STREAM_NON_BLOCKING, 0), "cuGreenCtxStreamCreate");
-    checkDriver(greenStream(&side, green, CU_STREAM_NON_BLOCKING, greatestPriority), "cuGreenCtxStreamCreate");
     m_stream = main;
     m_side = side;
     m_greenContext = green;  // destroyed after its streams (closeSmPartition, from ~CudaBackend)
+    m_greenDestroy = reinterpret_cast<void*>(greenDestroy);
     m_props.multiProcessorCount = int(part.sm.smCount);
     m_partitionOf = whole;
     std::fprintf(stderr, "CUDA: running on %d of the %s's %d SMs (TS_CUDA_SMS=%lld, a green context)\n",
                  int(part.sm.smCount), m_props.name, whole, static_cast<long long>(asked));
 }
 
-void CudaBackend::closeSmPartition() {  // from the destructor: reports nothing, throws nothing
-    if (!m_greenContext) return;
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuGreenCtxDestroy", &fn, CUDA_VERSION, cudaEnableDefault, &found) == cudaSuccess &&
-        found == cudaDriverEntryPointSuccess && fn)
-        reinterpret_cast<CUresult (*)(CUgreenCtx)>(fn)(static_cast<CUgreenCtx>(m_greenContext));
+void CudaBackend::closeSmPartition() {  // from the destructor, after the streams: reports nothing, throws nothing
+    if (m_greenContext && m_greenDestroy)
+        reinterpret_cast<PFN_cuGreenCtxDestroy_v12040>(m_greenDestroy)(static_cast<CUgreenCtx>(m_greenContext));
     m_greenContext = nullptr;
 }
 

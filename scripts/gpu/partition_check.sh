@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 cd "$(dirname "$0")/../.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 CLI=${CLI:-build-gpu/app/twinspark-cli}
-WHAT=${WHAT:-exl3-moe,exl3-gemv4}
+WHAT=${WHAT-exl3-moe,exl3-gemv4}  # set but empty: the copy bandwidth alone
 SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L4}
 SN=${SLICE_TOKENS:-64}; SP=${SLICE_PROMPT:-256}
 EXL3_MODEL=${EXL3_MODEL:-resources/models/glm5-next-tiny-exl3}
@@ -34,6 +34,7 @@ for n in ${SMS:-48}; do
   fi
   # --what "" measures the copy bandwidth alone (the partition's)
   $CLI bench-device --backend cuda --sms "$n" --what "$WHAT" --json "$P/bench.json" 2>&1 | tee "$P/bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { fails=$((fails + 1)); echo "bench-device on $n SMs failed"; }
   if [ -f "$SDIR/config.json" ]; then
     RUNS=()
     for b in 1 2 4; do
@@ -49,5 +50,5 @@ for n in ${SMS:-48}; do
       --json "$P/slice.json" 2>&1 | tee "$P/slice.txt"
   fi
 done
-echo "partition_check: $fails self-test failure(s)"
+echo "partition_check: $fails failure(s) (self-tests and bench-device runs)"
 exit $fails

@@ -319,6 +319,13 @@ private slots:
         auto cpuSms = ts::test::runCli({"bench-device", "--backend", "cpu", "--sms", "48", "--what", ""});
         QCOMPARE(cpuSms.code, 2);
         QVERIFY2(cpuSms.err.contains("--sms: the cpu backend does not run on a GPU's SMs"), qPrintable(cpuSms.err));
+        // With --sms, "auto" means CUDA: without a GPU (CI) that is refused, not timed on the CPU; with one, the
+        // header says on how many SMs it ran.
+        auto autoSms = ts::test::runCli({"bench-device", "--sms", "48", "--what", ""});
+        if (autoSms.code == 0)
+            QVERIFY2(autoSms.out.contains("backend cuda") && autoSms.out.contains(" SMs"), qPrintable(autoSms.out));
+        else
+            QVERIFY2(autoSms.code == 2 && autoSms.err.contains("--backend cuda:"), qPrintable(autoSms.err));
     }
 
     // bench-device --what exl3-trace on a backend without the trace kernels: the K = 4 MUL1 GEMV is still timed,
