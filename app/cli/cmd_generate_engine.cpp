@@ -2,9 +2,9 @@
 // the server runs requests (continuous batching, paged KV cache, the sampler, stop handling).
 // `--prompt-ids "1,2,3;4,5,6"` gives each request its own prompt (request i takes list i mod count), so
 // that a batch of greedy decodes does not run N identical sequences (identical tokens route to identical
-// experts, which would understate the bytes a real batch moves: docs/PERFORMANCE.md, full-width slice).
+// experts, which would understate the bytes a real batch moves: docs/PERFORMANCE_SLICE.md).
 // `--max-tokens "300;200;100"` likewise gives each request its own limit, so the requests finish one after
-// another and the batch shrinks step by step (the decode graphs of every batch size, docs/PERFORMANCE.md).
+// another and the batch shrinks step by step (the decode graphs of every batch size, docs/PERFORMANCE_SLICE.md).
 // Besides the aggregate speed (prefill included) it reports the decode-only speed of the window in which
 // every request is decoding (decode_tok_s), measured from the token events' arrival times.
 #include <algorithm>

@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(kThreads) gemvScalarKernel(const float* __rest
 }
 
 // Weight loads that do not allocate in L1 (ldWeight16): the default since the fifth session's A/B on the
-// H200 slice (+1.2 to +2.4 % decode tok/s at batch 1, 2, 4; docs/PERFORMANCE.md); TS_GEMV_STREAM=0 turns it off.
+// H200 slice (+1.2 to +2.4 % decode tok/s at batch 1, 2, 4; docs/PERFORMANCE_SLICE.md); TS_GEMV_STREAM=0 turns it off.
 bool gemvStreamLoads() {
     static const bool on = envSwitch("TS_GEMV_STREAM", true);
     return on;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a "full-width slice" of GLM-5.3-Flash: a glm5_next checkpoint with the model's REAL text widths
-and a few layers of random weights, for issue 6's benchmark 3 (docs/PERFORMANCE.md, "Full-width slice").
+and a few layers of random weights, for issue 6's benchmark 3 (docs/PERFORMANCE_SLICE.md).
 
     make_slice_model.py OUT_DIR [--layers 4] [--pattern LLLD] [--dense-layers 0] [--experts 288]
                                 [--codebook mul1|mcg] [--config tests/data/glm-5.3-flash.config.json]

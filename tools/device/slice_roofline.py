@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bytes moved per decode step of a glm5_next model, the bandwidth a measured decode achieved, and the
 extrapolation of a full-width slice to GLM-5.3-Flash's 45 layers on 2 x GB10 (issue 6, benchmark 3;
-docs/PERFORMANCE.md, "Full-width slice"). python3 standard library only.
+docs/PERFORMANCE_SLICE.md). python3 standard library only.
 
     slice_roofline.py prompts --batch 4 --length 256 [--vocab 154880] [--seed 1]
         prints B ';'-separated lists of random prompt ids (for `generate --prompt-ids A;B;C;D --concurrency B`)
@@ -317,7 +317,7 @@ def cmd_report(a):
       "verifying 8 positions per sequence: " + "; ".join(
         f"b{e['batch']}: {e.get('recipe_implied_forward_ms', float('nan')):.0f} vs {e['verify8_step_ms']:.1f} ms"
         for e in ext))
-    p("  assumptions A1-A6: tools/device/slice_roofline.py docstring and docs/PERFORMANCE.md (full-width slice).")
+    p("  assumptions A1-A6: tools/device/slice_roofline.py docstring and docs/PERFORMANCE_SLICE.md.")
     for w in warn:
         p(f"WARNING: {w}")
     text = "\n".join(lines)
