@@ -11,17 +11,14 @@
 #      extrapolation: a partition's fraction of copy is not a GB10's).
 # Usage: SMS="48" bash scripts/gpu/partition_check.sh "$OUT"
 # Env: SMS (counts, default 48), WHAT (exl3-moe,exl3-gemv4; "" for none), CLI (build-gpu/app/twinspark-cli),
-#      SLICE_DIR (/tmp/twinspark-slice-L4), SLICE_TOKENS (64), SLICE_PROMPT (256), SELFTEST (1; 0 skips it),
+#      SLICE_DIR (/tmp/twinspark-slice-L<SLICE_LAYERS, 4>), SLICE_TOKENS (64), SLICE_PROMPT (256), SELFTEST (1; 0 skips),
 #      EXL3_MODEL (resources/models/glm5-next-tiny-exl3).
 set -u
-OUT=${1:-/tmp/twinspark-part}
-mkdir -p "$OUT"
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/cli_env.sh" "$@"     # OUT, CLI; the repository root
+source scripts/gpu/slice_decode.sh             # slice_decode
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-CLI=${CLI:-build-gpu/app/twinspark-cli}
 WHAT=${WHAT-exl3-moe,exl3-gemv4}  # set but empty: the copy bandwidth alone
-SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L4}
-SN=${SLICE_TOKENS:-64}; SP=${SLICE_PROMPT:-256}
+SDIR=${SLICE_DIR:-/tmp/twinspark-slice-L${SLICE_LAYERS:-4}}
 EXL3_MODEL=${EXL3_MODEL:-resources/models/glm5-next-tiny-exl3}
 fails=0
 for n in ${SMS:-48}; do
@@ -36,18 +33,13 @@ for n in ${SMS:-48}; do
   $CLI bench-device --backend cuda --sms "$n" --what "$WHAT" --json "$P/bench.json" 2>&1 | tee "$P/bench.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { fails=$((fails + 1)); echo "bench-device on $n SMs failed"; }
   if [ -f "$SDIR/config.json" ]; then
-    RUNS=()
-    for b in 1 2 4; do
-      python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP" >"/tmp/part_b$b.ids"
-      TS_CUDA_SMS=$n $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@/tmp/part_b$b.ids" --concurrency $b \
-        --max-tokens "$SN" --ignore-eos --json "$P/slice_b$b.json" >/dev/null 2>"$P/slice_b$b.err"
-      rc=$?
-      echo "slice on $n SMs, batch $b: rc $rc: $(grep -E 'decode with|rror' "$P/slice_b$b.err" | tail -1)"
-      [ $rc -eq 0 ] && RUNS+=(--run "$P/slice_b$b.json")
-    done
+    : >"$P/slice.txt"
+    export TS_CUDA_SMS=$n
+    slice_decode "$SDIR" "$P" "$P/slice.txt" " on $n SMs"
+    unset TS_CUDA_SMS
     python3 tools/device/slice_roofline.py report --compute-only --model "$SDIR" ${RUNS[@]+"${RUNS[@]}"} \
       --bench "$P/bench.json" --label "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), on $n SMs" \
-      --json "$P/slice.json" 2>&1 | tee "$P/slice.txt"
+      --json "$P/slice.json" 2>&1 | tee -a "$P/slice.txt"
   fi
 done
 echo "partition_check: $fails failure(s) (self-tests and bench-device runs)"

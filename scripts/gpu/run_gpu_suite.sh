@@ -124,17 +124,8 @@ if [ "${SLICE:-1}" = 1 ]; then
     $CLI bench-device --backend cuda --what "" --json "$COPY" >>"$ST" 2>&1
   fi
   RUNS=()
-  for b in 1 2 4; do
-    [ $src -eq 0 ] || break
-    sb=$(date +%s)
-    rm -f "/tmp/slice_b$b.json"
-    python3 tools/device/slice_roofline.py prompts --batch $b --length "$SP" >"/tmp/slice_b$b.ids"  # @FILE: long prompts
-    $CLI generate --backend cuda --model "$SDIR" --prompt-ids "@/tmp/slice_b$b.ids" --concurrency $b --max-tokens "$SN" \
-      --ignore-eos --json "/tmp/slice_b$b.json" >/dev/null 2>"/tmp/slice_b$b.err"
-    rc=$?
-    echo "slice: batch $b: rc $rc in $(( $(date +%s) - sb )) s (load + prefill + decode): $(grep -E 'decode with|rror' "/tmp/slice_b$b.err" | tail -1)" | tee -a "$ST"
-    if [ $rc -eq 0 ]; then RUNS+=(--run "/tmp/slice_b$b.json"); else tail -5 "/tmp/slice_b$b.err" >>"$ST"; fi
-  done
+  source scripts/gpu/slice_decode.sh  # slice_decode: batch 1, 2, 4 (ids as @FILE: long prompts), sets RUNS
+  [ $src -eq 0 ] && slice_decode "$SDIR" /tmp "$ST" ""
   python3 tools/device/slice_roofline.py report --model "$SDIR" ${RUNS[@]+"${RUNS[@]}"} --bench "$COPY" \
     --label "$(tail -1 "$OUT/gpu.txt" | cut -d, -f1), $SL layers" \
     --json "$OUT/slice.json" 2>&1 | tee -a "$ST"
