@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "cli/bench_cuda.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "cuda/sm_limits.h"
 
 namespace ts::cli {
 
@@ -23,7 +25,7 @@ double measureCopyBandwidth(Backend& backend, int reps) {
 int cmdBenchDevice(const Args& args) {
     if (args.help()) {
         std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda,mhc,gemv] [--reps 20] [--sms N]\n"
-                    "                           [--json FILE]\n"
+                    "                           [--sm-limits gb10] [--json FILE]\n"
                     "--what also takes exl3-moe (only the fused MoE layer), exl3-gemv4 (only the GEMV at K = 4) and\n"
                     "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4) and\n"
                     "exl3-prefill (the MoE layer and a GEMM at prefill sizes, TFLOP/s; also part of exl3);\n"
@@ -37,15 +39,28 @@ int cmdBenchDevice(const Args& args) {
                     "for any command): what a GPU with that many SMs would do with these kernels, e.g. a GB10's 48.\n"
                     "The driver rounds N up (to a multiple of 8 on an H100 / H200; the header line gives the count);\n"
                     "0, or N at least the device's SMs, is the whole GPU. It needs the CUDA backend (auto means cuda\n"
-                    "then). The copy bandwidth, and the fractions of it, are then the partition stream's.\n");
+                    "then). The copy bandwidth, and the fractions of it, are then the partition stream's.\n"
+                    "--sm-limits gb10 gives each SM a GB10 SM's limits (100 KiB of shared memory, 1,536 threads;\n"
+                    "TS_CUDA_SM_LIMITS=gb10 does the same for any command): kernels keep no more blocks resident per SM\n"
+                    "than a GB10 would (their launches padded with shared memory), and the planners plan with a GB10's\n"
+                    "figures. With --sms 48, a GB10's SMs as far as this GPU can show them (not its clock or memory).\n");
         return 0;
     }
-    args.accept({"backend", "what", "reps", "sms", "json"});
+    args.accept({"backend", "what", "reps", "sms", "sm-limits", "json"});
     const int reps = int(args.getInt("reps", 20, 1, 10000));
     // Before the backend opens (it reads TS_CUDA_SMS once, at its start): kernels/cuda/cuda_partition.cu.
     const bool partition = args.get("sms").has_value();
     if (partition && ::setenv("TS_CUDA_SMS", std::to_string(args.getInt("sms", 0, 0, 100000)).c_str(), 1) != 0)
         fail(ErrorKind::Io, "--sms: cannot set TS_CUDA_SMS");
+    // Likewise TS_CUDA_SM_LIMITS (kernels/cuda/sm_limits.h): a known name, checked before anything opens.
+    const std::optional<std::string> limits = args.get("sm-limits");
+    if (limits) {
+        if (!cuda::smShapeNamed(*limits))
+            fail(ErrorKind::InvalidArgument, "--sm-limits: '" + *limits + "' is not a known SM (gb10)");
+        if (::setenv("TS_CUDA_SM_LIMITS", limits->c_str(), 1) != 0)
+            fail(ErrorKind::Io, "--sm-limits: cannot set TS_CUDA_SM_LIMITS");
+    }
+    const bool onGpu = partition || limits.has_value();
     std::vector<std::string> what;
     std::stringstream ss(args.get("what").value_or("exl3,mla,kda"));
     for (std::string item; std::getline(ss, item, ',');) {
@@ -63,23 +78,27 @@ int cmdBenchDevice(const Args& args) {
         jsonOut.open(*path);
         if (!jsonOut) fail(ErrorKind::Io, "--json: cannot write " + *path);
     }
-    // With --sms, "auto" is "cuda": a partition the driver refuses is then reported as such, not as a CPU fallback.
+    // With --sms or --sm-limits, "auto" is "cuda": a partition the driver refuses is then reported as such, not as a
+    // CPU fallback.
     std::string backendName = args.get("backend").value_or("auto");
-    if (partition && backendName == "auto") backendName = "cuda";
-    if (partition && backendName == "cpu")
-        fail(ErrorKind::InvalidArgument, "--sms: the cpu backend does not run on a GPU's SMs (--backend cuda)");
+    if (onGpu && backendName == "auto") backendName = "cuda";
+    if (onGpu && backendName == "cpu")
+        fail(ErrorKind::InvalidArgument, std::string(partition ? "--sms" : "--sm-limits") +
+                                             ": the cpu backend does not run on a GPU's SMs (--backend cuda)");
     auto backend = makeBackend(backendName);
     const double copyBw = measureCopyBandwidth(*backend, reps);
     const Backend::ComputeUnits sms = backend->computeUnits();
     std::printf("bench-device: backend %s, device-to-device copy %.1f GB/s (read + write)", backend->name().c_str(),
                 copyBw / 1e9);
     if (sms.used) std::printf(", on %d of %d SMs", sms.used, sms.device);
+    if (limits) std::printf(" with a %s SM's limits", limits->c_str());
     std::printf("\n");
     nlohmann::json out = {{"backend", backend->name()}, {"copy_bandwidth_GBps", copyBw / 1e9}};
     if (sms.used) {
         out["sms"] = sms.used;
         out["sms_device"] = sms.device;
     }
+    if (limits) out["sm_limits"] = *limits;
     // The EXL3 items make one call (see benchExl3Cuda), where the first of them stands in the list.
     Exl3BenchParts parts;
     parts.moe = parts.gemv = false;

@@ -113,7 +113,13 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     int leastPriority = 0, greatestPriority = 0;
     TS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
     TS_CUDA_CHECK(cudaStreamCreateWithPriority(&m_side, cudaStreamNonBlocking, greatestPriority));
-    openSmPartition(greatestPriority);  // TS_CUDA_SMS: both streams moved into a green context
+    openSmLimits();  // TS_CUDA_SM_LIMITS: a GB10 SM's shared memory and threads per SM (a bad name fails first)
+    try {
+        openSmPartition(greatestPriority);  // TS_CUDA_SMS: both streams moved into a green context
+    } catch (...) {
+        closeSmLimits();  // a constructor that throws runs no destructor: the process-wide limits go back here
+        throw;
+    }
     TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideFork, cudaEventDisableTiming));
     TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideJoin, cudaEventDisableTiming));
     TS_CUDA_CHECK(cublasCreate(&m_cublas));
@@ -163,6 +169,7 @@ CudaBackend::~CudaBackend() {
     if (m_side) cudaStreamDestroy(m_side);
     if (m_stream) cudaStreamDestroy(m_stream);
     closeSmPartition();
+    closeSmLimits();
 }
 
 cudaStream_t CudaBackend::forkSide() {

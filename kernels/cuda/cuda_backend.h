@@ -337,6 +337,11 @@ private:
     void* m_greenContext = nullptr;  // CUgreenCtx, or null on the whole device
     void* m_greenDestroy = nullptr;  // the driver's cuGreenCtxDestroy, looked up at open
     int m_partitionOf = 0;           // the device's whole SM count on a partition, else 0
+    // cuda_partition.cu too: another GPU's per-SM limits (TS_CUDA_SM_LIMITS=gb10: shared memory, threads) on this
+    // one's SMs — props() reports them, and launches are padded to them (cuda::limitedLaunchSmem).
+    void openSmLimits();
+    void closeSmLimits();
+    bool m_smLimits = false;  // this backend set them (one per process)
     // Memory accounting (deviceMemory): whether the device shares the system's memory (cuda_memory.cu says
     // how that is decided) and its free bytes when this backend opened it, before any allocation of its own.
     bool m_unified = false;

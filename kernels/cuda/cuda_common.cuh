@@ -171,14 +171,24 @@ __device__ __forceinline__ unsigned smId() {
 
 namespace ts::cuda {
 
+// Another GPU's per-SM limits on this one (TS_CUDA_SM_LIMITS=gb10; cuda_partition.cu, sm_limits.h), used where
+// kernels are launched and grids are planned; while none are set both give back what they are given (one relaxed
+// atomic load). limitedResidentBlocks: of fn's blocks (threads, dynamic shared memory), the device's SM holds
+// deviceBlocks; how many the limited SM holds. limitedLaunchSmem: the dynamic shared memory to launch fn with so
+// that the device's SM holds no more of its blocks than the limited one would (the function's maximum dynamic
+// shared memory raised to it when needed); an error if the limited SM could not hold one.
+int limitedResidentBlocks(const void* fn, int threads, size_t dynSmem, int deviceBlocks);
+size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem);
+
 // fn<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization allowed when pdl (see
-// pdlWait; the A/B switches that launch plainly pass false).
+// pdlWait; the A/B switches that launch plainly pass false). Under SM limits (above) smem may be padded.
 template <class... P, class... A>
 void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl, A&&... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
+    cfg.dynamicSmemBytes =
+        limitedLaunchSmem(reinterpret_cast<const void*>(fn), int(block.x * block.y * block.z), smem);
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

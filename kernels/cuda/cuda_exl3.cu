@@ -207,8 +207,8 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
         if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 8) dev = 0;
         std::atomic<int>& slot = occCache[dev][p.MG][bits][codebook][p.R];
         int occ = slot.load(std::memory_order_relaxed) - 1;
+        const KernelFn fn = kernelFor(p.MG == kStream ? kStream : 1, bits, codebook);
         if (occ < 0) {
-            const KernelFn fn = kernelFor(p.MG == kStream ? kStream : 1, bits, codebook);
             // No device (a host-only test) or no answer: plan without the tuning, as when occ = 0.
             if ((p.smem > 48 * 1024 &&
                  cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)) != cudaSuccess) ||
@@ -218,6 +218,9 @@ Plan planLaunch(int bits, int codebook, int MG, int tilesK, int NB, int J, int r
             }
             slot.store(occ + 1, std::memory_order_relaxed);
         }
+        // Under another GPU's SM limits (TS_CUDA_SM_LIMITS), the blocks one of its SMs would hold (the launch is
+        // padded to that count): the device's count is what the table keeps.
+        if (occ > 0) occ = ::ts::cuda::limitedResidentBlocks(reinterpret_cast<const void*>(fn), kThreads, p.smem, occ);
         const int64_t slots = int64_t(occ) * std::max(1, numSMs);
         const int Smax = std::max(1, int(double(tilesK) * 16.0 * bits / (160.0 * rowsPerJob)));
         if (slots > 0) {

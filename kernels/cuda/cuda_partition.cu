@@ -23,16 +23,33 @@
 // Test and use, on the GPU only: `twinspark-cli bench-device --sms 48 --what exl3` (its header line and JSON say
 // how many SMs ran: 48 of the H200's 132), `TS_CUDA_SMS=48 twinspark-cli selftest --backend cuda` (the kernels
 // planned for 48 SMs against the CPU); scripts/gpu/partition_check.sh runs both, and the slice, per count in SMS.
+//
+// The SMs' own limits (TS_CUDA_SM_LIMITS=gb10, or bench-device --sm-limits gb10; with or without a partition): each
+// SM holds no more blocks of a kernel than a GB10 SM would (100 KiB of shared memory, 1,536 threads; sm_limits.h
+// says why this matters). props() then reports the GB10's shared memory per SM and per block and its threads per
+// SM, so the planners that read them plan within them; the EXL3 decode planner counts resident blocks through
+// limitedResidentBlocks; and every launchPdl launch (the EXL3 decode units and the one-launch MoE, the sparse MLA
+// and its combine, the dense GEMV, the indexer) gets its dynamic shared memory padded (limitedLaunchSmem) so that
+// the device's SM really holds that many. Kernels launched with <<<>>> and cuBLAS's keep the device's limits.
+// Test: the arithmetic on the host (tests/kernels/test_sm_limits.cpp); on a GPU, `TS_CUDA_SM_LIMITS=gb10
+// TS_CUDA_SMS=48 twinspark-cli selftest --backend cuda` and partition_check.sh with LIMITS=gb10.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "core/env_switch.h"
 #include "core/error.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
+#include "cuda/sm_limits.h"
 
 namespace ts {
 namespace {
@@ -119,6 +136,136 @@ void CudaBackend::closeSmPartition() {  // from the destructor, after the stream
     if (m_greenContext && m_greenDestroy)
         reinterpret_cast<PFN_cuGreenCtxDestroy_v12040>(m_greenDestroy)(static_cast<CUgreenCtx>(m_greenContext));
     m_greenContext = nullptr;
+}
+
+// ---- Another GPU's per-SM limits (TS_CUDA_SM_LIMITS) ------------------------------------------------------------
+
+namespace {
+
+// The limits in force (process-wide, as the environment variable is; set by the first CUDA backend that opens under
+// them, cleared by the last to close) and, per kernel, what they came to: its static shared memory and, per
+// (threads, dynamic shared memory) launched, the padded dynamic shared memory.
+struct SmLimitState {
+    std::atomic<bool> on{false};
+    std::mutex mutex;
+    int backends = 0;  // CUDA backends open under them (on while > 0; all of a process read the same variable)
+    cuda::SmShape shape{};
+    int64_t devSmemPerSm = 0;  // the device's own SM: bytes of shared memory for blocks, and the reserve per block
+    int64_t devReserved = 0;
+    std::map<const void*, int64_t> staticSmem;
+    std::map<std::tuple<const void*, int, size_t>, size_t> padded;
+};
+SmLimitState& smLimitState() {
+    static SmLimitState s;
+    return s;
+}
+int64_t staticSmemOf(SmLimitState& s, const void* fn) {  // (under s.mutex)
+    auto it = s.staticSmem.find(fn);
+    if (it != s.staticSmem.end()) return it->second;
+    cudaFuncAttributes a{};
+    TS_CUDA_CHECK(cudaFuncGetAttributes(&a, fn));
+    return s.staticSmem.emplace(fn, int64_t(a.sharedSizeBytes)).first->second;
+}
+
+}  // namespace
+
+namespace cuda {
+
+int limitedResidentBlocks(const void* fn, int threads, size_t dynSmem, int deviceBlocks) {
+    SmLimitState& s = smLimitState();
+    if (!s.on.load(std::memory_order_acquire)) return deviceBlocks;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return limitedBlocks(s.shape, staticSmemOf(s, fn) + int64_t(dynSmem), threads, deviceBlocks);
+}
+
+size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem) {
+    SmLimitState& s = smLimitState();
+    if (!s.on.load(std::memory_order_acquire)) return dynSmem;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const auto key = std::make_tuple(fn, threads, dynSmem);
+    auto it = s.padded.find(key);
+    if (it == s.padded.end()) {
+        const int64_t st = staticSmemOf(s, fn);
+        int device = 0;  // (the caller has raised the function's maximum dynamic shared memory to dynSmem if needed)
+        TS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&device, fn, threads, dynSmem));
+        const int want = limitedBlocks(s.shape, st + int64_t(dynSmem), threads, device);
+        if (want < 1)
+            fail(ErrorKind::Unsupported,
+                 std::string("TS_CUDA_SM_LIMITS=") + s.shape.name + ": a kernel's block (" + std::to_string(threads) +
+                     " threads, " + std::to_string(st + int64_t(dynSmem)) + " bytes of shared memory) does not fit a " +
+                     s.shape.name + " SM");
+        size_t out = dynSmem;
+        if (want < device) {
+            // The arithmetic's amount, then grown by the device's allocation unit until want + 1 blocks no longer fit
+            // (the occupancy calculator is the judge).
+            int64_t d = paddedDynSmem(s.devSmemPerSm, s.devReserved, st, int64_t(dynSmem), want);
+            for (int step = 0;; ++step) {
+                TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(d)));
+                int got = 0;
+                TS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&got, fn, threads, size_t(d)));
+                if (got == want) break;
+                if (got < want || step == 64)
+                    fail(ErrorKind::Internal, std::string("TS_CUDA_SM_LIMITS: no padding gives ") + std::to_string(want) +
+                                                  " resident blocks (" + std::to_string(got) + " at " +
+                                                  std::to_string(d) + " bytes)");
+                d += 128;
+            }
+            out = size_t(d);
+        }
+        it = s.padded.emplace(key, out).first;
+    }
+    // Raised on every launch: callers set the attribute to their own amount before launching.
+    if (it->second != dynSmem && it->second > 48 * 1024)
+        TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(it->second)));
+    return it->second;
+}
+
+}  // namespace cuda
+
+void CudaBackend::openSmLimits() {
+    const char* v = std::getenv("TS_CUDA_SM_LIMITS");
+    if (!v || !*v) return;
+    const cuda::SmShape* shape = cuda::smShapeNamed(v);
+    if (!shape) fail(ErrorKind::InvalidArgument, std::string("TS_CUDA_SM_LIMITS: '") + v + "' is not a known SM (gb10)");
+    const int64_t devSmem = int64_t(m_props.sharedMemPerMultiprocessor);
+    if (devSmem < shape->smemPerSm || m_props.maxThreadsPerMultiProcessor < shape->threadsPerSm)
+        fail(ErrorKind::Unsupported, std::string("TS_CUDA_SM_LIMITS=") + v + ": the " + m_props.name +
+                                         "'s SMs are not larger than a " + v + " SM's; nothing to limit");
+    SmLimitState& s = smLimitState();
+    {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.backends++ == 0) {
+            s.shape = *shape;
+            s.devSmemPerSm = devSmem;
+            s.devReserved = int64_t(m_props.reservedSharedMemPerBlock);
+            s.staticSmem.clear();
+            s.padded.clear();
+            s.on.store(true, std::memory_order_release);
+        }
+    }
+    m_smLimits = true;
+    const int devThreads = m_props.maxThreadsPerMultiProcessor;
+    m_props.sharedMemPerMultiprocessor = size_t(shape->smemPerSm);
+    m_props.sharedMemPerBlockOptin =
+        std::min(m_props.sharedMemPerBlockOptin, size_t(shape->smemPerSm - shape->reservedPerBlock));
+    m_props.maxThreadsPerMultiProcessor = shape->threadsPerSm;
+    std::fprintf(stderr,
+                 "CUDA: each SM limited to a %s SM's %lld KiB of shared memory (%zu KiB per block) and %d threads "
+                 "(TS_CUDA_SM_LIMITS; the %s's own: %lld KiB, %d threads)\n",
+                 shape->name, static_cast<long long>(shape->smemPerSm / 1024), m_props.sharedMemPerBlockOptin / 1024,
+                 shape->threadsPerSm, m_props.name, static_cast<long long>(devSmem / 1024), devThreads);
+}
+
+void CudaBackend::closeSmLimits() {  // from the destructor: reports nothing, throws nothing
+    if (!m_smLimits) return;
+    SmLimitState& s = smLimitState();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (--s.backends == 0) {
+        s.on.store(false, std::memory_order_release);
+        s.staticSmem.clear();
+        s.padded.clear();
+    }
+    m_smLimits = false;
 }
 
 }  // namespace ts

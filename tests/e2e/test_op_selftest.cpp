@@ -326,6 +326,20 @@ private slots:
             QVERIFY2(autoSms.out.contains("backend cuda") && autoSms.out.contains(" SMs"), qPrintable(autoSms.out));
         else
             QVERIFY2(autoSms.code == 2 && autoSms.err.contains("--backend cuda:"), qPrintable(autoSms.err));
+        // --sm-limits (a GB10 SM's limits on this GPU's SMs, kernels/cuda/sm_limits.h): a known name, checked before
+        // any backend opens, and likewise only for a backend on a GPU.
+        auto badLimits = ts::test::runCli({"bench-device", "--sm-limits", "gb11", "--what", ""});
+        QCOMPARE(badLimits.code, 2);
+        QVERIFY2(badLimits.err.contains("--sm-limits: 'gb11' is not a known SM (gb10)"), qPrintable(badLimits.err));
+        auto cpuLimits = ts::test::runCli({"bench-device", "--backend", "cpu", "--sm-limits", "gb10", "--what", ""});
+        QCOMPARE(cpuLimits.code, 2);
+        QVERIFY2(cpuLimits.err.contains("--sm-limits: the cpu backend does not run on a GPU's SMs"), qPrintable(cpuLimits.err));
+        auto autoLimits = ts::test::runCli({"bench-device", "--sm-limits", "gb10", "--what", ""});
+        if (autoLimits.code == 0)
+            QVERIFY2(autoLimits.out.contains("backend cuda") && autoLimits.out.contains("with a gb10 SM's limits"),
+                     qPrintable(autoLimits.out));
+        else
+            QVERIFY2(autoLimits.code == 2 && autoLimits.err.contains("--backend cuda:"), qPrintable(autoLimits.err));
     }
 
     // bench-device --what exl3-trace on a backend without the trace kernels: the K = 4 MUL1 GEMV is still timed,
