@@ -37,8 +37,7 @@ inline const SmShape* smShapeNamed(std::string_view name) { return name == kGb10
 inline int limitedBlocks(const SmShape& s, int64_t blockSmem, int threads, int deviceBlocks) {
     int64_t n = deviceBlocks;
     if (threads > 0) n = std::min<int64_t>(n, s.threadsPerSm / threads);
-    if (blockSmem > s.smemPerSm - s.reservedPerBlock) return 0;
-    n = std::min<int64_t>(n, s.smemPerSm / (blockSmem + s.reservedPerBlock));
+    n = std::min<int64_t>(n, s.smemPerSm / (blockSmem + s.reservedPerBlock));  // 0 past 99 KiB a block
     return int(std::max<int64_t>(0, n));
 }
 
