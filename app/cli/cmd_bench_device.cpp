@@ -91,14 +91,17 @@ int cmdBenchDevice(const Args& args) {
     std::printf("bench-device: backend %s, device-to-device copy %.1f GB/s (read + write)", backend->name().c_str(),
                 copyBw / 1e9);
     if (sms.used) std::printf(", on %d of %d SMs", sms.used, sms.device);
-    if (limits) std::printf(" with a %s SM's limits", limits->c_str());
+    // What the backend applied: the flag sets the variable, and a CUDA backend opened under it fails on a bad name.
+    const char* limitsEnv = std::getenv("TS_CUDA_SM_LIMITS");
+    const std::string applied = backend->name() == "cuda" && limitsEnv ? limitsEnv : "";
+    if (!applied.empty()) std::printf(" with a %s SM's limits", applied.c_str());
     std::printf("\n");
     nlohmann::json out = {{"backend", backend->name()}, {"copy_bandwidth_GBps", copyBw / 1e9}};
     if (sms.used) {
         out["sms"] = sms.used;
         out["sms_device"] = sms.device;
     }
-    if (limits) out["sm_limits"] = *limits;
+    if (!applied.empty()) out["sm_limits"] = applied;
     // The EXL3 items make one call (see benchExl3Cuda), where the first of them stands in the list.
     Exl3BenchParts parts;
     parts.moe = parts.gemv = false;
