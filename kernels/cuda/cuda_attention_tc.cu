@@ -428,7 +428,7 @@ bool fitsDevice() {
         (void)cudaGetLastError();
         return false;
     }
-    return size_t(optin) >= smemBytes();
+    return ::ts::cuda::limitedBlockSmemOptin(size_t(optin)) >= smemBytes();  // (TS_CUDA_SM_LIMITS: a GB10's 99 KiB)
 }
 
 void launchSparseTc(const MlaTcArgs& a, int64_t T, int64_t chunks, bool pdl, cudaStream_t stream) {

@@ -114,31 +114,32 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     TS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
     TS_CUDA_CHECK(cudaStreamCreateWithPriority(&m_side, cudaStreamNonBlocking, greatestPriority));
     openSmLimits();  // TS_CUDA_SM_LIMITS: a GB10 SM's shared memory and threads per SM (a bad name fails first)
+    // A constructor that throws runs no destructor: from here on a failure hands the process-wide limits back.
     try {
         openSmPartition(greatestPriority);  // TS_CUDA_SMS: both streams moved into a green context
+        TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideFork, cudaEventDisableTiming));
+        TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideJoin, cudaEventDisableTiming));
+        TS_CUDA_CHECK(cublasCreate(&m_cublas));
+        TS_CUDA_CHECK(cublasSetStream(m_cublas, m_stream));
+        // On an SM partition (openSmPartition) cuBLAS plans for its SMs too, not the whole device's.
+        if (m_partitionOf) TS_CUDA_CHECK(cublasSetSmCountTarget(m_cublas, m_props.multiProcessorCount));
+        // Keep fp32 GEMMs in true fp32 (no TF32): the CPU backend is the reference.
+        TS_CUDA_CHECK(cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH));
+        // A workspace of our own: cuBLAS then allocates nothing per call, which graph capture needs.
+        constexpr size_t kCublasWorkspace = size_t(32) << 20;
+        TS_CUDA_CHECK(cudaMalloc(&m_cublasWorkspace, kCublasWorkspace));
+        TS_CUDA_CHECK(cublasSetWorkspace(m_cublas, m_cublasWorkspace, kCublasWorkspace));
+        m_pool = std::make_shared<DevicePool>();
+        m_pool->device = device;
+        m_pool->stream = m_stream;
+        m_scratch.resize(kScratchCount);
+        // What the lines above took (streams, the cuBLAS handle and workspace): ours, added back when the start
+        // is taken again from a later reading (rebaseDeviceMemory).
+        m_ownSinceOpen = std::max<int64_t>(0, m_freeAtOpen - freeBytesNow());
     } catch (...) {
-        closeSmLimits();  // a constructor that throws runs no destructor: the process-wide limits go back here
+        closeSmLimits();
         throw;
     }
-    TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideFork, cudaEventDisableTiming));
-    TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideJoin, cudaEventDisableTiming));
-    TS_CUDA_CHECK(cublasCreate(&m_cublas));
-    TS_CUDA_CHECK(cublasSetStream(m_cublas, m_stream));
-    // On an SM partition (openSmPartition) cuBLAS plans for its SMs too, not the whole device's.
-    if (m_partitionOf) TS_CUDA_CHECK(cublasSetSmCountTarget(m_cublas, m_props.multiProcessorCount));
-    // Keep fp32 GEMMs in true fp32 (no TF32): the CPU backend is the reference.
-    TS_CUDA_CHECK(cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH));
-    // A workspace of our own: cuBLAS then allocates nothing per call, which graph capture needs.
-    constexpr size_t kCublasWorkspace = size_t(32) << 20;
-    TS_CUDA_CHECK(cudaMalloc(&m_cublasWorkspace, kCublasWorkspace));
-    TS_CUDA_CHECK(cublasSetWorkspace(m_cublas, m_cublasWorkspace, kCublasWorkspace));
-    m_pool = std::make_shared<DevicePool>();
-    m_pool->device = device;
-    m_pool->stream = m_stream;
-    m_scratch.resize(kScratchCount);
-    // What the lines above took (streams, the cuBLAS handle and workspace): ours, added back when the start
-    // is taken again from a later reading (rebaseDeviceMemory).
-    m_ownSinceOpen = std::max<int64_t>(0, m_freeAtOpen - freeBytesNow());
 }
 
 CudaBackend::~CudaBackend() {

@@ -176,9 +176,11 @@ namespace ts::cuda {
 // atomic load). limitedResidentBlocks: of fn's blocks (threads, dynamic shared memory), the device's SM holds
 // deviceBlocks; how many the limited SM holds. limitedLaunchSmem: the dynamic shared memory to launch fn with so
 // that the device's SM holds no more of its blocks than the limited one would (the function's maximum dynamic
-// shared memory raised to it when needed); an error if the limited SM could not hold one.
+// shared memory raised to it when needed); an error if the limited SM could not hold one. limitedBlockSmemOptin:
+// the shared memory one block may have (the device's opt-in limit, read where no backend's props() is at hand).
 int limitedResidentBlocks(const void* fn, int threads, size_t dynSmem, int deviceBlocks);
 size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem);
+size_t limitedBlockSmemOptin(size_t deviceOptin);
 
 // fn<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization allowed when pdl (see
 // pdlWait; the A/B switches that launch plainly pass false). Under SM limits (above) smem may be padded.

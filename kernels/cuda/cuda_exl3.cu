@@ -333,7 +333,8 @@ bool prefillJobs(int bits) {
         (void)cudaGetLastError();
         return true;
     }
-    return chooseMG(64.0, bits, smemLimit(size_t(optin))) == kMaxMG;
+    // (under TS_CUDA_SM_LIMITS the limited SM's per-block figure, as the backend's props() and so the planner have it)
+    return chooseMG(64.0, bits, smemLimit(::ts::cuda::limitedBlockSmemOptin(size_t(optin)))) == kMaxMG;
 }
 
 int moeLaunches() {

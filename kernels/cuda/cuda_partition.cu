@@ -142,29 +142,48 @@ void CudaBackend::closeSmPartition() {  // from the destructor, after the stream
 
 namespace {
 
+// What the limits know of one kernel: its static shared memory, the highest maximum dynamic shared memory they
+// have given it (never lowered by them: a kernel launched with several sizes — the indexer's top-k grows with the
+// context — must keep every size it was allowed), and whether any of its launches is padded.
+struct KernelLimits {
+    int64_t staticSmem = 0;
+    int64_t attrHigh = 0;  // cudaFuncAttributeMaxDynamicSharedMemorySize as these functions last raised it
+    bool padded = false;
+};
+
 // The limits in force (process-wide, as the environment variable is; set by the first CUDA backend that opens under
-// them, cleared by the last to close) and, per kernel, what they came to: its static shared memory and, per
-// (threads, dynamic shared memory) launched, the padded dynamic shared memory.
+// them, cleared by the last to close; one device) and, per kernel, what they came to, with per (kernel, threads,
+// dynamic shared memory) launched the padded dynamic shared memory.
 struct SmLimitState {
     std::atomic<bool> on{false};
     std::mutex mutex;
     int backends = 0;  // CUDA backends open under them (on while > 0; all of a process read the same variable)
+    int device = -1;
     cuda::SmShape shape{};
     int64_t devSmemPerSm = 0;  // the device's own SM: bytes of shared memory for blocks, and the reserve per block
     int64_t devReserved = 0;
-    std::map<const void*, int64_t> staticSmem;
+    std::map<const void*, KernelLimits> kernels;
     std::map<std::tuple<const void*, int, size_t>, size_t> padded;
 };
 SmLimitState& smLimitState() {
     static SmLimitState s;
     return s;
 }
-int64_t staticSmemOf(SmLimitState& s, const void* fn) {  // (under s.mutex)
-    auto it = s.staticSmem.find(fn);
-    if (it != s.staticSmem.end()) return it->second;
+KernelLimits& kernelOf(SmLimitState& s, const void* fn) {  // (under s.mutex)
+    auto it = s.kernels.find(fn);
+    if (it != s.kernels.end()) return it->second;
     cudaFuncAttributes a{};
     TS_CUDA_CHECK(cudaFuncGetAttributes(&a, fn));
-    return s.staticSmem.emplace(fn, int64_t(a.sharedSizeBytes)).first->second;
+    KernelLimits k;
+    k.staticSmem = int64_t(a.sharedSizeBytes);
+    k.attrHigh = int64_t(a.maxDynamicSharedSizeBytes);
+    return s.kernels.emplace(fn, k).first->second;
+}
+// The kernel's maximum dynamic shared memory set to at least `bytes` and to no less than these functions ever gave
+// it — set again each time, since the op code sets it to its own amount before launching (which may be lower).
+void raiseAttribute(KernelLimits& k, const void* fn, int64_t bytes) {  // (under s.mutex)
+    k.attrHigh = std::max(k.attrHigh, bytes);
+    TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(k.attrHigh)));
 }
 
 }  // namespace
@@ -175,18 +194,27 @@ int limitedResidentBlocks(const void* fn, int threads, size_t dynSmem, int devic
     SmLimitState& s = smLimitState();
     if (!s.on.load(std::memory_order_acquire)) return deviceBlocks;
     std::lock_guard<std::mutex> lock(s.mutex);
-    return limitedBlocks(s.shape, staticSmemOf(s, fn) + int64_t(dynSmem), threads, deviceBlocks);
+    return limitedBlocks(s.shape, kernelOf(s, fn).staticSmem + int64_t(dynSmem), threads, deviceBlocks);
+}
+
+size_t limitedBlockSmemOptin(size_t deviceOptin) {
+    SmLimitState& s = smLimitState();
+    if (!s.on.load(std::memory_order_acquire)) return deviceOptin;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return std::min(deviceOptin, size_t(s.shape.smemPerSm - s.shape.reservedPerBlock));
 }
 
 size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem) {
     SmLimitState& s = smLimitState();
     if (!s.on.load(std::memory_order_acquire)) return dynSmem;
     std::lock_guard<std::mutex> lock(s.mutex);
+    KernelLimits& k = kernelOf(s, fn);
     const auto key = std::make_tuple(fn, threads, dynSmem);
     auto it = s.padded.find(key);
     if (it == s.padded.end()) {
-        const int64_t st = staticSmemOf(s, fn);
-        int device = 0;  // (the caller has raised the function's maximum dynamic shared memory to dynSmem if needed)
+        const int64_t st = k.staticSmem;
+        int device = 0;  // the occupancy calculator needs the attribute to allow dynSmem (the op code set it so)
+        if (int64_t(dynSmem) > k.attrHigh) raiseAttribute(k, fn, int64_t(dynSmem));
         TS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&device, fn, threads, dynSmem));
         const int want = limitedBlocks(s.shape, st + int64_t(dynSmem), threads, device);
         if (want < 1)
@@ -200,7 +228,7 @@ size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem) {
             // (the occupancy calculator is the judge).
             int64_t d = paddedDynSmem(s.devSmemPerSm, s.devReserved, st, int64_t(dynSmem), want);
             for (int step = 0;; ++step) {
-                TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(d)));
+                raiseAttribute(k, fn, d);
                 int got = 0;
                 TS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&got, fn, threads, size_t(d)));
                 if (got == want) break;
@@ -211,12 +239,13 @@ size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem) {
                 d += 128;
             }
             out = size_t(d);
+            k.padded = true;
         }
         it = s.padded.emplace(key, out).first;
     }
-    // Raised on every launch: callers set the attribute to their own amount before launching.
-    if (it->second != dynSmem && it->second > 48 * 1024)
-        TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(it->second)));
+    // Every launch of a padded kernel (padded this time or not) raises the attribute back to the highest padding: the
+    // op code may have lowered it to its own amount, and graphs captured with a padded launch replay with this one.
+    if (k.padded) raiseAttribute(k, fn, int64_t(it->second));
     return it->second;
 }
 
@@ -234,11 +263,14 @@ void CudaBackend::openSmLimits() {
     SmLimitState& s = smLimitState();
     {
         std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.backends > 0 && s.device != m_device)
+            fail(ErrorKind::Unsupported, "TS_CUDA_SM_LIMITS: a CUDA backend on another device has them (one device)");
         if (s.backends++ == 0) {
+            s.device = m_device;
             s.shape = *shape;
             s.devSmemPerSm = devSmem;
             s.devReserved = int64_t(m_props.reservedSharedMemPerBlock);
-            s.staticSmem.clear();
+            s.kernels.clear();
             s.padded.clear();
             s.on.store(true, std::memory_order_release);
         }
@@ -262,8 +294,9 @@ void CudaBackend::closeSmLimits() {  // from the destructor: reports nothing, th
     std::lock_guard<std::mutex> lock(s.mutex);
     if (--s.backends == 0) {
         s.on.store(false, std::memory_order_release);
-        s.staticSmem.clear();
+        s.kernels.clear();  // (the attributes they raised stay raised: a higher maximum only permits more)
         s.padded.clear();
+        s.device = -1;
     }
     m_smLimits = false;
 }

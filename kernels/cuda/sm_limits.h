@@ -4,7 +4,7 @@
 // Why: with TS_CUDA_SMS=48 an H100 or H200 runs the backend on a GB10's number of SMs, but each of those SMs still
 // holds 228 KiB of shared memory and 2,048 threads, against a GB10 SM's 100 KiB and 1,536 (compute capability
 // 12.x). A kernel whose blocks are limited by shared memory therefore keeps more of them resident per SM than it
-// could on a GB10 — the EXL3 decode unit 8 instead of 4, the tensor-core sparse MLA 2 instead of 1 — and hides
+// could on a GB10 — the EXL3 decode unit 8 instead of 3, the tensor-core sparse MLA 2 instead of 1 — and hides
 // latency with warps a GB10 would not have. Under the limits, each launch asks for enough (unused) dynamic shared
 // memory that the device holds no more of its blocks per SM than a GB10 SM would, and the planners that size grids
 // by residency plan with the GB10's count. Not emulated: a GB10 SM's clock, its L1 beside that shared memory
@@ -34,10 +34,13 @@ inline const SmShape* smShapeNamed(std::string_view name) { return name == kGb10
 // Blocks of `threads` threads and `blockSmem` bytes of shared memory (static + dynamic) that an SM of shape s holds,
 // given that the device's own SM holds deviceBlocks of them (its registers and block slots are counted there; a
 // GB10 SM has as many registers, 64 K). 0: the kernel cannot run on such an SM.
+// Shared memory is given to a block in units of kSmemUnit bytes (its request rounded up).
+inline constexpr int64_t kSmemUnit = 128;
 inline int limitedBlocks(const SmShape& s, int64_t blockSmem, int threads, int deviceBlocks) {
     int64_t n = deviceBlocks;
     if (threads > 0) n = std::min<int64_t>(n, s.threadsPerSm / threads);
-    n = std::min<int64_t>(n, s.smemPerSm / (blockSmem + s.reservedPerBlock));  // 0 past 99 KiB a block
+    const int64_t granted = (blockSmem + kSmemUnit - 1) / kSmemUnit * kSmemUnit;
+    n = std::min<int64_t>(n, s.smemPerSm / (granted + s.reservedPerBlock));  // 0 past 99 KiB a block
     return int(std::max<int64_t>(0, n));
 }
 

@@ -29,6 +29,8 @@ LWORDS=""        # the labels' words
 if [ -n "${LIMITS:-}" ]; then
   export TS_CUDA_SM_LIMITS=$LIMITS   # selftest and the slice's generate runs; bench-device gets the flag
   LIM=(--sm-limits "$LIMITS"); LTAG="-$LIMITS"; LWORDS=" with a $LIMITS SM's limits"
+else
+  unset TS_CUDA_SM_LIMITS            # none inherited: the output folders say which runs had limits
 fi
 for n in ${SMS:-48}; do
   P="$OUT/sms$n$LTAG"; mkdir -p "$P"

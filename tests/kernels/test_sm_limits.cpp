@@ -1,7 +1,8 @@
 // Another GPU's per-SM limits on this one (kernels/cuda/sm_limits.h, TS_CUDA_SM_LIMITS=gb10), the arithmetic on the
 // host: how many blocks a GB10 SM holds of a kernel, and the dynamic shared memory that makes an H100 / H200 SM
-// hold no more than that. The GPU side (the padding checked against the occupancy calculator, the self-test under
-// the limits) runs on the device: scripts/gpu/partition_check.sh with LIMITS=gb10.
+// hold no more than that. The GPU side runs on the device: the padding is checked against the occupancy calculator
+// each time one is made (kernels/cuda/cuda_partition.cu fails the launch otherwise), and the self-test, benchmark 1
+// and the slice run under the limits with scripts/gpu/partition_check.sh LIMITS=gb10.
 #include <QtTest>
 
 #include <cstdint>
@@ -33,8 +34,13 @@ private slots:
     void gb10Blocks() {
         // A 24 KiB block of 128 threads, 8 per H100 SM (register-bound there): 102,400 / 25,600 = 4 on a GB10.
         QCOMPARE(limitedBlocks(kGb10Sm, 24576, 128, 8), 4);
-        // One byte more and only 3 fit (4 × 25,601 > 102,400).
+        // One byte more is a 128-byte unit more, and only 3 fit (4 × (24,704 + 1,024) > 102,400).
         QCOMPARE(limitedBlocks(kGb10Sm, 24577, 128, 8), 3);
+        // The unit counts: 33,025 bytes are granted 33,152, and 3 × 34,176 > 102,400 (unrounded, 3 would fit).
+        QCOMPARE(limitedBlocks(kGb10Sm, 33025, 128, 8), 2);
+        QCOMPARE(limitedBlocks(kGb10Sm, 33024, 128, 8), 3);
+        // The streaming EXL3 decode unit at K = 4 (24,848 bytes): 3 per GB10 SM.
+        QCOMPARE(limitedBlocks(kGb10Sm, 24848, 128, 8), 3);
         // The largest block a GB10 takes, 99 KiB: one per SM; a byte more cannot run there at all.
         QCOMPARE(limitedBlocks(kGb10Sm, 101376, 128, 2), 1);
         QCOMPARE(limitedBlocks(kGb10Sm, 101377, 128, 2), 0);
