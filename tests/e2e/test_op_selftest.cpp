@@ -312,34 +312,31 @@ private slots:
         auto badBackend = ts::test::runCli({"bench-device", "--backend", "tpu"});
         QCOMPARE(badBackend.code, 2);
         QVERIFY(badBackend.err.contains("--backend must be auto, cpu or cuda"));
-        // --sms (an SM partition, kernels/cuda/cuda_partition.cu): a count, and only for a backend on a GPU.
+        // --sms (an SM partition, kernels/cuda/cuda_partition.cu) takes a count, and --sm-limits (a GB10 SM's limits
+        // on this GPU's SMs, kernels/cuda/sm_limits.h) a known name, both checked before any backend opens.
         auto badSms = ts::test::runCli({"bench-device", "--backend", "cpu", "--sms", "many", "--what", ""});
         QCOMPARE(badSms.code, 2);
         QVERIFY2(badSms.err.contains("--sms"), qPrintable(badSms.err));
-        auto cpuSms = ts::test::runCli({"bench-device", "--backend", "cpu", "--sms", "48", "--what", ""});
-        QCOMPARE(cpuSms.code, 2);
-        QVERIFY2(cpuSms.err.contains("--sms: the cpu backend does not run on a GPU's SMs"), qPrintable(cpuSms.err));
-        // With --sms, "auto" means CUDA: without a GPU (CI) that is refused, not timed on the CPU; with one, the
-        // header says on how many SMs it ran.
-        auto autoSms = ts::test::runCli({"bench-device", "--sms", "48", "--what", ""});
-        if (autoSms.code == 0)
-            QVERIFY2(autoSms.out.contains("backend cuda") && autoSms.out.contains(" SMs"), qPrintable(autoSms.out));
-        else
-            QVERIFY2(autoSms.code == 2 && autoSms.err.contains("--backend cuda:"), qPrintable(autoSms.err));
-        // --sm-limits (a GB10 SM's limits on this GPU's SMs, kernels/cuda/sm_limits.h): a known name, checked before
-        // any backend opens, and likewise only for a backend on a GPU.
         auto badLimits = ts::test::runCli({"bench-device", "--sm-limits", "gb11", "--what", ""});
         QCOMPARE(badLimits.code, 2);
         QVERIFY2(badLimits.err.contains("--sm-limits: 'gb11' is not a known SM (gb10)"), qPrintable(badLimits.err));
-        auto cpuLimits = ts::test::runCli({"bench-device", "--backend", "cpu", "--sm-limits", "gb10", "--what", ""});
-        QCOMPARE(cpuLimits.code, 2);
-        QVERIFY2(cpuLimits.err.contains("--sm-limits: the cpu backend does not run on a GPU's SMs"), qPrintable(cpuLimits.err));
-        auto autoLimits = ts::test::runCli({"bench-device", "--sm-limits", "gb10", "--what", ""});
-        if (autoLimits.code == 0)
-            QVERIFY2(autoLimits.out.contains("backend cuda") && autoLimits.out.contains("with a gb10 SM's limits"),
-                     qPrintable(autoLimits.out));
-        else
-            QVERIFY2(autoLimits.code == 2 && autoLimits.err.contains("--backend cuda:"), qPrintable(autoLimits.err));
+        // Both only for a backend on a GPU: the cpu backend is refused; "auto" means CUDA, so without a GPU (CI) it
+        // is refused rather than timed on the CPU, and with one the header says what ran.
+        struct GpuFlag {
+            const char* flag;
+            const char* value;
+            const char* header;  // in the header line when a GPU ran it
+        };
+        for (const GpuFlag& f : {GpuFlag{"--sms", "48", " SMs"}, GpuFlag{"--sm-limits", "gb10", "with a gb10 SM's limits"}}) {
+            auto onCpu = ts::test::runCli({"bench-device", "--backend", "cpu", f.flag, f.value, "--what", ""});
+            QCOMPARE(onCpu.code, 2);
+            QVERIFY2(onCpu.err.contains(QString(f.flag) + ": the cpu backend does not run on a GPU's SMs"), qPrintable(onCpu.err));
+            auto onAuto = ts::test::runCli({"bench-device", f.flag, f.value, "--what", ""});
+            if (onAuto.code == 0)
+                QVERIFY2(onAuto.out.contains("backend cuda") && onAuto.out.contains(f.header), qPrintable(onAuto.out));
+            else
+                QVERIFY2(onAuto.code == 2 && onAuto.err.contains("--backend cuda:"), qPrintable(onAuto.err));
+        }
     }
 
     // bench-device --what exl3-trace on a backend without the trace kernels: the K = 4 MUL1 GEMV is still timed,
