@@ -1,7 +1,8 @@
 // `selftest`: the GPU self-test the recipe runs before serving. (1) Every op of kernels/backend.h on the
 // chosen backend against the CPU reference, on fresh random inputs with poisoned outputs
-// (engine/selftest); (2) for each --model directory, the whole model's logits on the backend against the
-// CPU forward: a seeded prompt prefilled at once, then decode steps one token at a time, with the exact
+// (engine/selftest); (2) for each --model directory (by default the embedded models this binary finds, the
+// EXL3 default and its BF16 original beside it: the golden checkpoints a user has), the whole model's logits on
+// the backend against the CPU forward: a seeded prompt prefilled at once, then decode steps one token at a time, with the exact
 // fp32 KV cache (so only arithmetic differs) and with fp8. Prints a table; exit 1 on any failure.
 #include <algorithm>
 #include <chrono>
@@ -16,9 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "core/error.h"
 #include "cache/kv_pool.h"
 #include "exl3_tune.h"
+#include "io/default_paths.h"
 #include "model/glm5_next.h"
 #include "selftest/op_selftest.h"
 
@@ -202,15 +205,35 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
     return c;
 }
 
+// The model stage's folders when --model is not given: the embedded default model and, where it lies beside it,
+// its BF16 original (io/default_paths.h: "glm5-next-tiny" next to "glm5-next-tiny-exl3"). The two take different
+// expert paths (EXL3 and BF16), so both are checked. Empty, with a note, when no embedded model is found.
+std::vector<std::string> embeddedSelftestModels() {
+    std::vector<std::string> dirs;
+    const auto found = findEmbeddedModel();
+    if (!found) {
+        std::printf("selftest: note: no embedded model found (looked at:");
+        for (const auto& c : embeddedModelCandidates()) std::printf(" %s", c.string().c_str());
+        std::printf("): the whole-model stage is not run; give --model DIR\n");
+        return dirs;
+    }
+    dirs.push_back(found->string());
+    const std::filesystem::path bf16 = found->parent_path() / "glm5-next-tiny";
+    if (bf16 != *found && isModelDir(bf16)) dirs.push_back(bf16.string());
+    return dirs;
+}
+
 }  // namespace
 
 int cmdSelftest(const Args& args) {
     if (args.help()) {
         std::printf(
-            "twinspark-cli selftest [--backend auto|cuda|cpu] [--filter TEXT] [--seed N] [--model DIR[,DIR...]]\n"
+            "twinspark-cli selftest [--backend auto|cuda|cpu] [--filter TEXT] [--seed N] [--model DIR[,DIR...]|none]\n"
             "    [--prompt-tokens 300] [--decode-tokens 8] [--json FILE] [--quiet]\n"
             "Checks the backend against the CPU reference: every op on random inputs (outputs poisoned first),\n"
             "then each model's logits (prefill + decode, fp32 and fp8 KV cache) against the CPU forward.\n"
+            "Without --model the models are the embedded ones (the EXL3 default model and its BF16 original);\n"
+            "--model none runs the op checks alone.\n"
             "Exit 0 when everything passes, 1 on any failure, 2 on bad input.\n");
         return 0;
     }
@@ -222,7 +245,10 @@ int cmdSelftest(const Args& args) {
     const int64_t decodeTokens = args.getInt("decode-tokens", 8, 0, 4096);
     const bool quiet = args.flag("quiet");
     std::vector<std::string> models;
-    if (auto m = args.get("model")) {
+    const auto modelArg = args.get("model");
+    if (modelArg && *modelArg == "none") {
+        // the op checks alone
+    } else if (auto m = modelArg) {
         std::stringstream ss(*m);
         for (std::string item; std::getline(ss, item, ',');)
             if (!item.empty()) models.push_back(item);
@@ -230,6 +256,8 @@ int cmdSelftest(const Args& args) {
         for (const std::string& dir : models)  // checked before the op run, which takes a while
             if (!std::filesystem::is_regular_file(std::filesystem::path(dir) / "config.json"))
                 fail(ErrorKind::InvalidArgument, "--model: '" + dir + "' is not a model directory (no config.json)");
+    } else {
+        models = embeddedSelftestModels();
     }
 
     // Opened now: a bad --json path is bad input, found before minutes of checks rather than after.
@@ -246,6 +274,12 @@ int cmdSelftest(const Args& args) {
     if (dut->name() == "cpu")
         std::printf("selftest: note: the backend under test is the CPU itself (no CUDA device): this checks the "
                     "harness, not a GPU\n");
+    if (!models.empty()) {
+        std::string list;
+        for (const std::string& dir : models) list += (list.empty() ? "" : ", ") + dir;
+        std::printf("selftest: models: %s%s\n", list.c_str(),
+                    modelArg ? "" : " (the embedded ones; --model DIR to choose, --model none for the op checks alone)");
+    }
 
     nlohmann::json report = {{"backend", dut->name()}, {"seed", seed}, {"ops", nlohmann::json::array()},
                              {"models", nlohmann::json::array()}};
@@ -342,11 +376,13 @@ int cmdSelftest(const Args& args) {
         for (const std::string& dir : models)
             checks.push_back(graphReplayCheck(dir, *dut, 3, int(std::max<int64_t>(decodeTokens, 6)), seed, true, true));
     if (!checks.empty()) {
-        std::printf("\n%-40s %-5s %-8s %6s %11s %11s %11s  %s\n", "model", "kv", "phase", "rows", "max|err|",
+        int width = 40;  // the model column: as wide as the longest folder (the default ones are absolute paths)
+        for (const auto& c : checks) width = std::max(width, int(c.model.size()));
+        std::printf("\n%-*s %-5s %-8s %6s %11s %11s %11s  %s\n", width, "model", "kv", "phase", "rows", "max|err|",
                     "max|ref|", "tol", "result");
         for (const auto& c : checks) {
             if (!c.pass) ++failures;
-            std::printf("%-40s %-5s %-8s %6lld %11.3e %11.3e %11.3e  %s%s%s\n", c.model.c_str(), c.kv.c_str(),
+            std::printf("%-*s %-5s %-8s %6lld %11.3e %11.3e %11.3e  %s%s%s\n", width, c.model.c_str(), c.kv.c_str(),
                         c.phase.c_str(), (long long)c.rows, c.maxAbsErr, c.maxRef, c.tol, c.pass ? "ok" : "FAIL",
                         c.note.empty() ? "" : "  ", c.note.c_str());
             report["models"].push_back({{"model", c.model}, {"kv", c.kv}, {"phase", c.phase}, {"rows", c.rows},

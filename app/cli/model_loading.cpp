@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <system_error>
 
 #include "profiling_backend.h"
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "io/default_paths.h"
 #include "runtime/device_budget.h"
 
 namespace ts::cli {
@@ -38,6 +40,38 @@ LoadedModel loadModel(const Args& args, bool profileOps, std::optional<double> g
     }
     l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend, stderrLoadProgress("load", *l.backend));
     return l;
+}
+
+namespace {
+
+// The three roots of the lookup: this binary's folder, the working directory (empty when it cannot be read) and
+// the source tree the binary was built from (TS_SOURCE_DIR, set for twinspark-cli by app/CMakeLists.txt).
+struct LookupRoots {
+    std::filesystem::path app, work, source;
+};
+
+LookupRoots lookupRoots() {
+    LookupRoots r;
+    r.app = executableDir();
+    std::error_code ec;
+    r.work = std::filesystem::current_path(ec);
+    if (ec) r.work.clear();
+#ifdef TS_SOURCE_DIR
+    r.source = TS_SOURCE_DIR;
+#endif
+    return r;
+}
+
+}  // namespace
+
+std::optional<std::filesystem::path> findEmbeddedModel() {
+    const LookupRoots r = lookupRoots();
+    return findDefaultModel(r.app, r.work, r.source);
+}
+
+std::vector<std::filesystem::path> embeddedModelCandidates() {
+    const LookupRoots r = lookupRoots();
+    return defaultModelCandidates(r.app, r.work, r.source);
 }
 
 double parseGpuMemUtil(const std::string& value, const std::string& option) {

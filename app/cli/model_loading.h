@@ -2,11 +2,13 @@
 // --backend), with the errors a user can act on.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 #include "cli/commands.h"
@@ -35,6 +37,12 @@ std::function<void(const std::string&)> stderrNote(const std::string& who);
 KvCacheDtype parseKvCacheDtype(const std::string& value);
 // GPU_MEM_UTIL's value in (0, 1]; InvalidArgument naming `option` otherwise.
 double parseGpuMemUtil(const std::string& value, const std::string& option);
+
+// The embedded default model as this binary finds it when no model is named (`serve`, `selftest`): next to the
+// binary, in the working directory or in the source tree it was built from (io/default_paths.h, in that order);
+// nullopt when none of those holds one. embeddedModelCandidates() lists the places, for an error naming them.
+std::optional<std::filesystem::path> findEmbeddedModel();
+std::vector<std::filesystem::path> embeddedModelCandidates();
 
 // `generate` through the engine (text prompts, concurrency): cmd_generate_engine.cpp.
 int generateWithEngine(const Args& args);

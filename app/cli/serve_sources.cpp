@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "core/error.h"
 #include "io/default_paths.h"
 #include "io/dotenv.h"
@@ -60,20 +61,12 @@ std::string resolveServeModel(const Args& args, const std::function<void(const s
         note(std::string("model from MODEL_PATH: ") + e);
         return e;
     }
-#ifdef TS_SOURCE_DIR
-    const fs::path source = TS_SOURCE_DIR;
-#else
-    const fs::path source;
-#endif
-    std::error_code ec;
-    const fs::path work = fs::current_path(ec);
-    if (const auto found = findDefaultModel(executableDir(), ec ? fs::path() : work, source)) {
+    if (const auto found = findEmbeddedModel()) {
         note("no --model or MODEL_PATH: serving the embedded default model " + found->string());
         return found->string();
     }
     std::string places;
-    for (const auto& c : defaultModelCandidates(executableDir(), ec ? fs::path() : work, source))
-        places += "\n  " + c.string();
+    for (const auto& c : embeddedModelCandidates()) places += "\n  " + c.string();
     fail(ErrorKind::InvalidArgument, "no model to serve: give --model DIR or set MODEL_PATH (environment or .env); the "
                                      "embedded default model (" + defaultModelName() + ") is not at any of:" + places);
 }

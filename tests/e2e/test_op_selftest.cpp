@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -289,10 +290,12 @@ private slots:
     void cliExitCodes() {
         // CPU against itself passes (exit 0) and prints the table; a filter matching nothing fails (1);
         // an unknown backend is bad input (2).
-        auto ok = ts::test::runCli({"selftest", "--backend", "cpu", "--filter", "math/", "--quiet"});
+        // (--model none: the op checks alone; cliDefaultModels checks the model stage.)
+        auto ok = ts::test::runCli({"selftest", "--backend", "cpu", "--filter", "math/", "--quiet", "--model", "none"});
         QCOMPARE(ok.code, 0);
         QVERIFY(ok.out.contains("selftest: passed"));
-        auto none = ts::test::runCli({"selftest", "--backend", "cpu", "--filter", "no-such-case"});
+        QVERIFY2(!ok.out.contains("selftest: models:"), qPrintable(ok.out));
+        auto none = ts::test::runCli({"selftest", "--backend", "cpu", "--filter", "no-such-case", "--model", "none"});
         QCOMPARE(none.code, 1);
         auto bad = ts::test::runCli({"selftest", "--backend", "tpu"});
         QCOMPARE(bad.code, 2);
@@ -337,6 +340,29 @@ private slots:
             else
                 QVERIFY2(onAuto.code == 2 && onAuto.err.contains("--backend cuda:"), qPrintable(onAuto.err));
         }
+    }
+
+    // Without --model the whole-model stage runs on the embedded models (found through the source tree this binary
+    // was built from): the EXL3 default model and its BF16 original, fp32 and fp8 KV, prefill and decode — 8 rows,
+    // each with compared rows — and the header names them.
+    void cliDefaultModels() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString json = dir.filePath(QStringLiteral("selftest.json"));
+        auto r = ts::test::runCli({"selftest", "--backend", "cpu", "--filter", "math/", "--quiet", "--json", json}, 300000);
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("selftest: models: ") && r.out.contains("(the embedded ones;"), qPrintable(r.out));
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const auto models = nlohmann::json::parse(f.readAll().toStdString()).at("models");
+        QCOMPARE(int(models.size()), 8);
+        std::set<std::string> names;
+        for (const auto& m : models) {
+            names.insert(std::filesystem::path(m.at("model").get<std::string>()).filename().string());
+            QVERIFY(m.at("pass").get<bool>());
+            QVERIFY(m.at("rows").get<int64_t>() > 0);
+        }
+        QCOMPARE(names, (std::set<std::string>{"glm5-next-tiny-exl3", "glm5-next-tiny"}));
     }
 
     // bench-device --what exl3-trace on a backend without the trace kernels: the K = 4 MUL1 GEMV is still timed,
