@@ -213,19 +213,19 @@ void launchHeadGemm(const GemmArgs& g, int64_t H, cudaStream_t stream) {
         const dim3 grid(unsigned(byN ? blocksFor(g.N, 64) : blocksFor(g.N, 8)), unsigned(H));
         auto run = [&](auto dt) {
             constexpr int DT = decltype(dt)::value;
-            if (byN) headGemvNKernel<DT><<<grid, 256, 0, stream>>>(g);
-            else headGemvKKernel<DT><<<grid, 256, 0, stream>>>(g);
+            if (byN) cuda::launchPlain(headGemvNKernel<DT>, grid, 256, 0, stream, g);
+            else cuda::launchPlain(headGemvKKernel<DT>, grid, 256, 0, stream, g);
         };
         if (g.bType == 0) run(std::integral_constant<int, 0>{});
         else if (g.bType == 1) run(std::integral_constant<int, 1>{});
         else run(std::integral_constant<int, 2>{});
     } else if (g.M <= 16) {
         const dim3 grid(blocksFor(g.N, 64), 1, unsigned(H));
-        headGemmKernel<16><<<grid, 256, 0, stream>>>(g);
+        cuda::launchPlain(headGemmKernel<16>, grid, 256, 0, stream, g);
     } else {
         const dim3 grid(blocksFor(g.N, 64), blocksFor(g.M, 64), unsigned(H));
         TS_CHECK(grid.y <= 65535, "mla GEMM: too many rows");
-        headGemmKernel<64><<<grid, 256, 0, stream>>>(g);
+        cuda::launchPlain(headGemmKernel<64>, grid, 256, 0, stream, g);
     }
     TS_CUDA_LAUNCH_CHECK();
 }
@@ -608,7 +608,7 @@ void launchSparseAttn(const AttnArgs& a, dim3 grid, size_t shmem, cudaStream_t s
     if (shmem > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(mlaSparseAttnKernel<RPT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            int(shmem)));
-    mlaSparseAttnKernel<RPT><<<grid, kAttnThreads, shmem, stream>>>(a);
+    cuda::launchPlain(mlaSparseAttnKernel<RPT>, grid, kAttnThreads, shmem, stream, a);
 }
 
 }  // namespace
@@ -638,12 +638,12 @@ void CudaBackend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64
         }
     const int32_t* dSlots = uploadInts(kScratchSel, slots.data(), T);
     if (dt == KvCacheDtype::Fp32) {
-        mlaCacheWriteF32Kernel<<<unsigned(T), 256, 0, stream()>>>(c.f32(), R, dSlots, cache.f32());
+        cuda::launchPlain(mlaCacheWriteF32Kernel, unsigned(T), 256, 0, stream(), c.f32(), R, dSlots, cache.f32());
     } else {
         const dim3 grid{unsigned(T), unsigned((R + 127) / 128)};
         TS_CHECK(grid.y <= 65535, "mlaCacheWrite: latent too wide");
-        mlaCacheWriteFp8Kernel<<<grid, 128, 0, stream()>>>(c.f32(), R, dSlots, cache.bytes(), int64_t(eb),
-                                                           FLT_MIN * 448.0f);
+        cuda::launchPlain(mlaCacheWriteFp8Kernel, grid, 128, 0, stream(), c.f32(), R, dSlots, cache.bytes(),
+                                int64_t(eb), FLT_MIN * 448.0f);
     }
     TS_CUDA_LAUNCH_CHECK();
 }
@@ -727,8 +727,8 @@ void CudaBackend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seq
     if (width == 0) {
         TS_CUDA_CHECK(cudaMemsetAsync(count, 0, size_t(T) * 4, st));
     } else {
-        mlaSelectSlotsKernel<<<unsigned(T), 1024, 0, st>>>(idx.i32(), width, dq.blocks, dq.qTable, dq.qBlocks,
-                                                           seqs[0].pages.blockSize, sel, count);
+        cuda::launchPlain(mlaSelectSlotsKernel, unsigned(T), 1024, 0, st, idx.i32(), width, dq.blocks, dq.qTable,
+                                dq.qBlocks, seqs[0].pages.blockSize, sel, count);
         TS_CUDA_LAUNCH_CHECK();
     }
 

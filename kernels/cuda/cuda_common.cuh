@@ -200,4 +200,12 @@ void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_
     TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, std::forward<A>(args)...));
 }
 
+// fn<<<grid, block, smem, stream>>>(args...) without programmatic serialization. Every kernel in kernels/cuda is
+// launched through this or launchPdl, never with <<<>>>, so that SM limits (above) reach all of them — the dense
+// GEMVs, norms and KDA kernels too (tests/tools/test_kernel_launches.py fails on a <<<>>> launch).
+template <class... P, class... A>
+void launchPlain(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
+    launchPdl(fn, grid, block, smem, stream, false, std::forward<A>(args)...);
+}
+
 }  // namespace ts::cuda

@@ -378,7 +378,7 @@ void launch(const Params& p0, const Plan& plan, int bits, int codebook, cudaStre
 void launchCombine(const Params& p, cudaStream_t stream) {
     if (p.Tf <= 0) return;
     const dim3 grid(unsigned(p.NB), unsigned((p.Tf + 7) / 8));
-    combineKernel<<<grid, 256, 0, stream>>>(p);
+    cuda::launchPlain(combineKernel, grid, 256, 0, stream, p);
     TS_CUDA_LAUNCH_CHECK();
 }
 

@@ -622,7 +622,7 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
         P.counters = zeroedScratch(cache.pfCounters, size_t(tiles) * 4).i32();
     }
     noteSplits(splits);
-    fn<<<unsigned(blocks), kPfThreads, smem, m_stream>>>(P);
+    cuda::launchPlain(fn, unsigned(blocks), kPfThreads, smem, m_stream, P);
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -635,8 +635,8 @@ void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int6
     TS_CHECK(smem <= size_t(props().sharedMemPerBlockOptin), "exl3 prefill: input too wide");
     if (smem > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(exl3PfTransformKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    exl3PfTransformKernel<<<unsigned(rows.size()), kPfTransformThreads, smem, m_stream>>>(
-        d, int(k), int(kIn), static_cast<__half*>(ah), loOffset, ld > 0 ? ld : k, e);
+    cuda::launchPlain(exl3PfTransformKernel, unsigned(rows.size()), kPfTransformThreads, smem, m_stream, d,
+                            int(k), int(kIn), static_cast<__half*>(ah), loOffset, ld > 0 ? ld : k, e);
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -744,8 +744,8 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
         const int32_t* dSrc = uploadInts(kScratchIds, cl.src.data(), int64_t(cl.src.size()));
         const float* dW = uploadFloats(kScratchScale, cl.w.data(), int64_t(cl.w.size()));
         const int64_t total = T * D;
-        exl3PfCombineKernel<<<unsigned((total + 255) / 256), 256, 0, m_stream>>>(dOff, dSrc, dW, dOut, int(D), int(T),
-                                                                              y.f32());
+        cuda::launchPlain(exl3PfCombineKernel, unsigned((total + 255) / 256), 256, 0, m_stream, dOff, dSrc, dW,
+                                dOut, int(D), int(T), y.f32());
         TS_CUDA_LAUNCH_CHECK();
     }
     return true;

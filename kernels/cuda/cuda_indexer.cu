@@ -418,12 +418,12 @@ void CudaBackend::indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, co
         a.fp8 = dt == KvCacheDtype::Fp8;
         a.hadamard = isPow2(D);
         a.hs = 1.0f / std::sqrt(float(D));  // = cpu::hadamard's scale
-        indexerPoolKernel<<<unsigned(pools.size()), 128, size_t(D) * 4, st>>>(a);
+        cuda::launchPlain(indexerPoolKernel, unsigned(pools.size()), 128, size_t(D) * 4, st, a);
         TS_CUDA_LAUNCH_CHECK();
     }
-    indexerRingKernel<<<unsigned(ring.size()), 128, 0, st>>>(
-        k.f32(), gate.f32(), D, dt == KvCacheDtype::Fp8,
-        reinterpret_cast<const RingTask*>(d + pools.size() * sizeof(PoolTask) / 4));
+    cuda::launchPlain(indexerRingKernel, unsigned(ring.size()), 128, 0, st, k.f32(), gate.f32(), D,
+                            dt == KvCacheDtype::Fp8,
+                            reinterpret_cast<const RingTask*>(d + pools.size() * sizeof(PoolTask) / 4));
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -470,9 +470,8 @@ void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const Seq
     if (fp8 && ncMax > K && !fastScore) {
         auto* mem = static_cast<float*>(scratch(kScratchA, size_t(T * H * D + T * H) * 4));
         TS_CHECK(size_t(D) * 4 <= 48 * 1024, "indexerSelect: key dimension too large");
-        indexerQuantQKernel<<<unsigned(T * H), 128, size_t(D) * 4, st>>>(q.f32(), D, isPow2(D),
-                                                                        1.0f / std::sqrt(float(D)), mem,
-                                                                        mem + T * H * D);
+        cuda::launchPlain(indexerQuantQKernel, unsigned(T * H), 128, size_t(D) * 4, st, q.f32(), D, isPow2(D),
+                                1.0f / std::sqrt(float(D)), mem, mem + T * H * D);
         TS_CUDA_LAUNCH_CHECK();
         dq = mem;
         dqs = mem + T * H * D;
@@ -559,7 +558,7 @@ void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const Seq
                 idxsel::launchScore128(sa, n, st);
             } else {
                 const dim3 grid(unsigned((ncMax + 8 * sa.poolsPerWarp - 1) / (8 * sa.poolsPerWarp)), unsigned(n));
-                indexerScoreKernel<<<grid, 256, scoreShmem, st>>>(sa);
+                cuda::launchPlain(indexerScoreKernel, grid, 256, scoreShmem, st, sa);
                 TS_CUDA_LAUNCH_CHECK();
             }
         }
@@ -567,7 +566,7 @@ void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const Seq
         if (fastTop) {
             idxsel::launchTopSmem(ta, n, st);
         } else {
-            indexerTopKernel<<<unsigned(n), kTopThreads, 0, st>>>(ta);
+            cuda::launchPlain(indexerTopKernel, unsigned(n), kTopThreads, 0, st, ta);
             TS_CUDA_LAUNCH_CHECK();
         }
     }

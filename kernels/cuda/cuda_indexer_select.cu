@@ -506,7 +506,7 @@ int64_t fp8ConversionMismatches() {
     unsigned long long* d = nullptr;
     TS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&d), sizeof(*d), stream));
     TS_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(*d), stream));
-    fp8ConversionCheckKernel<<<4096, 256, 0, stream>>>(d);
+    cuda::launchPlain(fp8ConversionCheckKernel, 4096, 256, 0, stream, d);
     TS_CUDA_LAUNCH_CHECK();
     unsigned long long h = 0;
     TS_CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof(h), cudaMemcpyDeviceToHost, stream));

@@ -303,11 +303,12 @@ void gemvSplitLaunch(const float* x, const void* W, float* y, int64_t N, int64_t
     const unsigned grid = unsigned((N + RS - 1) / RS);
     const bool stream = gemvStreamLoads();
     if constexpr (BOUNDED) {
-        if (stream) gemvSplitBoundedKernel<DT, NT, RS, true><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
-        else gemvSplitBoundedKernel<DT, NT, RS, false><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+        if (stream)
+            cuda::launchPlain(gemvSplitBoundedKernel<DT, NT, RS, true>, grid, kThreads, 0, s, x, W, y, N, K);
+        else cuda::launchPlain(gemvSplitBoundedKernel<DT, NT, RS, false>, grid, kThreads, 0, s, x, W, y, N, K);
     } else {
-        if (stream) gemvSplitKernel<DT, NT, RS, true><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
-        else gemvSplitKernel<DT, NT, RS, false><<<grid, kThreads, 0, s>>>(x, W, y, N, K);
+        if (stream) cuda::launchPlain(gemvSplitKernel<DT, NT, RS, true>, grid, kThreads, 0, s, x, W, y, N, K);
+        else cuda::launchPlain(gemvSplitKernel<DT, NT, RS, false>, grid, kThreads, 0, s, x, W, y, N, K);
     }
 }
 
@@ -341,8 +342,12 @@ void launchGemvVec(const float* x, const void* W, float* y, int64_t N, int64_t K
     }
     constexpr int R = NT <= 2 ? 1 : (NT <= 4 ? 2 : 4);
     const int64_t warps = (N + R - 1) / R;
-    if (gemvStreamLoads()) gemvVecKernel<DT, NT, R, true><<<gridFor(warps * 32, kThreads), kThreads, 0, s>>>(x, W, y, N, K);
-    else gemvVecKernel<DT, NT, R, false><<<gridFor(warps * 32, kThreads), kThreads, 0, s>>>(x, W, y, N, K);
+    if (gemvStreamLoads())
+        cuda::launchPlain(gemvVecKernel<DT, NT, R, true>, gridFor(warps * 32, kThreads), kThreads, 0, s, x, W, y,
+                                N, K);
+    else
+        cuda::launchPlain(gemvVecKernel<DT, NT, R, false>, gridFor(warps * 32, kThreads), kThreads, 0, s, x, W, y,
+                                N, K);
 }
 
 template <int DT>
@@ -578,7 +583,7 @@ void CudaBackend::embedding(const int32_t* ids, int64_t T, const WeightView& tab
     const int dt = dtypeCode(table.dtype);
     const void* tab = deviceWeight(table);
     const int32_t* dIds = uploadInts(kScratchIds, ids, T);
-    embeddingKernel<<<unsigned(T), kThreads, 0, m_stream>>>(dIds, tab, dt, D, out.f32());
+    cuda::launchPlain(embeddingKernel, unsigned(T), kThreads, 0, m_stream, dIds, tab, dt, D, out.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -611,7 +616,8 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
             else if (dt == 1) dispatchGemvVec<1>(int(T), X, W, Y, N, K, m_stream);
             else dispatchGemvVec<2>(int(T), X, W, Y, N, K, m_stream);
         } else {
-            gemvScalarKernel<<<gridFor(N * 32, kThreads), kThreads, 0, m_stream>>>(X, W, dt, Y, int(T), N, K);
+            cuda::launchPlain(gemvScalarKernel, gridFor(N * 32, kThreads), kThreads, 0, m_stream, X, W, dt, Y,
+                                    int(T), N, K);
         }
         TS_CUDA_LAUNCH_CHECK();
         return;
@@ -643,8 +649,8 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
     const int64_t gy = (T + kBM - 1) / kBM;
     TS_CHECK(gy <= 65535, "linear: too many tokens for one GEMM launch");
     const dim3 grid(unsigned((N + kBN - 1) / kBN), unsigned(gy));
-    if (dt == 0) gemmKernel<0><<<grid, kThreads, 0, m_stream>>>(X, W, Y, T, N, K, vecX, vecW);
-    else gemmKernel<1><<<grid, kThreads, 0, m_stream>>>(X, W, Y, T, N, K, vecX, vecW);
+    if (dt == 0) cuda::launchPlain(gemmKernel<0>, grid, kThreads, 0, m_stream, X, W, Y, T, N, K, vecX, vecW);
+    else cuda::launchPlain(gemmKernel<1>, grid, kThreads, 0, m_stream, X, W, Y, T, N, K, vecX, vecW);
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -658,13 +664,21 @@ void CudaBackend::rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer
     const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
     const int64_t nv = (D / 4 + kThreads - 1) / kThreads;  // float4 per thread in the vector form
     if (D <= kNormWarpMaxD) {
-        rmsnormKernel<true><<<gridFor(rows, kNormRowsPerBlock), kThreads, 0, m_stream>>>(x.f32(), rows, D, W, eps, y.f32());
+        cuda::launchPlain(rmsnormKernel<true>, gridFor(rows, kNormRowsPerBlock), kThreads, 0, m_stream, x.f32(),
+                                rows, D, W, eps, y.f32());
     } else if (D % 4 == 0 && nv <= 8 && aligned(x.f32()) && aligned(y.f32()) && (!W || aligned(W))) {
-        if (nv <= 2) rmsnormVecKernel<2><<<unsigned(rows), kThreads, 0, m_stream>>>(x.f32(), D, W, eps, y.f32());
-        else if (nv <= 4) rmsnormVecKernel<4><<<unsigned(rows), kThreads, 0, m_stream>>>(x.f32(), D, W, eps, y.f32());
-        else rmsnormVecKernel<8><<<unsigned(rows), kThreads, 0, m_stream>>>(x.f32(), D, W, eps, y.f32());
+        if (nv <= 2)
+            cuda::launchPlain(rmsnormVecKernel<2>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps,
+                                    y.f32());
+        else if (nv <= 4)
+            cuda::launchPlain(rmsnormVecKernel<4>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps,
+                                    y.f32());
+        else
+            cuda::launchPlain(rmsnormVecKernel<8>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps,
+                                    y.f32());
     } else
-        rmsnormKernel<false><<<unsigned(rows), kThreads, 0, m_stream>>>(x.f32(), rows, D, W, eps, y.f32());
+        cuda::launchPlain(rmsnormKernel<false>, unsigned(rows), kThreads, 0, m_stream, x.f32(), rows, D, W, eps,
+                                y.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -676,11 +690,11 @@ void CudaBackend::layernorm(const Buffer& x, int64_t rows, int64_t D, const Buff
     TS_CHECK(w.size() >= size_t(D) * 4 && b.size() >= size_t(D) * 4, "layernorm: weight or bias too small");
     if (rows <= 0 || D <= 0) return;
     if (D <= kNormWarpMaxD)
-        layernormKernel<true><<<gridFor(rows, kNormRowsPerBlock), kThreads, 0, m_stream>>>(x.f32(), rows, D, w.f32(),
-                                                                                           b.f32(), eps, y.f32());
+        cuda::launchPlain(layernormKernel<true>, gridFor(rows, kNormRowsPerBlock), kThreads, 0, m_stream, x.f32(),
+                                rows, D, w.f32(), b.f32(), eps, y.f32());
     else
-        layernormKernel<false><<<unsigned(rows), kThreads, 0, m_stream>>>(x.f32(), rows, D, w.f32(), b.f32(), eps,
-                                                                          y.f32());
+        cuda::launchPlain(layernormKernel<false>, unsigned(rows), kThreads, 0, m_stream, x.f32(), rows, D,
+                                w.f32(), b.f32(), eps, y.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -691,7 +705,8 @@ void CudaBackend::swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_
     TS_CHECK(gate.size() >= size_t(n) * 4 && up.size() >= size_t(n) * 4 && out.size() >= size_t(n) * 4,
              "swiglu: buffer too small");
     if (n <= 0) return;
-    swigluKernel<<<gridFor(n, kThreads), kThreads, 0, m_stream>>>(gate.f32(), up.f32(), n, limit, out.f32());
+    cuda::launchPlain(swigluKernel, gridFor(n, kThreads), kThreads, 0, m_stream, gate.f32(), up.f32(), n, limit,
+                            out.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -700,7 +715,7 @@ void CudaBackend::add(const Buffer& x, const Buffer& y, int64_t n) {
     if (op.skip()) return;
     TS_CHECK(x.size() >= size_t(n) * 4 && y.size() >= size_t(n) * 4, "add: buffer too small");
     if (n <= 0) return;
-    addKernel<<<gridFor(n, kThreads), kThreads, 0, m_stream>>>(x.f32(), y.f32(), n);
+    cuda::launchPlain(addKernel, gridFor(n, kThreads), kThreads, 0, m_stream, x.f32(), y.f32(), n);
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -709,7 +724,7 @@ void CudaBackend::scale(const Buffer& x, int64_t n, float s) {
     if (op.skip()) return;
     TS_CHECK(x.size() >= size_t(n) * 4, "scale: buffer too small");
     if (n <= 0) return;
-    scaleKernel<<<gridFor(n, kThreads), kThreads, 0, m_stream>>>(x.f32(), n, s);
+    cuda::launchPlain(scaleKernel, gridFor(n, kThreads), kThreads, 0, m_stream, x.f32(), n, s);
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -748,12 +763,13 @@ void CudaBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, con
     if (T <= 0 || D <= 0 || n <= 0) return;
     if (D % 4 == 0 && aligned16(src.f32()) && aligned16(dst.f32())) {
         const int64_t D4 = D / 4, total = T * n * D4;
-        repeatRowsKernel<float4><<<gridFor(total, kThreads), kThreads, 0, m_stream>>>(
-            reinterpret_cast<const float4*>(src.f32()), total, D4, n * D4, reinterpret_cast<float4*>(dst.f32()));
+        cuda::launchPlain(repeatRowsKernel<float4>, gridFor(total, kThreads), kThreads, 0, m_stream,
+                                reinterpret_cast<const float4*>(src.f32()), total, D4, n * D4,
+                                reinterpret_cast<float4*>(dst.f32()));
     } else {
         const int64_t total = T * n * D;
-        repeatRowsKernel<float><<<gridFor(total, kThreads), kThreads, 0, m_stream>>>(src.f32(), total, D, n * D,
-                                                                                    dst.f32());
+        cuda::launchPlain(repeatRowsKernel<float>, gridFor(total, kThreads), kThreads, 0, m_stream, src.f32(),
+                                total, D, n * D, dst.f32());
     }
     TS_CUDA_LAUNCH_CHECK();
 }

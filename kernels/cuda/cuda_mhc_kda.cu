@@ -726,7 +726,8 @@ void launchKdaRecurrent(cudaStream_t st, const float* qkv, int64_t T, int H, int
     const dim3 block{32u, unsigned(RG)}, grid{unsigned(H), unsigned((Dk + 31) / 32), unsigned(nSeqs)};
     const size_t smem = size_t(6 * Dk + 128 + 4 * RG * 32) * sizeof(float);
     TS_CHECK(32 * RG <= MAXT, "kdaRecurrent: block too large");
-    kdaRecurrentKernel<R, MAXT><<<grid, block, smem, st>>>(qkv, T, H, Dk, g, beta, state, out, 1.0f / sqrtf(float(Dk)), seqs);
+    cuda::launchPlain(kdaRecurrentKernel<R, MAXT>, grid, block, smem, st, qkv, T, H, Dk, g, beta, state, out,
+                            1.0f / sqrtf(float(Dk)), seqs);
 }
 
 // o[r, j] ← w[j] · (o[r, j] · inv_r) · sigmoid(gate[r, j]), one warp per row r of Dv.
@@ -787,7 +788,8 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     const int itersHere = aside ? 0 : p.sinkhornIters;
     auto sinkhornAside = [&] {
         if (!aside) return;
-        mhcSinkhornKernel<<<unsigned(T), 32, 0, forkSide()>>>(comb.f32(), n, p.sinkhornIters, p.hcEps);
+        cuda::launchPlain(mhcSinkhornKernel, unsigned(T), 32, 0, forkSide(), comb.f32(), n, p.sinkhornIters,
+                                p.hcEps);
         TS_CUDA_LAUNCH_CHECK();
         sideIssued();
     };
@@ -798,9 +800,9 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
         auto launchFused = [&](auto kernel) {
             if (smem > 48 * 1024)
                 TS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-            kernel<<<grid1, threads1, smem, stream()>>>(streams.f32(), D, n, fn, nChunks, part, cnt, p.base.f32(),
-                                                       p.scale.f32(), itersHere, p.hcEps, p.normEps, x.f32(),
-                                                       post.f32(), comb.f32());
+            cuda::launchPlain(kernel, grid1, threads1, smem, stream(), streams.f32(), D, n, fn, nChunks, part,
+                                    cnt, p.base.f32(), p.scale.f32(), itersHere, p.hcEps, p.normEps, x.f32(),
+                                    post.f32(), comb.f32());
         };
         if (wide) {
             launchFused(mhcPreFusedKernel<0, true>);
@@ -814,12 +816,22 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
         return;
     }
     if (wide) {
-        mhcPartialWideKernel<<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, nChunks, part);
+        cuda::launchPlain(mhcPartialWideKernel, grid1, threads1, smem1, stream(), streams.f32(), width, fn,
+                                nChunks, part);
     } else {
         switch (dt) {
-        case 0: mhcPartialKernel<0><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
-        case 1: mhcPartialKernel<1><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
-        default: mhcPartialKernel<2><<<grid1, threads1, smem1, stream()>>>(streams.f32(), width, fn, mix, nChunks, part); break;
+            case 0:
+                cuda::launchPlain(mhcPartialKernel<0>, grid1, threads1, smem1, stream(), streams.f32(), width, fn,
+                                        mix, nChunks, part);
+                break;
+            case 1:
+                cuda::launchPlain(mhcPartialKernel<1>, grid1, threads1, smem1, stream(), streams.f32(), width, fn,
+                                        mix, nChunks, part);
+                break;
+            default:
+                cuda::launchPlain(mhcPartialKernel<2>, grid1, threads1, smem1, stream(), streams.f32(), width, fn,
+                                        mix, nChunks, part);
+                break;
         }
     }
     TS_CUDA_LAUNCH_CHECK();
@@ -830,9 +842,9 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     const dim3 grid2{unsigned(T), unsigned(dBlocks)};
     if (smemMix > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(mhcMixKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smemMix)));
-    mhcMixKernel<<<grid2, kMixThreads, smemMix, stream()>>>(streams.f32(), D, n, part, nChunks, p.base.f32(),
-                                                            p.scale.f32(), itersHere, p.hcEps, p.normEps,
-                                                            dPerBlock, x.f32(), post.f32(), comb.f32());
+    cuda::launchPlain(mhcMixKernel, grid2, kMixThreads, smemMix, stream(), streams.f32(), D, n, part, nChunks,
+                            p.base.f32(), p.scale.f32(), itersHere, p.hcEps, p.normEps, dPerBlock, x.f32(), post.f32(),
+                            comb.f32());
     TS_CUDA_LAUNCH_CHECK();
     sinkhornAside();
 }
@@ -845,9 +857,15 @@ void CudaBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, co
     joinSide();  // comb's Sinkhorn, when mhcPre left it to the side stream
     if (T <= 0 || D <= 0) return;
     const unsigned blocks = blocksFor(T * D, 256);
-    if (n <= 4) mhcPostKernel<4><<<blocks, 256, 0, stream()>>>(streams.f32(), T, D, n, y.f32(), post.f32(), comb.f32());
-    else if (n <= 8) mhcPostKernel<8><<<blocks, 256, 0, stream()>>>(streams.f32(), T, D, n, y.f32(), post.f32(), comb.f32());
-    else mhcPostKernel<32><<<blocks, 256, 0, stream()>>>(streams.f32(), T, D, n, y.f32(), post.f32(), comb.f32());
+    if (n <= 4)
+        cuda::launchPlain(mhcPostKernel<4>, blocks, 256, 0, stream(), streams.f32(), T, D, n, y.f32(), post.f32(),
+                                comb.f32());
+    else if (n <= 8)
+        cuda::launchPlain(mhcPostKernel<8>, blocks, 256, 0, stream(), streams.f32(), T, D, n, y.f32(), post.f32(),
+                                comb.f32());
+    else
+        cuda::launchPlain(mhcPostKernel<32>, blocks, 256, 0, stream(), streams.f32(), T, D, n, y.f32(),
+                                post.f32(), comb.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -856,7 +874,7 @@ void CudaBackend::mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, co
     if (op.skip()) return;
     TS_CHECK(n >= 1, "mhcHead: n must be ≥ 1");
     if (T <= 0 || D <= 0) return;
-    mhcHeadKernel<<<blocksFor(T * D, 256), 256, 0, stream()>>>(streams.f32(), T, D, n, out.f32());
+    cuda::launchPlain(mhcHeadKernel, blocksFor(T * D, 256), 256, 0, stream(), streams.f32(), T, D, n, out.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -872,10 +890,12 @@ void CudaBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, c
         TS_CUDA_CHECK(cudaMemcpyAsync(copyOf, x.f32(), bytes, cudaMemcpyDeviceToDevice, stream()));
         xs = copyOf;
     }
-    convSiluKernel<<<blocksFor(T * C, 256), 256, 0, stream()>>>(xs, T, C, K, w.f32(), convState.f32(), out.f32(), SeqStates{});
+    cuda::launchPlain(convSiluKernel, blocksFor(T * C, 256), 256, 0, stream(), xs, T, C, K, w.f32(),
+                            convState.f32(), out.f32(), SeqStates{});
     TS_CUDA_LAUNCH_CHECK();
     if (K > 1) {  // after the conv (stream order): it read the old state
-        convStateKernel<<<blocksFor(C, 256), 256, 0, stream()>>>(xs, T, C, K, convState.f32(), SeqStates{});
+        cuda::launchPlain(convStateKernel, blocksFor(C, 256), 256, 0, stream(), xs, T, C, K, convState.f32(),
+                                SeqStates{});
         TS_CUDA_LAUNCH_CHECK();
     }
 }
@@ -919,11 +939,12 @@ void CudaBackend::causalConvSiluBatch(const Buffer& x, const int64_t* rows, int6
     TS_CHECK(!overlaps(x, size_t(T * C) * 4, out, size_t(T * C) * 4), "causalConvSiluBatch: x and out overlap");
     const SeqStates seqs = uploadSeqStates(*this, rows, nSeqs, convStates, size_t((K - 1) * C) * 4, "causalConvSilu");
     const dim3 convGrid{unsigned(blocksFor(maxRows * C, 256)), unsigned(nSeqs)};
-    convSiluKernel<<<convGrid, 256, 0, stream()>>>(x.f32(), 0, C, K, w.f32(), nullptr, out.f32(), seqs);
+    cuda::launchPlain(convSiluKernel, convGrid, 256, 0, stream(), x.f32(), 0, C, K, w.f32(), nullptr, out.f32(),
+                            seqs);
     TS_CUDA_LAUNCH_CHECK();
     if (K > 1) {  // after the conv (stream order): it read the old states
         const dim3 stateGrid{unsigned(blocksFor(C, 256)), unsigned(nSeqs)};
-        convStateKernel<<<stateGrid, 256, 0, stream()>>>(x.f32(), 0, C, K, nullptr, seqs);
+        cuda::launchPlain(convStateKernel, stateGrid, 256, 0, stream(), x.f32(), 0, C, K, nullptr, seqs);
         TS_CUDA_LAUNCH_CHECK();
     }
 }
@@ -934,8 +955,8 @@ void CudaBackend::kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, con
     if (op.skip()) return;
     const int64_t n = T * H * Dk;
     if (n <= 0) return;
-    kdaGateKernel<<<blocksFor(n, 256), 256, 0, stream()>>>(f.f32(), T, H, Dk, aLog.f32(), dtBias.f32(), lowerBound,
-                                                         std::isnan(lowerBound));
+    cuda::launchPlain(kdaGateKernel, blocksFor(n, 256), 256, 0, stream(), f.f32(), T, H, Dk, aLog.f32(),
+                            dtBias.f32(), lowerBound, std::isnan(lowerBound));
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -984,8 +1005,8 @@ void CudaBackend::gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv
     const int64_t rows = T * H;
     if (rows <= 0 || Dv <= 0) return;
     constexpr int kWarps = 8;
-    gatedRmsnormKernel<<<blocksFor(rows, kWarps), kWarps * 32, 0, stream()>>>(o.f32(), rows, Dv, w.f32(), eps,
-                                                                             gate.f32());
+    cuda::launchPlain(gatedRmsnormKernel, blocksFor(rows, kWarps), kWarps * 32, 0, stream(), o.f32(), rows, Dv,
+                            w.f32(), eps, gate.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 

@@ -527,30 +527,31 @@ void CudaBackend::routeOnDevice(const Buffer& x, int64_t T, const WeightView& ga
             auto fn = tok == 1 ? routerLogitsWholeKernel<DT, kCpuFusesMulAdd, 1> : routerLogitsWholeKernel<DT, kCpuFusesMulAdd, 4>;
             if (wholeSmem > 48 * 1024)
                 TS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(wholeSmem)));
-            fn<<<grid, kRouteThreads, wholeSmem, m_stream>>>(x.f32(), W, B, T, E, D, s, choice);
+            cuda::launchPlain(fn, grid, kRouteThreads, wholeSmem, m_stream, x.f32(), W, B, T, E, D, s, choice);
         } else if (tok == 1)
-            routerLogitsKernel<DT, kCpuFusesMulAdd, 1>
-                <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
+            cuda::launchPlain(routerLogitsKernel<DT, kCpuFusesMulAdd, 1>, grid, kRouteThreads, 0, m_stream, x.f32(), W,
+                              B, T, E, D, vecW, vecX, s, choice);
         else if (tok == 4)
-            routerLogitsKernel<DT, kCpuFusesMulAdd, 4>
-                <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
+            cuda::launchPlain(routerLogitsKernel<DT, kCpuFusesMulAdd, 4>, grid, kRouteThreads, 0, m_stream, x.f32(), W,
+                              B, T, E, D, vecW, vecX, s, choice);
         else
-            routerLogitsKernel<DT, kCpuFusesMulAdd, kRouteTokens>
-                <<<grid, kRouteThreads, 0, m_stream>>>(x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
+            cuda::launchPlain(routerLogitsKernel<DT, kCpuFusesMulAdd, kRouteTokens>, grid, kRouteThreads, 0, m_stream,
+                              x.f32(), W, B, T, E, D, vecW, vecX, s, choice);
     };
     if (gate.dtype == DType::BF16) launch(std::integral_constant<int, 0>{});
     else if (gate.dtype == DType::F16) launch(std::integral_constant<int, 1>{});
     else launch(std::integral_constant<int, 2>{});
     TS_CUDA_LAUNCH_CHECK();
     if (nGroup == 1 && E <= kRankMaxE && topk <= kSelMaxTopk && T <= 64) {  // decode and short steps
-        routerRankSelectKernel<<<unsigned(T), kRankThreads, 0, m_stream>>>(s, choice, int(E), int(topk), normTopk,
-                                                                            scaling, dIdx, dWeight);
+        cuda::launchPlain(routerRankSelectKernel, unsigned(T), kRankThreads, 0, m_stream, s, choice, int(E),
+                                int(topk), normTopk, scaling, dIdx, dWeight);
         TS_CUDA_LAUNCH_CHECK();
         return;
     }
-    routerSelectKernel<<<unsigned((T + kSelectWarps - 1) / kSelectWarps), kSelectWarps * 32, 0, m_stream>>>(
-        s, choice, T, int(E), int(nGroup), int(topkGroup < INT32_MAX ? topkGroup : INT32_MAX), int(topk), normTopk,
-        scaling, groupScore, groupMasked, dIdx, dWeight);
+    cuda::launchPlain(routerSelectKernel, unsigned((T + kSelectWarps - 1) / kSelectWarps), kSelectWarps * 32, 0,
+                            m_stream, s, choice, T, int(E), int(nGroup),
+                            int(topkGroup < INT32_MAX ? topkGroup : INT32_MAX), int(topk), normTopk, scaling,
+                            groupScore, groupMasked, dIdx, dWeight);
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -592,7 +593,8 @@ void CudaBackend::gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel,
     const int32_t* sel = uploadInts(kScratchSel, hostSel, n);
     const int64_t chunks = (D + kRowChunk - 1) / kRowChunk;
     TS_CHECK(n <= INT32_MAX && chunks <= 65535, "gatherRows: too large");
-    gatherRowsKernel<<<dim3(unsigned(n), unsigned(chunks)), kRowThreads, 0, m_stream>>>(x.f32(), sel, D, rows.f32());
+    cuda::launchPlain(gatherRowsKernel, dim3(unsigned(n), unsigned(chunks)), kRowThreads, 0, m_stream, x.f32(),
+                            sel, D, rows.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -627,8 +629,8 @@ void CudaBackend::scatterAddRows(const Buffer& rows, int64_t D, const int32_t* h
     const int64_t chunks = (D + kRowChunk - 1) / kRowChunk;
     TS_CHECK(chunks <= 65535, "scatterAddRows: rows too wide");
     const dim3 grid{unsigned(U), unsigned(chunks)};
-    scatterAddRowsKernel<kCpuFusesMulAdd><<<grid, kRowThreads, 0, m_stream>>>(
-        rows.f32(), D, dPacked, dPacked + U, dPacked + 2 * U + 1, dScale, y.f32());
+    cuda::launchPlain(scatterAddRowsKernel<kCpuFusesMulAdd>, grid, kRowThreads, 0, m_stream, rows.f32(), D,
+                            dPacked, dPacked + U, dPacked + 2 * U + 1, dScale, y.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 

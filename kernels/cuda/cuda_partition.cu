@@ -28,9 +28,9 @@
 // SM holds no more blocks of a kernel than a GB10 SM would (100 KiB of shared memory, 1,536 threads; sm_limits.h
 // says why this matters). props() then reports the GB10's shared memory per SM and per block and its threads per
 // SM, so the planners that read them plan within them; the EXL3 decode planner counts resident blocks through
-// limitedResidentBlocks; and every launchPdl launch (the EXL3 decode units and the one-launch MoE, the sparse MLA
-// and its combine, the dense GEMV, the indexer) gets its dynamic shared memory padded (limitedLaunchSmem) so that
-// the device's SM really holds that many. Kernels launched with <<<>>> and cuBLAS's keep the device's limits.
+// limitedResidentBlocks; and every launch of ours (launchPdl and launchPlain, cuda_common.cuh: all of kernels/cuda's
+// kernels) gets its dynamic shared memory padded (limitedLaunchSmem) so that the device's SM really holds that
+// many. cuBLAS's kernels keep the device's limits.
 // Test: the arithmetic on the host (tests/kernels/test_sm_limits.cpp); on a GPU, `TS_CUDA_SM_LIMITS=gb10
 // TS_CUDA_SMS=48 twinspark-cli selftest --backend cuda` and partition_check.sh with LIMITS=gb10.
 #include <cuda.h>

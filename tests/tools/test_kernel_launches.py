@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Every kernel of ours is launched through cuda::launchPdl or cuda::launchPlain (kernels/cuda/cuda_common.cuh).
+
+Why: those two apply the SM limits (TS_CUDA_SM_LIMITS=gb10, kernels/cuda/cuda_partition.cu) — a kernel launched with
+<<<>>> would keep the host GPU's per-SM limits and make the GB10 measurements silently optimistic, as the dense GEMVs,
+norms and KDA kernels were before they moved to launchPlain. So this fails on any <<<...>>> launch in a CUDA source
+of the repository (comments aside), naming file and line. Standard library only; CTest runs it (label unit).
+"""
+import os
+import re
+import sys
+import unittest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SOURCES = (".cu", ".cuh")
+SKIP_DIRS = {".git", "node_modules", ".device-stash"}
+LAUNCH = re.compile(r"<<<[^<>]*>>>")
+
+
+def code_of(line):
+    """The line without its // comment (string literals holding // do not occur in these sources)."""
+    cut = line.find("//")
+    return line if cut < 0 else line[:cut]
+
+
+def raw_launches(text):
+    """(line number, line) of each <<<>>> launch outside comments; /* */ comments are dropped first."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if LAUNCH.search(code_of(line))]
+
+
+def cuda_sources():
+    for top in ("kernels", "engine", "app", "tests", "tools"):
+        for d, dirs, files in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = [x for x in dirs if x not in SKIP_DIRS and not x.startswith("build")]
+            for f in files:
+                if f.endswith(SOURCES):
+                    yield os.path.join(d, f)
+
+
+class KernelLaunches(unittest.TestCase):
+    def test_the_detector(self):
+        # What it must catch and what it must let pass, so that a broken pattern cannot pass the real check below.
+        self.assertEqual(len(raw_launches("    k<<<grid, 256, 0, s>>>(x);\n")), 1)
+        self.assertEqual(len(raw_launches("    k<T, 4><<<dim3(a, b), 128>>>(x, y);\n")), 1)
+        self.assertEqual(raw_launches("// fn<<<grid, block, smem, stream>>>(args...)\n"), [])
+        self.assertEqual(raw_launches("/* k<<<1, 1>>>() */\ncuda::launchPlain(k, 1, 1, 0, s);\n"), [])
+        self.assertEqual(raw_launches("int a = b << 3; bool c = d >> 2;\n"), [])
+
+    def test_no_raw_launch_in_the_sources(self):
+        files = list(cuda_sources())
+        self.assertGreater(len(files), 10, "no CUDA sources found under " + ROOT)
+        found = []
+        for path in files:
+            with open(path, encoding="utf-8") as f:
+                for n, line in raw_launches(f.read()):
+                    found.append(f"{os.path.relpath(path, ROOT)}:{n}: {line}")
+        self.assertEqual(found, [], "kernels launched with <<<>>> (use cuda::launchPlain or cuda::launchPdl, "
+                                    "cuda_common.cuh, so that TS_CUDA_SM_LIMITS reaches them):\n" + "\n".join(found))
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
