@@ -6,8 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 GUI=${TWINSPARK_GUI:-ON}
+# Where the CUDA toolkit is installed (CI has nvcc 13 at /usr/local/cuda), its code must compile and link: ON
+# makes a toolkit CMake cannot use fail the configure instead of quietly building the CPU backend alone.
+# Elsewhere AUTO (CPU only without nvcc); TWINSPARK_CUDA in the environment overrides both.
+if [ -z "${TWINSPARK_CUDA:-}" ]; then
+  if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then TWINSPARK_CUDA=ON; else TWINSPARK_CUDA=AUTO; fi
+fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI="$GUI" >/dev/null
+mkdir -p build
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI="$GUI" -DTWINSPARK_CUDA="$TWINSPARK_CUDA" \
+      >build/configure.log
+grep -E '^-- TwinSpark:' build/configure.log   # what is built (server, GUI, CUDA, tests)
 cmake --build build -j "$JOBS"
 # The server tests drive twinspark-cli with the official `openai` npm client (tests/server; the version is pinned
 # in its package-lock.json). They need Node 20+ and npm; without them those tests fail (never skip) and say so.
