@@ -22,7 +22,8 @@ int cmdBenchExl3(const Args& args) {
         std::printf("twinspark-cli bench-exl3 [--k 4096] [--n 2048] [--bits 4] [--codebook mul1|mcg|3inst] [--batch 1]\n"
                     "    [--threads 1,2] [--reps 20] [--json FILE]\n"
                     "Times y = x·W with W [k, n] EXL3-packed (decoded tile by tile, never expanded): median of reps\n"
-                    "after one warm-up call, per thread count.\n");
+                    "after one warm-up call, per thread count. This is the CPU decoder; the GPU's is timed by\n"
+                    "bench-device --what exl3.\n");
         return 0;
     }
     args.accept({"k", "n", "bits", "codebook", "batch", "threads", "reps", "json"});

@@ -28,7 +28,7 @@ double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 int cmdLogits(const Args& args) {
     if (args.help()) {
         std::printf("twinspark-cli logits --model DIR --prompt-ids 1,2,3 --out FILE.safetensors\n"
-                    "    [--kv-cache-dtype fp8|fp32] [--chunk N] [--threads N]\n"
+                    "    [--kv-cache-dtype fp8|fp32] [--chunk N] [--threads N] [--backend auto|cpu|cuda]\n"
                     "Writes the full-forward logits as one F32 tensor 'logits' [tokens, vocab]. --chunk N prefills\n"
                     "in chunks of N tokens (the result is identical to one prefill). --prompt-ids @FILE reads the\n"
                     "list from FILE (for lists longer than a command line allows).\n");
