@@ -15,7 +15,7 @@ fi
 
 mkdir -p build
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI="$GUI" -DTWINSPARK_CUDA="$TWINSPARK_CUDA" \
-      >build/configure.log
+      >build/configure.log || { cat build/configure.log; exit 1; }
 grep -E '^-- TwinSpark:' build/configure.log   # what is built (server, GUI, CUDA, tests)
 cmake --build build -j "$JOBS"
 # The server tests drive twinspark-cli with the official `openai` npm client (tests/server; the version is pinned

@@ -27,7 +27,7 @@ const Command kCommands[] = {
     {"render", "the exact prompt for chat messages (the model's chat template)", ts::cli::cmdRender},
     {"inspect", "tensors and EXL3 linears of a safetensors file; --dequantize one linear", ts::cli::cmdInspect},
     {"quantize", "a BF16 checkpoint -> EXL3 (routed experts; --all-linears for the rest), with calibration", ts::cli::cmdQuantize},
-    {"selftest", "the backend against the CPU reference: every op, then --model logits (exit 1 on failure)", ts::cli::cmdSelftest},
+    {"selftest", "the backend against the CPU reference: every op, then whole-model logits (exit 1 on failure)", ts::cli::cmdSelftest},
     {"bench-device", "device kernel benchmarks vs copy bandwidth: EXL3 GEMV/MoE, sparse MLA, KDA (--json)", ts::cli::cmdBenchDevice},
 #ifdef TS_HAVE_SERVER
     {"serve", "the OpenAI-compatible HTTP server (health 503 while loading, graceful stop on SIGINT/SIGTERM)", ts::cli::cmdServe},

@@ -643,7 +643,7 @@ void CudaBackend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64
         const dim3 grid{unsigned(T), unsigned((R + 127) / 128)};
         TS_CHECK(grid.y <= 65535, "mlaCacheWrite: latent too wide");
         cuda::launchPlain(mlaCacheWriteFp8Kernel, grid, 128, 0, stream(), c.f32(), R, dSlots, cache.bytes(),
-                                int64_t(eb), FLT_MIN * 448.0f);
+                          int64_t(eb), FLT_MIN * 448.0f);
     }
     TS_CUDA_LAUNCH_CHECK();
 }
@@ -728,7 +728,7 @@ void CudaBackend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seq
         TS_CUDA_CHECK(cudaMemsetAsync(count, 0, size_t(T) * 4, st));
     } else {
         cuda::launchPlain(mlaSelectSlotsKernel, unsigned(T), 1024, 0, st, idx.i32(), width, dq.blocks, dq.qTable,
-                                dq.qBlocks, seqs[0].pages.blockSize, sel, count);
+                          dq.qBlocks, seqs[0].pages.blockSize, sel, count);
         TS_CUDA_LAUNCH_CHECK();
     }
 

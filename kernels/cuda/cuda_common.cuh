@@ -182,6 +182,10 @@ int limitedResidentBlocks(const void* fn, int threads, size_t dynSmem, int devic
 size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem);
 size_t limitedBlockSmemOptin(size_t deviceOptin);
 
+// A launch that failed: the error is taken off the runtime (as cudaGetLastError after <<<>>> did, so that the next
+// op's launch check does not report it again) and thrown with the kernel's name. cuda_partition.cu.
+[[noreturn]] void launchFailed(cudaError_t e, const void* fn);
+
 // fn<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization allowed when pdl (see
 // pdlWait; the A/B switches that launch plainly pass false). Under SM limits (above) smem may be padded.
 template <class... P, class... A>
@@ -197,7 +201,8 @@ void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, std::forward<A>(args)...));
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, fn, std::forward<A>(args)...);
+    if (e != cudaSuccess) launchFailed(e, reinterpret_cast<const void*>(fn));
 }
 
 // fn<<<grid, block, smem, stream>>>(args...) without programmatic serialization. Every kernel in kernels/cuda is

@@ -578,6 +578,8 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
         (void)cudaGetLastError();
         occ = 1;
     }
+    // Under SM limits (TS_CUDA_SM_LIMITS) the launch is padded to the limited SM's count: plan with that one.
+    occ = cuda::limitedResidentBlocks(reinterpret_cast<const void*>(whole), kPfThreads, smem, occ);
     const int64_t slots = int64_t(std::max(1, occ)) * std::max(1, props().multiProcessorCount);
     const int splits = pfSplits(tiles, slots, k / 32, prefillMaxSplit());
     const PfKernelFn fn = splits > 1 ? pfKernelFor(bits, codebook, true) : whole;
@@ -635,8 +637,8 @@ void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int6
     TS_CHECK(smem <= size_t(props().sharedMemPerBlockOptin), "exl3 prefill: input too wide");
     if (smem > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(exl3PfTransformKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    cuda::launchPlain(exl3PfTransformKernel, unsigned(rows.size()), kPfTransformThreads, smem, m_stream, d,
-                            int(k), int(kIn), static_cast<__half*>(ah), loOffset, ld > 0 ? ld : k, e);
+    cuda::launchPlain(exl3PfTransformKernel, unsigned(rows.size()), kPfTransformThreads, smem, m_stream, d, int(k),
+                      int(kIn), static_cast<__half*>(ah), loOffset, ld > 0 ? ld : k, e);
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -744,8 +746,8 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
         const int32_t* dSrc = uploadInts(kScratchIds, cl.src.data(), int64_t(cl.src.size()));
         const float* dW = uploadFloats(kScratchScale, cl.w.data(), int64_t(cl.w.size()));
         const int64_t total = T * D;
-        cuda::launchPlain(exl3PfCombineKernel, unsigned((total + 255) / 256), 256, 0, m_stream, dOff, dSrc, dW,
-                                dOut, int(D), int(T), y.f32());
+        cuda::launchPlain(exl3PfCombineKernel, unsigned((total + 255) / 256), 256, 0, m_stream, dOff, dSrc, dW, dOut,
+                          int(D), int(T), y.f32());
         TS_CUDA_LAUNCH_CHECK();
     }
     return true;

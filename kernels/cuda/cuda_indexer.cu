@@ -422,8 +422,8 @@ void CudaBackend::indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, co
         TS_CUDA_LAUNCH_CHECK();
     }
     cuda::launchPlain(indexerRingKernel, unsigned(ring.size()), 128, 0, st, k.f32(), gate.f32(), D,
-                            dt == KvCacheDtype::Fp8,
-                            reinterpret_cast<const RingTask*>(d + pools.size() * sizeof(PoolTask) / 4));
+                      dt == KvCacheDtype::Fp8,
+                      reinterpret_cast<const RingTask*>(d + pools.size() * sizeof(PoolTask) / 4));
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -471,7 +471,7 @@ void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const Seq
         auto* mem = static_cast<float*>(scratch(kScratchA, size_t(T * H * D + T * H) * 4));
         TS_CHECK(size_t(D) * 4 <= 48 * 1024, "indexerSelect: key dimension too large");
         cuda::launchPlain(indexerQuantQKernel, unsigned(T * H), 128, size_t(D) * 4, st, q.f32(), D, isPow2(D),
-                                1.0f / std::sqrt(float(D)), mem, mem + T * H * D);
+                          1.0f / std::sqrt(float(D)), mem, mem + T * H * D);
         TS_CUDA_LAUNCH_CHECK();
         dq = mem;
         dqs = mem + T * H * D;

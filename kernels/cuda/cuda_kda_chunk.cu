@@ -471,11 +471,11 @@ bool runChunked(CudaBackend& be, const float* qkv, int64_t T, int H, const float
     for (int64_t c0 = 0; c0 < chunks; c0 += pieceChunks) {
         const int64_t p0 = c0 * kC, Tp = std::min<int64_t>(pieceChunks * kC, T - p0);
         const unsigned pc = unsigned((Tp + kC - 1) / kC);
-        cuda::launchPlain(prep, dim3(pc, unsigned(H)), kPrepThreads, prepSmem, be.stream(), qkv + p0 * rowQkv, Tp,
-                                H, g + p0 * rowG, beta + p0 * H, rec, qScale);
+        cuda::launchPlain(prep, dim3(pc, unsigned(H)), kPrepThreads, prepSmem, be.stream(), qkv + p0 * rowQkv, Tp, H,
+                          g + p0 * rowG, beta + p0 * H, rec, qScale);
         TS_CUDA_LAUNCH_CHECK();
-        cuda::launchPlain(step, dim3(unsigned(H), unsigned(DK / kJ)), kStateThreads, stateSmem, be.stream(), rec,
-                                Tp, H, state, out + p0 * rowG);
+        cuda::launchPlain(step, dim3(unsigned(H), unsigned(DK / kJ)), kStateThreads, stateSmem, be.stream(), rec, Tp, H,
+                          state, out + p0 * rowG);
         TS_CUDA_LAUNCH_CHECK();
     }
     return true;

@@ -303,8 +303,7 @@ void gemvSplitLaunch(const float* x, const void* W, float* y, int64_t N, int64_t
     const unsigned grid = unsigned((N + RS - 1) / RS);
     const bool stream = gemvStreamLoads();
     if constexpr (BOUNDED) {
-        if (stream)
-            cuda::launchPlain(gemvSplitBoundedKernel<DT, NT, RS, true>, grid, kThreads, 0, s, x, W, y, N, K);
+        if (stream) cuda::launchPlain(gemvSplitBoundedKernel<DT, NT, RS, true>, grid, kThreads, 0, s, x, W, y, N, K);
         else cuda::launchPlain(gemvSplitBoundedKernel<DT, NT, RS, false>, grid, kThreads, 0, s, x, W, y, N, K);
     } else {
         if (stream) cuda::launchPlain(gemvSplitKernel<DT, NT, RS, true>, grid, kThreads, 0, s, x, W, y, N, K);
@@ -343,11 +342,10 @@ void launchGemvVec(const float* x, const void* W, float* y, int64_t N, int64_t K
     constexpr int R = NT <= 2 ? 1 : (NT <= 4 ? 2 : 4);
     const int64_t warps = (N + R - 1) / R;
     if (gemvStreamLoads())
-        cuda::launchPlain(gemvVecKernel<DT, NT, R, true>, gridFor(warps * 32, kThreads), kThreads, 0, s, x, W, y,
-                                N, K);
+        cuda::launchPlain(gemvVecKernel<DT, NT, R, true>, gridFor(warps * 32, kThreads), kThreads, 0, s, x, W, y, N, K);
     else
-        cuda::launchPlain(gemvVecKernel<DT, NT, R, false>, gridFor(warps * 32, kThreads), kThreads, 0, s, x, W, y,
-                                N, K);
+        cuda::launchPlain(gemvVecKernel<DT, NT, R, false>, gridFor(warps * 32, kThreads), kThreads, 0, s, x, W, y, N,
+                          K);
 }
 
 template <int DT>
@@ -616,8 +614,8 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
             else if (dt == 1) dispatchGemvVec<1>(int(T), X, W, Y, N, K, m_stream);
             else dispatchGemvVec<2>(int(T), X, W, Y, N, K, m_stream);
         } else {
-            cuda::launchPlain(gemvScalarKernel, gridFor(N * 32, kThreads), kThreads, 0, m_stream, X, W, dt, Y,
-                                    int(T), N, K);
+            cuda::launchPlain(gemvScalarKernel, gridFor(N * 32, kThreads), kThreads, 0, m_stream, X, W, dt, Y, int(T),
+                              N, K);
         }
         TS_CUDA_LAUNCH_CHECK();
         return;
@@ -664,21 +662,17 @@ void CudaBackend::rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer
     const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
     const int64_t nv = (D / 4 + kThreads - 1) / kThreads;  // float4 per thread in the vector form
     if (D <= kNormWarpMaxD) {
-        cuda::launchPlain(rmsnormKernel<true>, gridFor(rows, kNormRowsPerBlock), kThreads, 0, m_stream, x.f32(),
-                                rows, D, W, eps, y.f32());
+        cuda::launchPlain(rmsnormKernel<true>, gridFor(rows, kNormRowsPerBlock), kThreads, 0, m_stream, x.f32(), rows,
+                          D, W, eps, y.f32());
     } else if (D % 4 == 0 && nv <= 8 && aligned(x.f32()) && aligned(y.f32()) && (!W || aligned(W))) {
         if (nv <= 2)
-            cuda::launchPlain(rmsnormVecKernel<2>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps,
-                                    y.f32());
+            cuda::launchPlain(rmsnormVecKernel<2>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps, y.f32());
         else if (nv <= 4)
-            cuda::launchPlain(rmsnormVecKernel<4>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps,
-                                    y.f32());
-        else
-            cuda::launchPlain(rmsnormVecKernel<8>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps,
-                                    y.f32());
+            cuda::launchPlain(rmsnormVecKernel<4>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps, y.f32());
+        else cuda::launchPlain(rmsnormVecKernel<8>, unsigned(rows), kThreads, 0, m_stream, x.f32(), D, W, eps, y.f32());
     } else
         cuda::launchPlain(rmsnormKernel<false>, unsigned(rows), kThreads, 0, m_stream, x.f32(), rows, D, W, eps,
-                                y.f32());
+                          y.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -690,11 +684,11 @@ void CudaBackend::layernorm(const Buffer& x, int64_t rows, int64_t D, const Buff
     TS_CHECK(w.size() >= size_t(D) * 4 && b.size() >= size_t(D) * 4, "layernorm: weight or bias too small");
     if (rows <= 0 || D <= 0) return;
     if (D <= kNormWarpMaxD)
-        cuda::launchPlain(layernormKernel<true>, gridFor(rows, kNormRowsPerBlock), kThreads, 0, m_stream, x.f32(),
-                                rows, D, w.f32(), b.f32(), eps, y.f32());
+        cuda::launchPlain(layernormKernel<true>, gridFor(rows, kNormRowsPerBlock), kThreads, 0, m_stream, x.f32(), rows,
+                          D, w.f32(), b.f32(), eps, y.f32());
     else
-        cuda::launchPlain(layernormKernel<false>, unsigned(rows), kThreads, 0, m_stream, x.f32(), rows, D,
-                                w.f32(), b.f32(), eps, y.f32());
+        cuda::launchPlain(layernormKernel<false>, unsigned(rows), kThreads, 0, m_stream, x.f32(), rows, D, w.f32(),
+                          b.f32(), eps, y.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -706,7 +700,7 @@ void CudaBackend::swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_
              "swiglu: buffer too small");
     if (n <= 0) return;
     cuda::launchPlain(swigluKernel, gridFor(n, kThreads), kThreads, 0, m_stream, gate.f32(), up.f32(), n, limit,
-                            out.f32());
+                      out.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -764,12 +758,12 @@ void CudaBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, con
     if (D % 4 == 0 && aligned16(src.f32()) && aligned16(dst.f32())) {
         const int64_t D4 = D / 4, total = T * n * D4;
         cuda::launchPlain(repeatRowsKernel<float4>, gridFor(total, kThreads), kThreads, 0, m_stream,
-                                reinterpret_cast<const float4*>(src.f32()), total, D4, n * D4,
-                                reinterpret_cast<float4*>(dst.f32()));
+                          reinterpret_cast<const float4*>(src.f32()), total, D4, n * D4,
+                          reinterpret_cast<float4*>(dst.f32()));
     } else {
         const int64_t total = T * n * D;
-        cuda::launchPlain(repeatRowsKernel<float>, gridFor(total, kThreads), kThreads, 0, m_stream, src.f32(),
-                                total, D, n * D, dst.f32());
+        cuda::launchPlain(repeatRowsKernel<float>, gridFor(total, kThreads), kThreads, 0, m_stream, src.f32(), total, D,
+                          n * D, dst.f32());
     }
     TS_CUDA_LAUNCH_CHECK();
 }

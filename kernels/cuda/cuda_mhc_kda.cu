@@ -727,7 +727,7 @@ void launchKdaRecurrent(cudaStream_t st, const float* qkv, int64_t T, int H, int
     const size_t smem = size_t(6 * Dk + 128 + 4 * RG * 32) * sizeof(float);
     TS_CHECK(32 * RG <= MAXT, "kdaRecurrent: block too large");
     cuda::launchPlain(kdaRecurrentKernel<R, MAXT>, grid, block, smem, st, qkv, T, H, Dk, g, beta, state, out,
-                            1.0f / sqrtf(float(Dk)), seqs);
+                      1.0f / sqrtf(float(Dk)), seqs);
 }
 
 // o[r, j] ← w[j] · (o[r, j] · inv_r) · sigmoid(gate[r, j]), one warp per row r of Dv.
@@ -788,8 +788,7 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     const int itersHere = aside ? 0 : p.sinkhornIters;
     auto sinkhornAside = [&] {
         if (!aside) return;
-        cuda::launchPlain(mhcSinkhornKernel, unsigned(T), 32, 0, forkSide(), comb.f32(), n, p.sinkhornIters,
-                                p.hcEps);
+        cuda::launchPlain(mhcSinkhornKernel, unsigned(T), 32, 0, forkSide(), comb.f32(), n, p.sinkhornIters, p.hcEps);
         TS_CUDA_LAUNCH_CHECK();
         sideIssued();
     };
@@ -800,9 +799,9 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
         auto launchFused = [&](auto kernel) {
             if (smem > 48 * 1024)
                 TS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-            cuda::launchPlain(kernel, grid1, threads1, smem, stream(), streams.f32(), D, n, fn, nChunks, part,
-                                    cnt, p.base.f32(), p.scale.f32(), itersHere, p.hcEps, p.normEps, x.f32(),
-                                    post.f32(), comb.f32());
+            cuda::launchPlain(kernel, grid1, threads1, smem, stream(), streams.f32(), D, n, fn, nChunks, part, cnt,
+                              p.base.f32(), p.scale.f32(), itersHere, p.hcEps, p.normEps, x.f32(), post.f32(),
+                              comb.f32());
         };
         if (wide) {
             launchFused(mhcPreFusedKernel<0, true>);
@@ -816,22 +815,22 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
         return;
     }
     if (wide) {
-        cuda::launchPlain(mhcPartialWideKernel, grid1, threads1, smem1, stream(), streams.f32(), width, fn,
-                                nChunks, part);
+        cuda::launchPlain(mhcPartialWideKernel, grid1, threads1, smem1, stream(), streams.f32(), width, fn, nChunks,
+                          part);
     } else {
         switch (dt) {
-            case 0:
-                cuda::launchPlain(mhcPartialKernel<0>, grid1, threads1, smem1, stream(), streams.f32(), width, fn,
-                                        mix, nChunks, part);
-                break;
-            case 1:
-                cuda::launchPlain(mhcPartialKernel<1>, grid1, threads1, smem1, stream(), streams.f32(), width, fn,
-                                        mix, nChunks, part);
-                break;
-            default:
-                cuda::launchPlain(mhcPartialKernel<2>, grid1, threads1, smem1, stream(), streams.f32(), width, fn,
-                                        mix, nChunks, part);
-                break;
+        case 0:
+            cuda::launchPlain(mhcPartialKernel<0>, grid1, threads1, smem1, stream(), streams.f32(), width, fn, mix,
+                              nChunks, part);
+            break;
+        case 1:
+            cuda::launchPlain(mhcPartialKernel<1>, grid1, threads1, smem1, stream(), streams.f32(), width, fn, mix,
+                              nChunks, part);
+            break;
+        default:
+            cuda::launchPlain(mhcPartialKernel<2>, grid1, threads1, smem1, stream(), streams.f32(), width, fn, mix,
+                              nChunks, part);
+            break;
         }
     }
     TS_CUDA_LAUNCH_CHECK();
@@ -843,8 +842,8 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     if (smemMix > 48 * 1024)
         TS_CUDA_CHECK(cudaFuncSetAttribute(mhcMixKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smemMix)));
     cuda::launchPlain(mhcMixKernel, grid2, kMixThreads, smemMix, stream(), streams.f32(), D, n, part, nChunks,
-                            p.base.f32(), p.scale.f32(), itersHere, p.hcEps, p.normEps, dPerBlock, x.f32(), post.f32(),
-                            comb.f32());
+                      p.base.f32(), p.scale.f32(), itersHere, p.hcEps, p.normEps, dPerBlock, x.f32(), post.f32(),
+                      comb.f32());
     TS_CUDA_LAUNCH_CHECK();
     sinkhornAside();
 }
@@ -859,13 +858,13 @@ void CudaBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, co
     const unsigned blocks = blocksFor(T * D, 256);
     if (n <= 4)
         cuda::launchPlain(mhcPostKernel<4>, blocks, 256, 0, stream(), streams.f32(), T, D, n, y.f32(), post.f32(),
-                                comb.f32());
+                          comb.f32());
     else if (n <= 8)
         cuda::launchPlain(mhcPostKernel<8>, blocks, 256, 0, stream(), streams.f32(), T, D, n, y.f32(), post.f32(),
-                                comb.f32());
+                          comb.f32());
     else
-        cuda::launchPlain(mhcPostKernel<32>, blocks, 256, 0, stream(), streams.f32(), T, D, n, y.f32(),
-                                post.f32(), comb.f32());
+        cuda::launchPlain(mhcPostKernel<32>, blocks, 256, 0, stream(), streams.f32(), T, D, n, y.f32(), post.f32(),
+                          comb.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -890,12 +889,12 @@ void CudaBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, c
         TS_CUDA_CHECK(cudaMemcpyAsync(copyOf, x.f32(), bytes, cudaMemcpyDeviceToDevice, stream()));
         xs = copyOf;
     }
-    cuda::launchPlain(convSiluKernel, blocksFor(T * C, 256), 256, 0, stream(), xs, T, C, K, w.f32(),
-                            convState.f32(), out.f32(), SeqStates{});
+    cuda::launchPlain(convSiluKernel, blocksFor(T * C, 256), 256, 0, stream(), xs, T, C, K, w.f32(), convState.f32(),
+                      out.f32(), SeqStates{});
     TS_CUDA_LAUNCH_CHECK();
     if (K > 1) {  // after the conv (stream order): it read the old state
         cuda::launchPlain(convStateKernel, blocksFor(C, 256), 256, 0, stream(), xs, T, C, K, convState.f32(),
-                                SeqStates{});
+                          SeqStates{});
         TS_CUDA_LAUNCH_CHECK();
     }
 }
@@ -939,8 +938,7 @@ void CudaBackend::causalConvSiluBatch(const Buffer& x, const int64_t* rows, int6
     TS_CHECK(!overlaps(x, size_t(T * C) * 4, out, size_t(T * C) * 4), "causalConvSiluBatch: x and out overlap");
     const SeqStates seqs = uploadSeqStates(*this, rows, nSeqs, convStates, size_t((K - 1) * C) * 4, "causalConvSilu");
     const dim3 convGrid{unsigned(blocksFor(maxRows * C, 256)), unsigned(nSeqs)};
-    cuda::launchPlain(convSiluKernel, convGrid, 256, 0, stream(), x.f32(), 0, C, K, w.f32(), nullptr, out.f32(),
-                            seqs);
+    cuda::launchPlain(convSiluKernel, convGrid, 256, 0, stream(), x.f32(), 0, C, K, w.f32(), nullptr, out.f32(), seqs);
     TS_CUDA_LAUNCH_CHECK();
     if (K > 1) {  // after the conv (stream order): it read the old states
         const dim3 stateGrid{unsigned(blocksFor(C, 256)), unsigned(nSeqs)};
@@ -955,8 +953,8 @@ void CudaBackend::kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, con
     if (op.skip()) return;
     const int64_t n = T * H * Dk;
     if (n <= 0) return;
-    cuda::launchPlain(kdaGateKernel, blocksFor(n, 256), 256, 0, stream(), f.f32(), T, H, Dk, aLog.f32(),
-                            dtBias.f32(), lowerBound, std::isnan(lowerBound));
+    cuda::launchPlain(kdaGateKernel, blocksFor(n, 256), 256, 0, stream(), f.f32(), T, H, Dk, aLog.f32(), dtBias.f32(),
+                      lowerBound, std::isnan(lowerBound));
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -1005,8 +1003,8 @@ void CudaBackend::gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv
     const int64_t rows = T * H;
     if (rows <= 0 || Dv <= 0) return;
     constexpr int kWarps = 8;
-    cuda::launchPlain(gatedRmsnormKernel, blocksFor(rows, kWarps), kWarps * 32, 0, stream(), o.f32(), rows, Dv,
-                            w.f32(), eps, gate.f32());
+    cuda::launchPlain(gatedRmsnormKernel, blocksFor(rows, kWarps), kWarps * 32, 0, stream(), o.f32(), rows, Dv, w.f32(),
+                      eps, gate.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 

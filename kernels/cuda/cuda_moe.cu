@@ -543,15 +543,14 @@ void CudaBackend::routeOnDevice(const Buffer& x, int64_t T, const WeightView& ga
     else launch(std::integral_constant<int, 2>{});
     TS_CUDA_LAUNCH_CHECK();
     if (nGroup == 1 && E <= kRankMaxE && topk <= kSelMaxTopk && T <= 64) {  // decode and short steps
-        cuda::launchPlain(routerRankSelectKernel, unsigned(T), kRankThreads, 0, m_stream, s, choice, int(E),
-                                int(topk), normTopk, scaling, dIdx, dWeight);
+        cuda::launchPlain(routerRankSelectKernel, unsigned(T), kRankThreads, 0, m_stream, s, choice, int(E), int(topk),
+                          normTopk, scaling, dIdx, dWeight);
         TS_CUDA_LAUNCH_CHECK();
         return;
     }
     cuda::launchPlain(routerSelectKernel, unsigned((T + kSelectWarps - 1) / kSelectWarps), kSelectWarps * 32, 0,
-                            m_stream, s, choice, T, int(E), int(nGroup),
-                            int(topkGroup < INT32_MAX ? topkGroup : INT32_MAX), int(topk), normTopk, scaling,
-                            groupScore, groupMasked, dIdx, dWeight);
+                      m_stream, s, choice, T, int(E), int(nGroup), int(topkGroup < INT32_MAX ? topkGroup : INT32_MAX),
+                      int(topk), normTopk, scaling, groupScore, groupMasked, dIdx, dWeight);
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -593,8 +592,8 @@ void CudaBackend::gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel,
     const int32_t* sel = uploadInts(kScratchSel, hostSel, n);
     const int64_t chunks = (D + kRowChunk - 1) / kRowChunk;
     TS_CHECK(n <= INT32_MAX && chunks <= 65535, "gatherRows: too large");
-    cuda::launchPlain(gatherRowsKernel, dim3(unsigned(n), unsigned(chunks)), kRowThreads, 0, m_stream, x.f32(),
-                            sel, D, rows.f32());
+    cuda::launchPlain(gatherRowsKernel, dim3(unsigned(n), unsigned(chunks)), kRowThreads, 0, m_stream, x.f32(), sel, D,
+                      rows.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 
@@ -629,8 +628,8 @@ void CudaBackend::scatterAddRows(const Buffer& rows, int64_t D, const int32_t* h
     const int64_t chunks = (D + kRowChunk - 1) / kRowChunk;
     TS_CHECK(chunks <= 65535, "scatterAddRows: rows too wide");
     const dim3 grid{unsigned(U), unsigned(chunks)};
-    cuda::launchPlain(scatterAddRowsKernel<kCpuFusesMulAdd>, grid, kRowThreads, 0, m_stream, rows.f32(), D,
-                            dPacked, dPacked + U, dPacked + 2 * U + 1, dScale, y.f32());
+    cuda::launchPlain(scatterAddRowsKernel<kCpuFusesMulAdd>, grid, kRowThreads, 0, m_stream, rows.f32(), D, dPacked,
+                      dPacked + U, dPacked + 2 * U + 1, dScale, y.f32());
     TS_CUDA_LAUNCH_CHECK();
 }
 

@@ -200,10 +200,10 @@ bool CudaBackend::denseExpertsRouted(const Buffer& x, int64_t T, int64_t D, int6
         constexpr int DT = decltype(dtTag)::value;
         constexpr bool VEC = decltype(vecTag)::value;
         cuda::launchPlain(denseGateUpKernel<DT, VEC>, gu, kThreads, 0, m_stream, x.f32(), idx.i32(), tab, int(E),
-                                int(topk), D, I, limit, h.f32());
+                          int(topk), D, I, limit, h.f32());
         TS_CUDA_LAUNCH_CHECK();
-        cuda::launchPlain(denseDownKernel<DT, VEC>, dn, kThreads, 0, m_stream, h.f32(), idx.i32(), weight.f32(),
-                                tab, int(E), int(topk), D, I, y.f32());
+        cuda::launchPlain(denseDownKernel<DT, VEC>, dn, kThreads, 0, m_stream, h.f32(), idx.i32(), weight.f32(), tab,
+                          int(E), int(topk), D, I, y.f32());
         TS_CUDA_LAUNCH_CHECK();
     };
     auto byVec = [&](auto dtTag) {

@@ -204,6 +204,16 @@ size_t limitedBlockSmemOptin(size_t deviceOptin) {
     return std::min(deviceOptin, size_t(s.shape.smemPerSm - s.shape.reservedPerBlock));
 }
 
+void launchFailed(cudaError_t e, const void* fn) {
+    (void)cudaGetLastError();
+    const char* name = nullptr;
+    if (cudaFuncGetName(&name, fn) != cudaSuccess || !name) {
+        (void)cudaGetLastError();
+        name = "a kernel";
+    }
+    throwCuda((std::string("launch of ") + name).c_str(), cudaGetErrorString(e), __FILE__, __LINE__);
+}
+
 size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem) {
     SmLimitState& s = smLimitState();
     if (!s.on.load(std::memory_order_acquire)) return dynSmem;

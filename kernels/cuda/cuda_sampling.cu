@@ -725,8 +725,8 @@ bool CudaBackend::sampleRows(const Buffer& logits, int64_t V, int64_t n, const D
         float* work = copies ? static_cast<float*>(scratch(kScratchC, size_t(copies * pitch) * 4)) : nullptr;
         auto* dOut = static_cast<SampleOutput*>(scratch(kScratchB, size_t(rows) * sizeof(SampleOutput)));
         cuda::launchPlain(sampleRowsKernel, unsigned(rows), kThreads, 0, m_stream, logits.f32(), int(V), idBits,
-                                reinterpret_cast<const RowArgs*>(dPacked),
-                                reinterpret_cast<const SampleLogitAdjust*>(dPacked + argBytes), work, dOut);
+                          reinterpret_cast<const RowArgs*>(dPacked),
+                          reinterpret_cast<const SampleLogitAdjust*>(dPacked + argBytes), work, dOut);
         TS_CUDA_LAUNCH_CHECK();
         TS_CUDA_CHECK(cudaMemcpyAsync(out + first, dOut, size_t(rows) * sizeof(SampleOutput), cudaMemcpyDeviceToHost,
                                       m_stream));

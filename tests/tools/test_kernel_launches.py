@@ -4,7 +4,9 @@
 Why: those two apply the SM limits (TS_CUDA_SM_LIMITS=gb10, kernels/cuda/cuda_partition.cu) — a kernel launched with
 <<<>>> would keep the host GPU's per-SM limits and make the GB10 measurements silently optimistic, as the dense GEMVs,
 norms and KDA kernels were before they moved to launchPlain. So this fails on any <<<...>>> launch in a CUDA source
-of the repository (comments aside), naming file and line. Standard library only; CTest runs it (label unit).
+of the repository (comments aside), naming file and line: any `<<<` outside a comment, since C++ gives it no other
+meaning — so a launch whose configuration spans lines or holds `<` / `>` is caught too. Standard library only;
+CTest runs it (label unit).
 """
 import os
 import re
@@ -12,9 +14,9 @@ import sys
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SOURCES = (".cu", ".cuh")
+SOURCES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
 SKIP_DIRS = {".git", "node_modules", ".device-stash"}
-LAUNCH = re.compile(r"<<<[^<>]*>>>")
+LAUNCH = re.compile(r"<<<")
 
 
 def code_of(line):
@@ -43,6 +45,8 @@ class KernelLaunches(unittest.TestCase):
         # What it must catch and what it must let pass, so that a broken pattern cannot pass the real check below.
         self.assertEqual(len(raw_launches("    k<<<grid, 256, 0, s>>>(x);\n")), 1)
         self.assertEqual(len(raw_launches("    k<T, 4><<<dim3(a, b), 128>>>(x, y);\n")), 1)
+        self.assertEqual(len(raw_launches("    k<<<grid, std::max<int>(a, b), 0,\n       s>>>(x);\n")), 1)
+        self.assertEqual(len(raw_launches("    k<T>\n        <<<g, a > b ? 64 : 32>>>(x);\n")), 1)
         self.assertEqual(raw_launches("// fn<<<grid, block, smem, stream>>>(args...)\n"), [])
         self.assertEqual(raw_launches("/* k<<<1, 1>>>() */\ncuda::launchPlain(k, 1, 1, 0, s);\n"), [])
         self.assertEqual(raw_launches("int a = b << 3; bool c = d >> 2;\n"), [])
