@@ -2,8 +2,8 @@
 // chosen backend against the CPU reference, on fresh random inputs with poisoned outputs
 // (engine/selftest); (2) for each --model directory (by default the embedded models this binary finds, the
 // EXL3 default and its BF16 original beside it: the golden checkpoints a user has), the whole model's logits on
-// the backend against the CPU forward: a seeded prompt prefilled at once, then decode steps one token at a time, with the exact
-// fp32 KV cache (so only arithmetic differs) and with fp8. Prints a table; exit 1 on any failure.
+// the backend against the CPU forward: a seeded prompt prefilled at once, then decode steps one token at a time,
+// with the exact fp32 KV cache (so only arithmetic differs) and with fp8. Prints a table; exit 1 on any failure.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
