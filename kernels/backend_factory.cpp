@@ -215,6 +215,9 @@ std::unique_ptr<Backend> makeBackend(const std::string& name) {
         try {
             return makeCudaBackendImpl(0);
         } catch (const Error& e) {
+            // A setting the user got wrong (TS_CUDA_SM_LIMITS naming no known SM) is an error under "auto" too:
+            // falling back to the CPU would quietly run something else than was asked for.
+            if (e.kind() == ErrorKind::InvalidArgument) throw;
             // "auto": a visible device that cannot be opened (busy, exclusive mode, out of memory) is not
             // a reason to refuse to run; say so and use the CPU.
             std::fprintf(stderr, "warning: --backend auto: the CUDA device could not be opened (%s); using the CPU\n",

@@ -109,13 +109,15 @@ CudaBackend::CudaBackend(int device) : m_device(device) {
     TS_CUDA_CHECK(cudaFree(nullptr));  // the context exists from here on: what it takes is not ours to plan
     checkKernelImage();
     openMemoryAccounting();
-    TS_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
-    int leastPriority = 0, greatestPriority = 0;
-    TS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
-    TS_CUDA_CHECK(cudaStreamCreateWithPriority(&m_side, cudaStreamNonBlocking, greatestPriority));
-    openSmLimits();  // TS_CUDA_SM_LIMITS: a GB10 SM's shared memory and threads per SM (a bad name fails first)
+    // TS_CUDA_SM_LIMITS: a GB10 SM's shared memory and threads per SM. Before anything is created, so that a bad
+    // name fails with nothing to release.
+    openSmLimits();
     // A constructor that throws runs no destructor: from here on a failure hands the process-wide limits back.
     try {
+        TS_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
+        int leastPriority = 0, greatestPriority = 0;
+        TS_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
+        TS_CUDA_CHECK(cudaStreamCreateWithPriority(&m_side, cudaStreamNonBlocking, greatestPriority));
         openSmPartition(greatestPriority);  // TS_CUDA_SMS: both streams moved into a green context
         TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideFork, cudaEventDisableTiming));
         TS_CUDA_CHECK(cudaEventCreateWithFlags(&m_sideJoin, cudaEventDisableTiming));

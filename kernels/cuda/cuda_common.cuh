@@ -172,8 +172,8 @@ __device__ __forceinline__ unsigned smId() {
 namespace ts::cuda {
 
 // Another GPU's per-SM limits on this one (TS_CUDA_SM_LIMITS=gb10; cuda_partition.cu, sm_limits.h), used where
-// kernels are launched and grids are planned; while none are set both give back what they are given (one
-// atomic load). limitedResidentBlocks: of fn's blocks (threads, dynamic shared memory), the device's SM holds
+// kernels are launched and grids are planned; while none are set each gives back what it is given (a call and
+// an atomic load). limitedResidentBlocks: of fn's blocks (threads, dynamic shared memory), the device's SM holds
 // deviceBlocks; how many the limited SM holds. limitedLaunchSmem: the dynamic shared memory to launch fn with so
 // that the device's SM holds no more of its blocks than the limited one would (the function's maximum dynamic
 // shared memory raised to it when needed); an error if the limited SM could not hold one. limitedBlockSmemOptin:

@@ -27,8 +27,8 @@
 // The SMs' own limits (TS_CUDA_SM_LIMITS=gb10, or bench-device --sm-limits gb10; with or without a partition): each
 // SM holds no more blocks of a kernel than a GB10 SM would (100 KiB of shared memory, 1,536 threads; sm_limits.h
 // says why this matters). props() then reports the GB10's shared memory per SM and per block and its threads per
-// SM, so the planners that read them plan within them; the EXL3 decode planner counts resident blocks through
-// limitedResidentBlocks; and every launch of ours (launchPdl and launchPlain, cuda_common.cuh: all of kernels/cuda's
+// SM, so the planners that read them plan within them; the EXL3 decode and prefill planners count resident blocks
+// through limitedResidentBlocks; and every launch of ours (launchPdl and launchPlain, cuda_common.cuh: all of kernels/cuda's
 // kernels) gets its dynamic shared memory padded (limitedLaunchSmem) so that the device's SM really holds that
 // many. cuBLAS's kernels keep the device's limits.
 // Test: the arithmetic on the host (tests/kernels/test_sm_limits.cpp); on a GPU, `TS_CUDA_SM_LIMITS=gb10
@@ -269,7 +269,7 @@ void CudaBackend::openSmLimits() {
     const int64_t devSmem = int64_t(m_props.sharedMemPerMultiprocessor);
     if (devSmem < shape->smemPerSm || m_props.maxThreadsPerMultiProcessor < shape->threadsPerSm)
         fail(ErrorKind::Unsupported, std::string("TS_CUDA_SM_LIMITS=") + v + ": the " + m_props.name +
-                                         "'s SMs are not larger than a " + v + " SM's; nothing to limit");
+                                         "'s SMs are smaller than a " + v + " SM's: its limits cannot be emulated on them");
     SmLimitState& s = smLimitState();
     {
         std::lock_guard<std::mutex> lock(s.mutex);
