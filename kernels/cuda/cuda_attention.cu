@@ -227,7 +227,6 @@ void launchHeadGemm(const GemmArgs& g, int64_t H, cudaStream_t stream) {
         TS_CHECK(grid.y <= 65535, "mla GEMM: too many rows");
         cuda::launchPlain(headGemmKernel<64>, grid, 256, 0, stream, g);
     }
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 // --- sparse attention ---------------------------------------------------------------------------------
@@ -645,7 +644,6 @@ void CudaBackend::mlaCacheWriteBatch(const Buffer& c, const SeqRows* seqs, int64
         cuda::launchPlain(mlaCacheWriteFp8Kernel, grid, 128, 0, stream(), c.f32(), R, dSlots, cache.bytes(),
                           int64_t(eb), FLT_MIN * 448.0f);
     }
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::mlaAbsorbQ(const Buffer& q, int64_t T, int64_t H, int64_t dn, int64_t dv, const WeightView& kvb,
@@ -729,7 +727,6 @@ void CudaBackend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seq
     } else {
         cuda::launchPlain(mlaSelectSlotsKernel, unsigned(T), 1024, 0, st, idx.i32(), width, dq.blocks, dq.qTable,
                           dq.qBlocks, seqs[0].pages.blockSize, sel, count);
-        TS_CUDA_LAUNCH_CHECK();
     }
 
     // Several chunks per query: their partials in scratch, o [T, H, chunks, R] then (max, sum) [T, H, chunks, 2].
@@ -803,7 +800,6 @@ void CudaBackend::mlaSparseAttentionBatch(const Buffer& qLat, const SeqRows* seq
     else if (rpt <= 4) launchSparseAttn<4>(a, grid, shmem, st);
     else if (rpt <= 8) launchSparseAttn<8>(a, grid, shmem, st);
     else launchSparseAttn<16>(a, grid, shmem, st);
-    TS_CUDA_LAUNCH_CHECK();
 
     // (3) merge the chunks.
     if (chunks > 1) {

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -166,14 +167,18 @@ __device__ __forceinline__ unsigned smId() {
 }  // namespace ts::cuda
 
 #define TS_CUDA_CHECK(expr) ::ts::cuda::check((expr), #expr, __FILE__, __LINE__)
-// After a kernel launch: launch-configuration errors surface here, execution errors at the next sync.
-#define TS_CUDA_LAUNCH_CHECK() ::ts::cuda::check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+// (Kernel launches need no check after them: launchPdl below throws on a failed launch, naming the kernel; errors of
+// the kernel's execution surface at the next synchronising call.)
 
 namespace ts::cuda {
 
 // Another GPU's per-SM limits on this one (TS_CUDA_SM_LIMITS=gb10; cuda_partition.cu, sm_limits.h), used where
-// kernels are launched and grids are planned; while none are set each gives back what it is given (a call and
-// an atomic load). limitedResidentBlocks: of fn's blocks (threads, dynamic shared memory), the device's SM holds
+// kernels are launched and grids are planned; while none are set each gives back what it is given.
+// g_smLimitsOn: whether they are set (by the first CUDA backend opened under them, cleared by the last closed),
+// read inline by launchPdl so that a launch without limits makes no call for them (an atomic at namespace scope,
+// initialised before any code runs: no guard on the hot path).
+extern std::atomic<bool> g_smLimitsOn;
+// limitedResidentBlocks: of fn's blocks (threads, dynamic shared memory), the device's SM holds
 // deviceBlocks; how many the limited SM holds. limitedLaunchSmem: the dynamic shared memory to launch fn with so
 // that the device's SM holds no more of its blocks than the limited one would (the function's maximum dynamic
 // shared memory raised to it when needed); an error if the limited SM could not hold one. limitedBlockSmemOptin:
@@ -193,8 +198,9 @@ void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
-    cfg.dynamicSmemBytes =
-        limitedLaunchSmem(reinterpret_cast<const void*>(fn), int(block.x * block.y * block.z), smem);
+    cfg.dynamicSmemBytes = g_smLimitsOn.load(std::memory_order_acquire)
+                               ? limitedLaunchSmem(reinterpret_cast<const void*>(fn), int(block.x * block.y * block.z), smem)
+                               : smem;
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

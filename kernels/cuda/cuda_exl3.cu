@@ -379,7 +379,6 @@ void launchCombine(const Params& p, cudaStream_t stream) {
     if (p.Tf <= 0) return;
     const dim3 grid(unsigned(p.NB), unsigned((p.Tf + 7) / 8));
     cuda::launchPlain(combineKernel, grid, 256, 0, stream, p);
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void launchMoe(const MoeParams& p0, const Plan& planGU, const Plan& planD, int bits, int codebook, cudaStream_t stream) {

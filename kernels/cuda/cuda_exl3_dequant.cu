@@ -148,7 +148,6 @@ bool CudaBackend::exl3PrefillLinearCublas(const Buffer& x, int64_t T, const Devi
     const int64_t tiles = (d.k / 16) * (d.n / 16);
     cuda::launchPlain(dq, unsigned((tiles + kDqWarps - 1) / kDqWarps), kDqWarps * 32, 0, m_stream, d.trellis,
                       int(d.k / 16), int(d.n / 16), wd, 2 * d.k, d.k);
-    TS_CUDA_LAUNCH_CHECK();
 
     // Rows per group: A [rows, 2k] fp16, the exponents and Yr [rows, n] fp32 within the prefill budget (less 1 KiB for
     // the three pieces' 256-byte alignment, so that the arena keeps its size), the groups of one call equal to within a
@@ -178,7 +177,6 @@ bool CudaBackend::exl3PrefillLinearCublas(const Buffer& x, int64_t T, const Devi
         const int64_t warps = m * (d.n / 128);
         cuda::launchPlain(exl3PfOutKernel, unsigned((warps + kOutWarps - 1) / kOutWarps), kOutWarps * 32, 0, m_stream,
                           yr, int(d.n), int(m), e, d.svh, d.bias, int(out), y.f32() + t0 * out, out);
-        TS_CUDA_LAUNCH_CHECK();
     }
     return true;
 }

@@ -625,7 +625,6 @@ void CudaBackend::exl3PfGemm(const std::vector<exl3cuda::PfJobHost>& jobs, int b
     }
     noteSplits(splits);
     cuda::launchPlain(fn, unsigned(blocks), kPfThreads, smem, m_stream, P);
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int64_t k, int64_t kIn, void* ah,
@@ -639,7 +638,6 @@ void CudaBackend::exl3PfTransform(const std::vector<exl3cuda::PfRow>& rows, int6
         TS_CUDA_CHECK(cudaFuncSetAttribute(exl3PfTransformKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     cuda::launchPlain(exl3PfTransformKernel, unsigned(rows.size()), kPfTransformThreads, smem, m_stream, d, int(k),
                       int(kIn), static_cast<__half*>(ah), loOffset, ld > 0 ? ld : k, e);
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 bool CudaBackend::exl3PrefillLinear(const Buffer& x, int64_t T, const PackedLinear& p, const Buffer& y) {
@@ -748,7 +746,6 @@ bool CudaBackend::exl3PrefillMoe(const Buffer& x, int64_t T, int64_t D, int64_t 
         const int64_t total = T * D;
         cuda::launchPlain(exl3PfCombineKernel, unsigned((total + 255) / 256), 256, 0, m_stream, dOff, dSrc, dW, dOut,
                           int(D), int(T), y.f32());
-        TS_CUDA_LAUNCH_CHECK();
     }
     return true;
 }

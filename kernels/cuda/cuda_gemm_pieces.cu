@@ -59,7 +59,6 @@ void CudaBackend::gemmCublasPieces(const float* x, const void* W, float* y, int6
         const int64_t rows = std::min(chunk, T - t0), plane = rows * K, n8 = plane / 8;
         cuda::launchPlain(splitPiecesKernel, unsigned((n8 + kSplitThreads - 1) / kSplitThreads), kSplitThreads, 0,
                           m_stream, x + t0 * K, n8, plane, pieces);
-        TS_CUDA_LAUNCH_CHECK();
         // Column-major view: yᵀ [N, rows] = W [N, K] · pieceᵀ [K, rows]; W row-major [N, K] is column-major Wᵀ
         // with ld K, a piece row-major [rows, K] column-major [K, rows].
         for (int p = 0; p < 3; ++p)

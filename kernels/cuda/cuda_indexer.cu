@@ -419,12 +419,10 @@ void CudaBackend::indexerCacheWriteBatch(const Buffer& k, const Buffer& gate, co
         a.hadamard = isPow2(D);
         a.hs = 1.0f / std::sqrt(float(D));  // = cpu::hadamard's scale
         cuda::launchPlain(indexerPoolKernel, unsigned(pools.size()), 128, size_t(D) * 4, st, a);
-        TS_CUDA_LAUNCH_CHECK();
     }
     cuda::launchPlain(indexerRingKernel, unsigned(ring.size()), 128, 0, st, k.f32(), gate.f32(), D,
                       dt == KvCacheDtype::Fp8,
                       reinterpret_cast<const RingTask*>(d + pools.size() * sizeof(PoolTask) / 4));
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::indexerSelect(const Buffer& q, const Buffer& w, int64_t T, int64_t H, int64_t D, int64_t kp,
@@ -472,7 +470,6 @@ void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const Seq
         TS_CHECK(size_t(D) * 4 <= 48 * 1024, "indexerSelect: key dimension too large");
         cuda::launchPlain(indexerQuantQKernel, unsigned(T * H), 128, size_t(D) * 4, st, q.f32(), D, isPow2(D),
                           1.0f / std::sqrt(float(D)), mem, mem + T * H * D);
-        TS_CUDA_LAUNCH_CHECK();
         dq = mem;
         dqs = mem + T * H * D;
     }
@@ -559,7 +556,6 @@ void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const Seq
             } else {
                 const dim3 grid(unsigned((ncMax + 8 * sa.poolsPerWarp - 1) / (8 * sa.poolsPerWarp)), unsigned(n));
                 cuda::launchPlain(indexerScoreKernel, grid, 256, scoreShmem, st, sa);
-                TS_CUDA_LAUNCH_CHECK();
             }
         }
         ta.t0 = t0;
@@ -567,7 +563,6 @@ void CudaBackend::indexerSelectBatch(const Buffer& q, const Buffer& w, const Seq
             idxsel::launchTopSmem(ta, n, st);
         } else {
             cuda::launchPlain(indexerTopKernel, unsigned(n), kTopThreads, 0, st, ta);
-            TS_CUDA_LAUNCH_CHECK();
         }
     }
 

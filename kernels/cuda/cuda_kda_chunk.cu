@@ -473,10 +473,8 @@ bool runChunked(CudaBackend& be, const float* qkv, int64_t T, int H, const float
         const unsigned pc = unsigned((Tp + kC - 1) / kC);
         cuda::launchPlain(prep, dim3(pc, unsigned(H)), kPrepThreads, prepSmem, be.stream(), qkv + p0 * rowQkv, Tp, H,
                           g + p0 * rowG, beta + p0 * H, rec, qScale);
-        TS_CUDA_LAUNCH_CHECK();
         cuda::launchPlain(step, dim3(unsigned(H), unsigned(DK / kJ)), kStateThreads, stateSmem, be.stream(), rec, Tp, H,
                           state, out + p0 * rowG);
-        TS_CUDA_LAUNCH_CHECK();
     }
     return true;
 }

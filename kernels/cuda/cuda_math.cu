@@ -582,7 +582,6 @@ void CudaBackend::embedding(const int32_t* ids, int64_t T, const WeightView& tab
     const void* tab = deviceWeight(table);
     const int32_t* dIds = uploadInts(kScratchIds, ids, T);
     cuda::launchPlain(embeddingKernel, unsigned(T), kThreads, 0, m_stream, dIds, tab, dt, D, out.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const Buffer& y) {
@@ -617,7 +616,6 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
             cuda::launchPlain(gemvScalarKernel, gridFor(N * 32, kThreads), kThreads, 0, m_stream, X, W, dt, Y, int(T),
                               N, K);
         }
-        TS_CUDA_LAUNCH_CHECK();
         return;
     }
     // BF16 weights above 8 tokens (TS_GEMM): 1 the tensor-core kernel, 2 cuBLAS on three bf16 pieces, 3 (default)
@@ -649,7 +647,6 @@ void CudaBackend::linear(const Buffer& x, int64_t T, const WeightView& w, const 
     const dim3 grid(unsigned((N + kBN - 1) / kBN), unsigned(gy));
     if (dt == 0) cuda::launchPlain(gemmKernel<0>, grid, kThreads, 0, m_stream, X, W, Y, T, N, K, vecX, vecW);
     else cuda::launchPlain(gemmKernel<1>, grid, kThreads, 0, m_stream, X, W, Y, T, N, K, vecX, vecW);
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, float eps, const Buffer& y) {
@@ -673,7 +670,6 @@ void CudaBackend::rmsnorm(const Buffer& x, int64_t rows, int64_t D, const Buffer
     } else
         cuda::launchPlain(rmsnormKernel<false>, unsigned(rows), kThreads, 0, m_stream, x.f32(), rows, D, W, eps,
                           y.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::layernorm(const Buffer& x, int64_t rows, int64_t D, const Buffer& w, const Buffer& b, float eps,
@@ -689,7 +685,6 @@ void CudaBackend::layernorm(const Buffer& x, int64_t rows, int64_t D, const Buff
     else
         cuda::launchPlain(layernormKernel<false>, unsigned(rows), kThreads, 0, m_stream, x.f32(), rows, D, w.f32(),
                           b.f32(), eps, y.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_t I, float limit, const Buffer& out) {
@@ -701,7 +696,6 @@ void CudaBackend::swiglu(const Buffer& gate, const Buffer& up, int64_t T, int64_
     if (n <= 0) return;
     cuda::launchPlain(swigluKernel, gridFor(n, kThreads), kThreads, 0, m_stream, gate.f32(), up.f32(), n, limit,
                       out.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::add(const Buffer& x, const Buffer& y, int64_t n) {
@@ -710,7 +704,6 @@ void CudaBackend::add(const Buffer& x, const Buffer& y, int64_t n) {
     TS_CHECK(x.size() >= size_t(n) * 4 && y.size() >= size_t(n) * 4, "add: buffer too small");
     if (n <= 0) return;
     cuda::launchPlain(addKernel, gridFor(n, kThreads), kThreads, 0, m_stream, x.f32(), y.f32(), n);
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::scale(const Buffer& x, int64_t n, float s) {
@@ -719,7 +712,6 @@ void CudaBackend::scale(const Buffer& x, int64_t n, float s) {
     TS_CHECK(x.size() >= size_t(n) * 4, "scale: buffer too small");
     if (n <= 0) return;
     cuda::launchPlain(scaleKernel, gridFor(n, kThreads), kThreads, 0, m_stream, x.f32(), n, s);
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::zero(const Buffer& x) {
@@ -765,7 +757,6 @@ void CudaBackend::repeatRows(const Buffer& src, int64_t T, int64_t D, int n, con
         cuda::launchPlain(repeatRowsKernel<float>, gridFor(total, kThreads), kThreads, 0, m_stream, src.f32(), total, D,
                           n * D, dst.f32());
     }
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace ts

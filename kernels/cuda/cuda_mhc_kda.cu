@@ -789,7 +789,6 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     auto sinkhornAside = [&] {
         if (!aside) return;
         cuda::launchPlain(mhcSinkhornKernel, unsigned(T), 32, 0, forkSide(), comb.f32(), n, p.sinkhornIters, p.hcEps);
-        TS_CUDA_LAUNCH_CHECK();
         sideIssued();
     };
     if (mhccuda::fusedPre() && n <= kMhcThreads) {
@@ -810,7 +809,6 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
             else if (dt == 1) launchFused(mhcPreFusedKernel<1, false>);
             else launchFused(mhcPreFusedKernel<2, false>);
         }
-        TS_CUDA_LAUNCH_CHECK();
         sinkhornAside();
         return;
     }
@@ -833,7 +831,6 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
             break;
         }
     }
-    TS_CUDA_LAUNCH_CHECK();
     // Few tokens (decode): spread each token's D over several blocks, ~1024 columns each; many tokens:
     // one block per token (the grid is large enough, and Sinkhorn is not repeated).
     const int64_t dBlocks = T < 32 ? (D + 1023) / 1024 : 1;
@@ -844,7 +841,6 @@ void CudaBackend::mhcPre(const Buffer& streams, int64_t T, int64_t D, const Hype
     cuda::launchPlain(mhcMixKernel, grid2, kMixThreads, smemMix, stream(), streams.f32(), D, n, part, nChunks,
                       p.base.f32(), p.scale.f32(), itersHere, p.hcEps, p.normEps, dPerBlock, x.f32(), post.f32(),
                       comb.f32());
-    TS_CUDA_LAUNCH_CHECK();
     sinkhornAside();
 }
 
@@ -865,7 +861,6 @@ void CudaBackend::mhcPost(const Buffer& streams, int64_t T, int64_t D, int n, co
     else
         cuda::launchPlain(mhcPostKernel<32>, blocks, 256, 0, stream(), streams.f32(), T, D, n, y.f32(), post.f32(),
                           comb.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, const Buffer& out) {
@@ -874,7 +869,6 @@ void CudaBackend::mhcHead(const Buffer& streams, int64_t T, int64_t D, int n, co
     TS_CHECK(n >= 1, "mhcHead: n must be ≥ 1");
     if (T <= 0 || D <= 0) return;
     cuda::launchPlain(mhcHeadKernel, blocksFor(T * D, 256), 256, 0, stream(), streams.f32(), T, D, n, out.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, const Buffer& w,
@@ -891,11 +885,9 @@ void CudaBackend::causalConvSilu(const Buffer& x, int64_t T, int64_t C, int K, c
     }
     cuda::launchPlain(convSiluKernel, blocksFor(T * C, 256), 256, 0, stream(), xs, T, C, K, w.f32(), convState.f32(),
                       out.f32(), SeqStates{});
-    TS_CUDA_LAUNCH_CHECK();
     if (K > 1) {  // after the conv (stream order): it read the old state
         cuda::launchPlain(convStateKernel, blocksFor(C, 256), 256, 0, stream(), xs, T, C, K, convState.f32(),
                           SeqStates{});
-        TS_CUDA_LAUNCH_CHECK();
     }
 }
 
@@ -939,11 +931,9 @@ void CudaBackend::causalConvSiluBatch(const Buffer& x, const int64_t* rows, int6
     const SeqStates seqs = uploadSeqStates(*this, rows, nSeqs, convStates, size_t((K - 1) * C) * 4, "causalConvSilu");
     const dim3 convGrid{unsigned(blocksFor(maxRows * C, 256)), unsigned(nSeqs)};
     cuda::launchPlain(convSiluKernel, convGrid, 256, 0, stream(), x.f32(), 0, C, K, w.f32(), nullptr, out.f32(), seqs);
-    TS_CUDA_LAUNCH_CHECK();
     if (K > 1) {  // after the conv (stream order): it read the old states
         const dim3 stateGrid{unsigned(blocksFor(C, 256)), unsigned(nSeqs)};
         cuda::launchPlain(convStateKernel, stateGrid, 256, 0, stream(), x.f32(), 0, C, K, nullptr, seqs);
-        TS_CUDA_LAUNCH_CHECK();
     }
 }
 
@@ -955,7 +945,6 @@ void CudaBackend::kdaGate(const Buffer& f, int64_t T, int64_t H, int64_t Dk, con
     if (n <= 0) return;
     cuda::launchPlain(kdaGateKernel, blocksFor(n, 256), 256, 0, stream(), f.f32(), T, H, Dk, aLog.f32(), dtBias.f32(),
                       lowerBound, std::isnan(lowerBound));
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t Dk, const Buffer& g,
@@ -971,7 +960,6 @@ void CudaBackend::kdaRecurrent(const Buffer& qkv, int64_t T, int64_t H, int64_t 
     if (Dk <= 128) launchKdaRecurrent<8, 512>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
     else if (Dk <= 256) launchKdaRecurrent<16, 512>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
     else launchKdaRecurrent<32, 1024>(stream(), q, T, int(H), int(Dk), gp, bp, state.f32(), out.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int64_t nSeqs, int64_t H, int64_t Dk,
@@ -993,7 +981,6 @@ void CudaBackend::kdaRecurrentBatch(const Buffer& qkv, const int64_t* rows, int6
     const SeqStates seqs = uploadSeqStates(*this, rows, nSeqs, states, size_t(H * Dk * Dk) * 4, "kdaRecurrent");
     launchKdaRecurrent<8, 512>(stream(), qkv.f32(), 0, int(H), int(Dk), g.f32(), betaLogits.f32(), nullptr, out.f32(),
                                seqs, nSeqs);
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv, const Buffer& w, float eps,
@@ -1005,7 +992,6 @@ void CudaBackend::gatedRmsnorm(const Buffer& o, int64_t T, int64_t H, int64_t Dv
     constexpr int kWarps = 8;
     cuda::launchPlain(gatedRmsnormKernel, blocksFor(rows, kWarps), kWarps * 32, 0, stream(), o.f32(), rows, Dv, w.f32(),
                       eps, gate.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace ts

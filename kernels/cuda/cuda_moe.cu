@@ -541,17 +541,14 @@ void CudaBackend::routeOnDevice(const Buffer& x, int64_t T, const WeightView& ga
     if (gate.dtype == DType::BF16) launch(std::integral_constant<int, 0>{});
     else if (gate.dtype == DType::F16) launch(std::integral_constant<int, 1>{});
     else launch(std::integral_constant<int, 2>{});
-    TS_CUDA_LAUNCH_CHECK();
     if (nGroup == 1 && E <= kRankMaxE && topk <= kSelMaxTopk && T <= 64) {  // decode and short steps
         cuda::launchPlain(routerRankSelectKernel, unsigned(T), kRankThreads, 0, m_stream, s, choice, int(E), int(topk),
                           normTopk, scaling, dIdx, dWeight);
-        TS_CUDA_LAUNCH_CHECK();
         return;
     }
     cuda::launchPlain(routerSelectKernel, unsigned((T + kSelectWarps - 1) / kSelectWarps), kSelectWarps * 32, 0,
                       m_stream, s, choice, T, int(E), int(nGroup), int(topkGroup < INT32_MAX ? topkGroup : INT32_MAX),
                       int(topk), normTopk, scaling, groupScore, groupMasked, dIdx, dWeight);
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::moeRoute(const Buffer& x, int64_t T, const WeightView& gate, const Buffer& bias, int64_t E,
@@ -594,7 +591,6 @@ void CudaBackend::gatherRows(const Buffer& x, int64_t D, const int32_t* hostSel,
     TS_CHECK(n <= INT32_MAX && chunks <= 65535, "gatherRows: too large");
     cuda::launchPlain(gatherRowsKernel, dim3(unsigned(n), unsigned(chunks)), kRowThreads, 0, m_stream, x.f32(), sel, D,
                       rows.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 void CudaBackend::scatterAddRows(const Buffer& rows, int64_t D, const int32_t* hostSel, const float* hostScale,
@@ -630,7 +626,6 @@ void CudaBackend::scatterAddRows(const Buffer& rows, int64_t D, const int32_t* h
     const dim3 grid{unsigned(U), unsigned(chunks)};
     cuda::launchPlain(scatterAddRowsKernel<kCpuFusesMulAdd>, grid, kRowThreads, 0, m_stream, rows.f32(), D, dPacked,
                       dPacked + U, dPacked + 2 * U + 1, dScale, y.f32());
-    TS_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace ts

@@ -201,10 +201,8 @@ bool CudaBackend::denseExpertsRouted(const Buffer& x, int64_t T, int64_t D, int6
         constexpr bool VEC = decltype(vecTag)::value;
         cuda::launchPlain(denseGateUpKernel<DT, VEC>, gu, kThreads, 0, m_stream, x.f32(), idx.i32(), tab, int(E),
                           int(topk), D, I, limit, h.f32());
-        TS_CUDA_LAUNCH_CHECK();
         cuda::launchPlain(denseDownKernel<DT, VEC>, dn, kThreads, 0, m_stream, h.f32(), idx.i32(), weight.f32(), tab,
                           int(E), int(topk), D, I, y.f32());
-        TS_CUDA_LAUNCH_CHECK();
     };
     auto byVec = [&](auto dtTag) {
         if (vec) launch(dtTag, std::true_type{});

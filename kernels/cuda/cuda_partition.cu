@@ -140,6 +140,10 @@ void CudaBackend::closeSmPartition() {  // from the destructor, after the stream
 
 // ---- Another GPU's per-SM limits (TS_CUDA_SM_LIMITS) ------------------------------------------------------------
 
+namespace cuda {
+std::atomic<bool> g_smLimitsOn{false};  // (cuda_common.cuh) constant-initialised: its constructor is constexpr
+}  // namespace cuda
+
 namespace {
 
 // What the limits know of one kernel: its static shared memory, the highest maximum dynamic shared memory they
@@ -155,7 +159,6 @@ struct KernelLimits {
 // them, cleared by the last to close; one device) and, per kernel, what they came to, with per (kernel, threads,
 // dynamic shared memory) launched the padded dynamic shared memory.
 struct SmLimitState {
-    std::atomic<bool> on{false};
     std::mutex mutex;
     int backends = 0;  // CUDA backends open under them (on while > 0; all of a process read the same variable)
     int device = -1;
@@ -192,16 +195,16 @@ namespace cuda {
 
 int limitedResidentBlocks(const void* fn, int threads, size_t dynSmem, int deviceBlocks) {
     SmLimitState& s = smLimitState();
-    if (!s.on.load(std::memory_order_acquire)) return deviceBlocks;
+    if (!cuda::g_smLimitsOn.load(std::memory_order_acquire)) return deviceBlocks;
     std::lock_guard<std::mutex> lock(s.mutex);
     return limitedBlocks(s.shape, kernelOf(s, fn).staticSmem + int64_t(dynSmem), threads, deviceBlocks);
 }
 
 size_t limitedBlockSmemOptin(size_t deviceOptin) {
     SmLimitState& s = smLimitState();
-    if (!s.on.load(std::memory_order_acquire)) return deviceOptin;
+    if (!cuda::g_smLimitsOn.load(std::memory_order_acquire)) return deviceOptin;
     std::lock_guard<std::mutex> lock(s.mutex);
-    return std::min(deviceOptin, size_t(s.shape.smemPerSm - s.shape.reservedPerBlock));
+    return size_t(limitedBlockOptin(s.shape, int64_t(deviceOptin)));
 }
 
 void launchFailed(cudaError_t e, const void* fn) {
@@ -216,7 +219,7 @@ void launchFailed(cudaError_t e, const void* fn) {
 
 size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem) {
     SmLimitState& s = smLimitState();
-    if (!s.on.load(std::memory_order_acquire)) return dynSmem;
+    if (!cuda::g_smLimitsOn.load(std::memory_order_acquire)) return dynSmem;
     std::lock_guard<std::mutex> lock(s.mutex);
     KernelLimits& k = kernelOf(s, fn);
     const auto key = std::make_tuple(fn, threads, dynSmem);
@@ -282,14 +285,13 @@ void CudaBackend::openSmLimits() {
             s.devReserved = int64_t(m_props.reservedSharedMemPerBlock);
             s.kernels.clear();
             s.padded.clear();
-            s.on.store(true, std::memory_order_release);
+            cuda::g_smLimitsOn.store(true, std::memory_order_release);
         }
     }
     m_smLimits = true;
     const int devThreads = m_props.maxThreadsPerMultiProcessor;
     m_props.sharedMemPerMultiprocessor = size_t(shape->smemPerSm);
-    m_props.sharedMemPerBlockOptin =
-        std::min(m_props.sharedMemPerBlockOptin, size_t(shape->smemPerSm - shape->reservedPerBlock));
+    m_props.sharedMemPerBlockOptin = size_t(cuda::limitedBlockOptin(*shape, int64_t(m_props.sharedMemPerBlockOptin)));
     m_props.maxThreadsPerMultiProcessor = shape->threadsPerSm;
     std::fprintf(stderr,
                  "CUDA: each SM limited to a %s SM's %lld KiB of shared memory (%zu KiB per block) and %d threads "
@@ -303,7 +305,7 @@ void CudaBackend::closeSmLimits() {  // from the destructor: reports nothing, th
     SmLimitState& s = smLimitState();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (--s.backends == 0) {
-        s.on.store(false, std::memory_order_release);
+        cuda::g_smLimitsOn.store(false, std::memory_order_release);
         s.kernels.clear();  // (the attributes they raised stay raised: a higher maximum only permits more)
         s.padded.clear();
         s.device = -1;

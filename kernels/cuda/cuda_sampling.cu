@@ -727,7 +727,6 @@ bool CudaBackend::sampleRows(const Buffer& logits, int64_t V, int64_t n, const D
         cuda::launchPlain(sampleRowsKernel, unsigned(rows), kThreads, 0, m_stream, logits.f32(), int(V), idBits,
                           reinterpret_cast<const RowArgs*>(dPacked),
                           reinterpret_cast<const SampleLogitAdjust*>(dPacked + argBytes), work, dOut);
-        TS_CUDA_LAUNCH_CHECK();
         TS_CUDA_CHECK(cudaMemcpyAsync(out + first, dOut, size_t(rows) * sizeof(SampleOutput), cudaMemcpyDeviceToHost,
                                       m_stream));
         TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));  // `out` is read by the caller; `packed` goes now

@@ -28,6 +28,12 @@ struct SmShape {
 // per block, 1,536 threads (the CUDA programming guide's table; deviceQuery on a 12.0 part reads 102,400 and 1,536).
 inline constexpr SmShape kGb10Sm{"gb10", 102400, 1024, 1536};
 
+// The shared memory one block may have on an SM of shape s when the device allows deviceOptin: the lower of the two
+// (the SM's bytes less its per-block reserve: 99 KiB on a GB10).
+inline int64_t limitedBlockOptin(const SmShape& s, int64_t deviceOptin) {
+    return std::min(deviceOptin, s.smemPerSm - s.reservedPerBlock);
+}
+
 // The shape of that name ("gb10"), or null.
 inline const SmShape* smShapeNamed(std::string_view name) { return name == kGb10Sm.name ? &kGb10Sm : nullptr; }
 

@@ -50,6 +50,15 @@ private slots:
         QCOMPARE(limitedBlocks(kGb10Sm, 1024, 256, 2), 2);
     }
 
+    // One block's shared memory: the device's opt-in limit or the GB10's 99 KiB, the lower.
+    void blockOptin() {
+        QCOMPARE(limitedBlockOptin(kGb10Sm, 232448), int64_t(101376));  // an H100 / H200 SM's 227 KiB → 99 KiB
+        QCOMPARE(limitedBlockOptin(kGb10Sm, 49152), int64_t(49152));    // a device with less keeps its own
+        // and a block of the limit fits the limited SM once, one byte more not at all (limitedBlocks above)
+        QCOMPARE(limitedBlocks(kGb10Sm, limitedBlockOptin(kGb10Sm, 232448), 128, 1), 1);
+        QCOMPARE(limitedBlocks(kGb10Sm, limitedBlockOptin(kGb10Sm, 232448) + 1, 128, 1), 0);
+    }
+
     // The padding: the smallest dynamic shared memory at least dyn with which an sm_90 SM holds `want` blocks and
     // not want + 1.
     void sm90Padding() {

@@ -5,7 +5,9 @@ Why: those two apply the SM limits (TS_CUDA_SM_LIMITS=gb10, kernels/cuda/cuda_pa
 <<<>>> would keep the host GPU's per-SM limits and make the GB10 measurements silently optimistic, as the dense GEMVs,
 norms and KDA kernels were before they moved to launchPlain. So this fails on any <<<...>>> launch in a CUDA source
 of the repository (comments aside), naming file and line: any `<<<` outside a comment, since C++ gives it no other
-meaning — so a launch whose configuration spans lines or holds `<` / `>` is caught too. Standard library only;
+meaning — so a launch whose configuration spans lines or holds `<` / `>` is caught too. It fails as well on a call
+of the runtime's or the driver's launch functions (cudaLaunchKernel, cudaLaunchKernelEx, cuLaunchKernel, the
+cooperative ones) anywhere but in launchPdl's file, which would skip the limits the same way. Standard library only;
 CTest runs it (label unit).
 """
 import os
@@ -17,6 +19,11 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SOURCES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
 SKIP_DIRS = {".git", "node_modules", ".device-stash"}
 LAUNCH = re.compile(r"<<<")
+# The launch API a kernel could be started with directly (the runtime's and the driver's, ordinary and cooperative).
+DIRECT = re.compile(r"\b(cudaLaunchKernel(ExC?)?|cudaLaunchCooperativeKernel\w*|cuLaunchKernel(Ex)?|"
+                    r"cuLaunchCooperativeKernel\w*)\s*(<[^;()]*>)?\s*\(")
+# The one file allowed to call them: launchPdl's.
+LAUNCHER = os.path.join("kernels", "cuda", "cuda_common.cuh")
 
 
 def code_of(line):
@@ -25,10 +32,16 @@ def code_of(line):
     return line if cut < 0 else line[:cut]
 
 
-def raw_launches(text):
-    """(line number, line) of each <<<>>> launch outside comments; /* */ comments are dropped first."""
+def raw_launches(text, pattern=LAUNCH):
+    """(line number, line) of each <<<>>> launch (or match of `pattern`) outside comments; /* */ comments are
+    dropped first."""
     text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
-    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if LAUNCH.search(code_of(line))]
+    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if pattern.search(code_of(line))]
+
+
+def direct_launches(text):
+    """(line number, line) of each direct call of a launch function outside comments."""
+    return raw_launches(text, DIRECT)
 
 
 def cuda_sources():
@@ -50,6 +63,13 @@ class KernelLaunches(unittest.TestCase):
         self.assertEqual(raw_launches("// fn<<<grid, block, smem, stream>>>(args...)\n"), [])
         self.assertEqual(raw_launches("/* k<<<1, 1>>>() */\ncuda::launchPlain(k, 1, 1, 0, s);\n"), [])
         self.assertEqual(raw_launches("int a = b << 3; bool c = d >> 2;\n"), [])
+        self.assertEqual(len(direct_launches("    TS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, x));\n")), 1)
+        self.assertEqual(len(direct_launches("    cudaLaunchKernel((void*)k, g, b, args, 0, s);\n")), 1)
+        self.assertEqual(len(direct_launches("    cudaLaunchKernel<void>(k, g, b, args);\n")), 1)
+        self.assertEqual(len(direct_launches("    cudaLaunchCooperativeKernel(k, g, b, args, 0, s);\n")), 1)
+        self.assertEqual(len(direct_launches("    r = cuLaunchKernelEx (&cfg, f, params, nullptr);\n")), 1)
+        self.assertEqual(direct_launches("// cudaLaunchKernelEx(&cfg, ...) in launchPdl\n"), [])
+        self.assertEqual(direct_launches("cudaLaunchConfig_t cfg; cudaLaunchAttribute a[1];\n"), [])
 
     def test_no_raw_launch_in_the_sources(self):
         files = list(cuda_sources())
@@ -61,6 +81,21 @@ class KernelLaunches(unittest.TestCase):
                     found.append(f"{os.path.relpath(path, ROOT)}:{n}: {line}")
         self.assertEqual(found, [], "kernels launched with <<<>>> (use cuda::launchPlain or cuda::launchPdl, "
                                     "cuda_common.cuh, so that TS_CUDA_SM_LIMITS reaches them):\n" + "\n".join(found))
+
+    def test_no_direct_launch_outside_the_launcher(self):
+        found, launcher = [], 0
+        for path in cuda_sources():
+            rel = os.path.relpath(path, ROOT)
+            with open(path, encoding="utf-8") as f:
+                hits = direct_launches(f.read())
+            if rel == LAUNCHER:
+                launcher = len(hits)
+                continue
+            found += [f"{rel}:{n}: {line}" for n, line in hits]
+        self.assertGreater(launcher, 0, "launchPdl's launch call not found in " + LAUNCHER + " (the detector or the file moved)")
+        self.assertEqual(found, [], "kernels launched with the runtime's or driver's launch functions outside "
+                                    "cuda::launchPdl (cuda_common.cuh), so TS_CUDA_SM_LIMITS does not reach them:\n" +
+                         "\n".join(found))
 
 
 if __name__ == "__main__":
