@@ -198,8 +198,9 @@ void launchPdl(void (*fn)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
+    const int threads = int(block.x * block.y * block.z);
     cfg.dynamicSmemBytes = g_smLimitsOn.load(std::memory_order_acquire)
-                               ? limitedLaunchSmem(reinterpret_cast<const void*>(fn), int(block.x * block.y * block.z), smem)
+                               ? limitedLaunchSmem(reinterpret_cast<const void*>(fn), threads, smem)
                                : smem;
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];

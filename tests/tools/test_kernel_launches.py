@@ -92,7 +92,8 @@ class KernelLaunches(unittest.TestCase):
                 launcher = len(hits)
                 continue
             found += [f"{rel}:{n}: {line}" for n, line in hits]
-        self.assertGreater(launcher, 0, "launchPdl's launch call not found in " + LAUNCHER + " (the detector or the file moved)")
+        self.assertGreater(launcher, 0,
+                           "launchPdl's launch call not found in " + LAUNCHER + " (the detector or the file moved)")
         self.assertEqual(found, [], "kernels launched with the runtime's or driver's launch functions outside "
                                     "cuda::launchPdl (cuda_common.cuh), so TS_CUDA_SM_LIMITS does not reach them:\n" +
                          "\n".join(found))
