@@ -206,7 +206,7 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
 }
 
 // The model stage's folders when --model is not given: the embedded default model and, where it lies beside it,
-// its BF16 original (io/default_paths.h: "glm5-next-tiny" next to "glm5-next-tiny-exl3"). The two take different
+// its BF16 original (io/default_paths.h: defaultModelOriginalName next to defaultModelName). The two take different
 // expert paths (EXL3 and BF16), so both are checked. Empty, with a note, when no embedded model is found.
 std::vector<std::string> embeddedSelftestModels() {
     std::vector<std::string> dirs;
@@ -218,7 +218,7 @@ std::vector<std::string> embeddedSelftestModels() {
         return dirs;
     }
     dirs.push_back(found->string());
-    const std::filesystem::path bf16 = found->parent_path() / "glm5-next-tiny";
+    const std::filesystem::path bf16 = found->parent_path() / defaultModelOriginalName();
     if (bf16 != *found && isModelDir(bf16)) dirs.push_back(bf16.string());
     return dirs;
 }

@@ -26,6 +26,11 @@ const std::string& defaultModelName() {
     return name;
 }
 
+const std::string& defaultModelOriginalName() {
+    static const std::string name = "glm5-next-tiny";
+    return name;
+}
+
 std::vector<fs::path> defaultModelCandidates(const fs::path& appDir, const fs::path& workDir, const fs::path& sourceDir) {
     const fs::path inSource = fs::path("resources") / "models" / defaultModelName();
     std::vector<fs::path> c;

@@ -13,6 +13,9 @@ namespace ts {
 // The folder name of the default model: "glm5-next-tiny-exl3" (routed experts EXL3 4 bpw; the BF16 original is
 // glm5-next-tiny beside it in resources/models/).
 const std::string& defaultModelName();
+// The folder name of its BF16 original, "glm5-next-tiny", which lies beside it where the source tree is (what
+// `selftest` checks too when no model is named: the two take different expert paths).
+const std::string& defaultModelOriginalName();
 
 // Where the default model is looked for, in order, each lexically normalised: installed next to the binary
 // (<prefix>/bin → <prefix>/share/twinspark/models/NAME), the source tree of a build directory inside it

@@ -59,6 +59,10 @@ private slots:
     void nameIsTheShippedFolder() {
         QCOMPARE(ts::defaultModelName(), std::string("glm5-next-tiny-exl3"));
         QVERIFY(fs::is_regular_file(fs::path(TS_SOURCE_DIR) / "resources/models" / ts::defaultModelName() / "config.json"));
+        // and its BF16 original beside it
+        QCOMPARE(ts::defaultModelOriginalName(), std::string("glm5-next-tiny"));
+        QVERIFY(fs::is_regular_file(fs::path(TS_SOURCE_DIR) / "resources/models" / ts::defaultModelOriginalName() /
+                                    "config.json"));
     }
 
     // Installed (<prefix>/share/twinspark/models) first, then the source tree seen from a build directory, the
