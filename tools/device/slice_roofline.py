@@ -16,8 +16,9 @@ decode_tok_s is the aggregate decode speed while all B requests run, concurrency
 THE BYTE MODEL (one decode step = one token for each of the B running sequences; weights are read once per
 step whatever B is; what the recipe's checkpoint stores is what is counted):
   weights      BF16 matrices (2 B/value): attention / KDA projections, indexer, router, shared expert, dense
-               MLP, mHC fn, lm_head; routed experts EXL3 at K bits (K/8 B/value) plus their suh/svh, kept as
-               fp32 on the device (4 B/value); small vectors (norms, biases, A_log, dt_bias, conv weights,
+               MLP, mHC fn, lm_head; routed experts EXL3 at K bits (K/8 B/value, both dimensions padded to
+               multiples of 128 as EXL3 stores them) plus their suh/svh, kept as fp32 on the device (4 B/value);
+               small vectors (norms, biases, A_log, dt_bias, conv weights,
                mHC base/scale) as the fp32 copies the engine uploads (4 B/value).
   routed       the distinct experts among the step's draws: B tokens each pick top_k distinct experts of E;
                with independent uniform routing the expected number of distinct experts is
@@ -29,7 +30,11 @@ step whatever B is; what the recipe's checkpoint stores is what is counted):
                128 B = 656 B; attended = min(index_topk/kpool, complete pools) * kpool + the incomplete pool's
                tail) read, one latent written; the indexer's pooled keys (Di fp8 + one fp32 scale per complete
                pool) read; the raw k + gate (2 x Di bf16) of the tail read and of the new token written.
-  not counted  activations (a few hundred KB per step, cache-resident), sampling, the host.
+  not counted  activations (a few hundred KB per step, cache-resident), sampling, the host; the MTP block and
+               the vision tower (no decode step without speculation or images runs them); each EXL3 linear's
+               mul1 scalar (a kernel argument).
+  tests/tools/test_slice_byte_model.py holds this model against the embedded model's checkpoint, tensor by
+  tensor, and against `twinspark-cli plan`'s cache and state sizes.
 Context per sequence: prompt + half the generated tokens (the mean over the decode window).
 
 Achieved bandwidth = bytes per step x steps per second (= decode_tok_s / B); its fraction is taken of the
@@ -97,6 +102,10 @@ def distinct_experts(E, k, draws):
     return E * (1.0 - (1.0 - k / E) ** draws)
 
 
+def pad128(n):
+    return (n + 127) // 128 * 128
+
+
 def step_bytes(tc, B, ctx, exl3_bits=4, positions=1, tp=1):
     """Bytes one rank moves in one decode step of B sequences at context ctx (tp=1: the whole model).
     Returns {category: bytes}. positions > 1: a forward that verifies that many positions per sequence."""
@@ -139,7 +148,10 @@ def step_bytes(tc, B, ctx, exl3_bits=4, positions=1, tp=1):
         else:
             out["router"] += E * D * bf + E * f32
             out["shared expert"] += s * 3 * Is * D * bf
-            per_expert = 3 * D * I * exl3_bits / 8 + 3 * (D + I) * f32
+            # EXL3 pads both dimensions of a linear to multiples of 128 (specs/exl3.md §2.4) and the kernels
+            # read the padded trellis; suh / svh are fp32 vectors of the padded in / out features.
+            Dp, Ip = pad128(D), pad128(I)
+            per_expert = 3 * Dp * Ip * exl3_bits / 8 + 3 * (Dp + Ip) * f32
             out["routed experts"] += s * distinct_experts(E, top, T) * per_expert
     out["embedding"] = T * D * bf * s
     out["lm_head"] = s * V * D * bf + D * f32
