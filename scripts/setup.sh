@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One command on a fresh Debian 12 machine: install the packages, build, and run the main job on the
 # embedded default model (resources/models/glm5-next-tiny-exl3, the EXL3 export of glm5-next-tiny):
-#   - with a display: the control center `twinspark` (it also serves the OpenAI API when switched on);
+#   - with a display: the control center `twinspark`, started with --serve: once the model is loaded it also
+#     serves the OpenAI API (port: PORT when given here, else the deployment .env's PORT, else 8888; the
+#     Server page switches it off and on);
 #   - without one: `twinspark-cli serve`, the OpenAI-compatible API on http://127.0.0.1:8888/v1, in the
 #     foreground until Ctrl-C.
 set -euo pipefail
@@ -10,15 +12,17 @@ bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI=ON >/dev/null
 cmake --build build -j "$(nproc)" --target twinspark twinspark-cli
 MODEL=resources/models/glm5-next-tiny-exl3
+GUI_ARGS=(--model "$MODEL" --serve)
+[ -n "${PORT:-}" ] && GUI_ARGS+=(--set "PORT=$PORT")
 PORT=${PORT:-8888}
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
-  echo "== TwinSpark control center on $MODEL"
+  echo "== TwinSpark control center on $MODEL, serving the OpenAI API once it is loaded (Server page)"
   if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ]; then
     # Under sudo the GUI runs as the user who asked for it (their display, settings and .env).
     exec sudo -u "$SUDO_USER" DISPLAY="${DISPLAY:-}" WAYLAND_DISPLAY="${WAYLAND_DISPLAY:-}" \
-         XDG_RUNTIME_DIR="/run/user/$(id -u "$SUDO_USER")" ./build/app/twinspark --model "$MODEL"
+         XDG_RUNTIME_DIR="/run/user/$(id -u "$SUDO_USER")" ./build/app/twinspark "${GUI_ARGS[@]}"
   fi
-  exec ./build/app/twinspark --model "$MODEL"
+  exec ./build/app/twinspark "${GUI_ARGS[@]}"
 fi
 cat <<EOT
 == TwinSpark: serving $MODEL as GLM-5.3-Flash-EXL3 on http://127.0.0.1:$PORT/v1 (Ctrl-C stops it)
