@@ -27,6 +27,6 @@ fi
 cat <<EOT
 == TwinSpark: serving $MODEL as GLM-5.3-Flash-EXL3 on http://127.0.0.1:$PORT/v1 (Ctrl-C stops it)
    try:  curl -s http://127.0.0.1:$PORT/v1/chat/completions -H 'Content-Type: application/json' \\
-           -d '{"model":"GLM-5.3-Flash-EXL3","messages":[{"role":"user","content":"What port does TwinSpark use?"}]}'
+           -d '{"model":"GLM-5.3-Flash-EXL3","messages":[{"role":"user","content":"What port does the TwinSpark API listen on?"}]}'
 EOT
 exec ./build/app/twinspark-cli serve --model "$MODEL" --port "$PORT"

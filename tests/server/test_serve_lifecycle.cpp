@@ -3,6 +3,8 @@
 // settings come from when the command line leaves them out (the deployment .env, the environment, the embedded
 // default model).
 #include <QDir>
+#include <QFile>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -34,6 +36,15 @@ Finished runCli(const QStringList& args, const QProcessEnvironment& env = Server
     f.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
     f.err = QString::fromUtf8(p.readAllStandardError());
     return f;
+}
+
+// The user's question in the README's curl example (its first "content":"..." ).
+QString readmeExampleQuestion() {
+    QFile f(QStringLiteral(TS_SOURCE_DIR "/README.md"));
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    const QRegularExpressionMatch m =
+        QRegularExpression(QStringLiteral("\"content\":\"([^\"]+)\"")).match(QString::fromUtf8(f.readAll()));
+    return m.hasMatch() ? m.captured(1) : QString();
 }
 
 void writeFile(const QString& path, const QByteArray& text) {
@@ -164,7 +175,7 @@ private slots:
     }
 
     // No --model and no MODEL_PATH anywhere: the embedded default model of this build's source tree is served, and
-    // it answers.
+    // it answers — the README's example question right.
     void noModelNamedServesTheEmbeddedDefault() {
         ServerProcess srv;
         QProcessEnvironment env = ServerProcess::hermeticEnvironment();
@@ -184,6 +195,21 @@ private slots:
         QVERIFY(c);
         QCOMPARE(c->status, 200);
         QCOMPARE(json::parse(c->body)["usage"]["completion_tokens"].get<int>(), 4);
+        // The question the README's and setup.sh's curl example asks (the first run's first request): the embedded
+        // model must answer it right, so it has to be one of the model's trained phrasings (docs/MODEL.md).
+        const QString question = readmeExampleQuestion();
+        QVERIFY2(!question.isEmpty(), "no \"content\":\"...\" in the README's curl example");
+        QFile setup(QStringLiteral(TS_SOURCE_DIR "/scripts/setup.sh"));
+        QVERIFY(setup.open(QIODevice::ReadOnly));
+        QVERIFY2(QString::fromUtf8(setup.readAll()).contains(question), "setup.sh's hint asks another question");
+        const json ask = {{"model", "GLM-5.3-Flash-EXL3"},
+                          {"messages", json::array({json{{"role", "user"}, {"content", question.toStdString()}}})},
+                          {"max_tokens", 96}, {"temperature", 0}};
+        c = srv.client().Post("/v1/chat/completions", ask.dump(), "application/json");
+        QVERIFY(c);
+        QCOMPARE(c->status, 200);
+        const std::string answer = json::parse(c->body)["choices"][0]["message"]["content"].get<std::string>();
+        QVERIFY2(answer.find("8888") != std::string::npos, answer.c_str());
         QCOMPARE(srv.stop(), 0);
         QVERIFY2(srv.log().contains("serving the embedded default model"), qPrintable(srv.log()));
     }
