@@ -8,6 +8,12 @@
 #     foreground until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A bad PORT is refused before anything is installed or built (the control center would otherwise fall back to
+# the .env's port or 8888 without a word).
+if [ -n "${PORT:-}" ] && ! { [[ "$PORT" =~ ^[0-9]{1,5}$ ]] && ((10#$PORT >= 1 && 10#$PORT <= 65535)); }; then
+  echo "setup.sh: PORT must be a TCP port number (1-65535), got '$PORT'" >&2
+  exit 2
+fi
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI=ON >/dev/null
 cmake --build build -j "$(nproc)" --target twinspark twinspark-cli
