@@ -86,6 +86,19 @@ QString EnvStore::value(const QString& key, const QString& fallback) const {
     return v ? QString::fromStdString(*v) : fallback;
 }
 
+int EnvStore::apiPort(QString* problem) const {
+    const QString key = QStringLiteral("PORT");
+    const QString v = value(key);
+    if (v.isEmpty()) return 8888;
+    const Verdict verdict = EnvSchema::validate(key, v);
+    if (verdict.ok()) return v.toInt();
+    if (problem) {
+        const QString source = isOverridden(key) ? overrideSource(key) : tr("the .env file %1").arg(m_path);
+        *problem = tr("PORT '%1' (from %2) is not usable: %3").arg(v, source, verdict.message);
+    }
+    return 0;
+}
+
 bool EnvStore::set(const QString& key, const QString& value, QString* error) {
     try {
         m_file.set(key.toStdString(), value.toStdString());

@@ -31,6 +31,7 @@ public:
     void readEnvironmentOverrides();
     bool isOverridden(const QString& key) const { return m_cli.contains(key) || m_env.contains(key); }
     QString overrideSource(const QString& key) const;  // "command line" / "environment" / empty
+    bool fromCommandLine(const QString& key) const { return m_cli.contains(key); }
 
     QString fileValue(const QString& key) const;
     bool fileHas(const QString& key) const { return m_file.contains(key.toStdString()); }
@@ -39,6 +40,10 @@ public:
     // Sets the file's value (the override, if any, still wins at run time). Refuses values DotEnv cannot
     // write back (newlines): false with *error.
     bool set(const QString& key, const QString& value, QString* error = nullptr);
+    // The API port in effect: PORT's value (command line, environment, file), 8888 when unset or empty. A
+    // value that is not a port (1–65535) gives 0 and *problem names the value and where it came from, so the
+    // caller can refuse it instead of serving on a port nobody asked for.
+    int apiPort(QString* problem = nullptr) const;
     bool save(QString* error);
     std::string serialize() const { return m_file.serialize(); }
 

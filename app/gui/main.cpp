@@ -70,18 +70,30 @@ int main(int argc, char** argv) {
     const QString model = startupModel(cli.value(modelOpt), env.value(QStringLiteral("MODEL_PATH")),
                                        QSettings().value(QStringLiteral("server/modelPath")).toString(), defaultModelPath());
     window.serverPage()->setModelPath(model);
-    bool portOk = false;
-    const int port = env.value(QStringLiteral("PORT"), QStringLiteral("8888")).toInt(&portOk);
+    // A PORT that is not a port is refused, never replaced in silence by 8888: on the command line it ends the
+    // run (as `twinspark-cli serve` does); from the environment or the .env file the window opens with a warning,
+    // the API stays off even with --serve, and the Server page offers 8888 for the user to accept or change.
+    QString portProblem;
+    const int port = env.apiPort(&portProblem);
+    if (port == 0 && env.fromCommandLine(QStringLiteral("PORT"))) {
+        fprintf(stderr, "twinspark: %s\n", qPrintable(portProblem));
+        return 2;
+    }
     window.serverPage()->setHttpDefaults(QSettings().value(QStringLiteral("server/host"), QStringLiteral("127.0.0.1")).toString(),
-                                         portOk ? port : 8888, env.value(QStringLiteral("VLLM_API_KEY")));
+                                         port != 0 ? port : 8888, env.value(QStringLiteral("VLLM_API_KEY")));
     QObject::connect(&controller, &EngineController::modelLoaded, &window, [&](const ModelInfo& info) {
         QSettings().setValue(QStringLiteral("server/modelPath"), info.path);
-        if (cli.isSet(serveOpt)) window.serverPage()->setHttpEnabled(true);
+        if (cli.isSet(serveOpt) && port != 0) window.serverPage()->setHttpEnabled(true);
     });
     QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller, [&] { controller.shutdown(); });
 
     window.show();
     if (!envOk) QMessageBox::warning(&window, QObject::tr("Deployment settings"), envError);
+    else if (port == 0)
+        QMessageBox::warning(&window, QObject::tr("Deployment settings"),
+                             portProblem + QLatin1Char('\n') +
+                                 QObject::tr("The API is not started. Correct PORT on the Setup page, or choose a port on "
+                                             "the Server page and turn the API on there."));
     else if (env.created()) window.setupPage()->openWizard();
     if (!cli.isSet(noLoadOpt) && !model.isEmpty()) window.serverPage()->loadModel();
     return app.exec();

@@ -2,13 +2,15 @@
 // forbidden settings cannot be picked (not with the mouse model, not with the keyboard, not through the
 // API) and a forbidden value already in the file blocks writing; the .env round trip keeps comments and
 // unknown keys; a missing .env is created from the bundled example; environment values are shown as
-// overriding the file without being written into it.
+// overriding the file without being written into it; a PORT that is not a port is refused with its value and
+// source (the control center's `--set PORT=` ends the run), never swapped for 8888 in silence.
 #include <QtTest>
 
 #include <QAbstractButton>
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProcess>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 
@@ -274,6 +276,63 @@ private slots:
         QVERIFY(out.contains(QStringLiteral("\nPORT=8888\n")));  // the override is not written into the file
         QVERIFY(out.contains(QStringLiteral("HEAD_IP=10.0.0.1  # head")));
         qunsetenv("PORT");
+    }
+
+    // The API port the control center starts with: a PORT that is not a port is reported with its value and
+    // source (never replaced in silence by 8888); unset or empty means the recipe's 8888.
+    void apiPortRefusesWhatIsNotAPort() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath(".env");
+        auto portOf = [&](const QString& fileLine, const QMap<QString, QString>& cli, const char* envPort, QString* problem) {
+            writeFile(path, QStringLiteral("HEAD_IP=10.0.0.1\n") + fileLine);
+            if (envPort) qputenv("PORT", envPort);
+            else qunsetenv("PORT");
+            EnvStore store;
+            store.setCommandLineOverrides(cli);
+            store.readEnvironmentOverrides();
+            QString error;
+            [&] { QVERIFY2(store.load(path, &error), qPrintable(error)); }();
+            problem->clear();
+            const int port = store.apiPort(problem);
+            qunsetenv("PORT");
+            return port;
+        };
+        QString problem;
+        QCOMPARE(portOf(QString(), {}, nullptr, &problem), 8888);
+        QVERIFY(problem.isEmpty());
+        QCOMPARE(portOf(QStringLiteral("PORT=\n"), {}, nullptr, &problem), 8888);
+        QCOMPARE(portOf(QStringLiteral("PORT=9000\n"), {}, nullptr, &problem), 9000);
+        QCOMPARE(portOf(QStringLiteral("PORT=80\n"), {}, nullptr, &problem), 80);  // a warning in the wizard, usable
+        QVERIFY(problem.isEmpty());
+        // (An unquoted "PORT=88 88" is not an assignment at all: the file's problems list shows that line.)
+        for (const char* bad : {"abc", "0", "65536", "-1", "'88 88'", "8888x"}) {
+            QCOMPARE(portOf(QStringLiteral("PORT=%1\n").arg(QLatin1String(bad)), {}, nullptr, &problem), 0);
+            QVERIFY2(problem.contains(QLatin1String(bad)) && problem.contains(path), qPrintable(problem));
+        }
+        QCOMPARE(portOf(QStringLiteral("PORT=9000\n"), {}, "http", &problem), 0);
+        QVERIFY2(problem.contains(QStringLiteral("'http'")) && problem.contains(QStringLiteral("environment")), qPrintable(problem));
+        QCOMPARE(portOf(QStringLiteral("PORT=9000\n"), {{QStringLiteral("PORT"), QStringLiteral("x1")}}, "9100", &problem), 0);
+        QVERIFY2(problem.contains(QStringLiteral("'x1'")) && problem.contains(QStringLiteral("command line")), qPrintable(problem));
+        QCOMPARE(portOf(QStringLiteral("PORT=abc\n"), {{QStringLiteral("PORT"), QStringLiteral("9200")}}, nullptr, &problem), 9200);
+    }
+
+    // The control center itself: `--set PORT=` with something that is not a port ends the run with exit 2 and
+    // says why, before any window or model (as `twinspark-cli serve --port` does).
+    void controlCenterRefusesABadPortOnTheCommandLine() {
+        QTemporaryDir dir;
+        QProcess p;
+        QProcessEnvironment pe = QProcessEnvironment::systemEnvironment();
+        pe.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        pe.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("xdg")));
+        pe.remove(QStringLiteral("PORT"));
+        p.setProcessEnvironment(pe);
+        p.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), dir.filePath(QStringLiteral(".env")), QStringLiteral("--no-load"),
+                                             QStringLiteral("--set"), QStringLiteral("PORT=88o8")});
+        QVERIFY(p.waitForFinished(60000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY2(err.contains(QStringLiteral("PORT '88o8'")) && err.contains(QStringLiteral("command line")), qPrintable(err));
     }
 };
 
