@@ -305,11 +305,23 @@
         <source>environment</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>the .env file %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>PORT &apos;%1&apos; (from %2) is not usable: %3</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>QObject</name>
     <message>
         <source>Deployment settings</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The API is not started. Correct PORT on the Setup page, or choose a port on the Server page and turn the API on there.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

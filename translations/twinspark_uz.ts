@@ -5,22 +5,22 @@
     <name>ConversationStore</name>
     <message>
         <source>%1: cannot be read</source>
-        <translation type="unfinished"></translation>
+        <translation>%1: oʻqib boʻlmaydi</translation>
     </message>
     <message>
         <source>%1: not valid JSON (%2)</source>
-        <translation type="unfinished"></translation>
+        <translation>%1: yaroqli JSON emas (%2)</translation>
     </message>
     <message>
         <source>%1: not a conversation file</source>
-        <translation type="unfinished"></translation>
+        <translation>%1: suhbat fayli emas</translation>
     </message>
 </context>
 <context>
     <name>EnvSchema</name>
     <message>
         <source>NCCL cannot use the 10.0.0.x loopback aliases: its traffic is pinned to the CX7 interfaces and RDMA devices on the Fabric page, and wrong pins hang initialisation (ncclCommInitRank) instead of failing.</source>
-        <translation type="unfinished"></translation>
+        <translation>NCCL 10.0.0.x loopback taxalluslaridan foydalana olmaydi: uning trafigi «CX7 tarmogʻi» sahifasidagi CX7 interfeyslari va RDMA qurilmalariga bogʻlab qoʻyilgan, notoʻgʻri bogʻlashlar esa initsializatsiyani (ncclCommInitRank) xato bilan tugatish oʻrniga qotirib qoʻyadi.</translation>
     </message>
     <message>
         <source>Model folder</source>
@@ -28,7 +28,7 @@
     </message>
     <message>
         <source>The checkpoint folder: config.json, the *.safetensors shards and tokenizer.json. The production model is Mia-AiLab/GLM-5.3-Flash-EXL3-TR3-4bpw (120 shards, about 164 GiB).</source>
-        <translation type="unfinished"></translation>
+        <translation>Checkpoint papkasi: config.json, *.safetensors boʻlaklari va tokenizer.json. Ishchi (production) muhitdagi model — Mia-AiLab/GLM-5.3-Flash-EXL3-TR3-4bpw (120 ta boʻlak, taxminan 164 GiB).</translation>
     </message>
     <message>
         <source>Head address</source>
@@ -36,7 +36,7 @@
     </message>
     <message>
         <source>This machine: rank 0, the scheduler, the API and the NCCL master. </source>
-        <translation type="unfinished"></translation>
+        <translation>Shu mashina: rank 0, rejalashtiruvchi (scheduler), API va NCCL master. </translation>
     </message>
     <message>
         <source>Worker address</source>
@@ -44,7 +44,7 @@
     </message>
     <message>
         <source>The second Spark (rank 1), reached over SSH. It must differ from the head address.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ikkinchi Spark (rank 1), unga SSH orqali ulaniladi. Uning manzili bosh tugun manzilidan farq qilishi kerak.</translation>
     </message>
     <message>
         <source>Worker SSH user</source>
@@ -52,7 +52,7 @@
     </message>
     <message>
         <source>The account on the worker, when it differs from yours here. Passwordless SSH from the head to the worker is required. Empty: the same user name.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ishchi tugundagi hisob, agar u bu yerdagi hisobingizdan farq qilsa. Bosh tugundan ishchi tugunga parolsiz SSH kirish talab qilinadi. Boʻsh qoldirilsa: xuddi shu foydalanuvchi nomi.</translation>
     </message>
     <message>
         <source>Worker home</source>
@@ -60,7 +60,7 @@
     </message>
     <message>
         <source>Home directory (and Hugging Face cache location) on the worker, when it differs. An absolute path; empty: the same as here.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ishchi tugundagi uy katalogi (va Hugging Face keshining joylashuvi), agar u farq qilsa. Mutlaq yoʻl; boʻsh qoldirilsa: bu yerdagi bilan bir xil.</translation>
     </message>
     <message>
         <source>API port</source>
@@ -68,7 +68,7 @@
     </message>
     <message>
         <source>Port of the OpenAI-compatible API on the head node (base URL http://HEAD:PORT/v1).</source>
-        <translation type="unfinished"></translation>
+        <translation>Bosh tugundagi OpenAI bilan mos API porti (asosiy URL http://HEAD:PORT/v1).</translation>
     </message>
     <message>
         <source>API key</source>
@@ -76,7 +76,7 @@
     </message>
     <message>
         <source>Bearer key that API clients must send. Without one the API has no authentication: the recipe warns to always set it in production.</source>
-        <translation type="unfinished"></translation>
+        <translation>API mijozlari yuborishi shart boʻlgan Bearer kaliti. Kalitsiz API da autentifikatsiya boʻlmaydi: joylashtirish retsepti ishchi (production) muhitda uni har doim oʻrnatish kerakligi haqida ogohlantiradi.</translation>
     </message>
     <message>
         <source>Head CX7 interface</source>
@@ -84,7 +84,7 @@
     </message>
     <message>
         <source>Network interface of the CX7 link on the head (see `ip -br link`). </source>
-        <translation type="unfinished"></translation>
+        <translation>Bosh tugundagi CX7 ulanishining tarmoq interfeysi (qarang: `ip -br link`). </translation>
     </message>
     <message>
         <source>Worker CX7 interface</source>
@@ -92,7 +92,7 @@
     </message>
     <message>
         <source>Network interface of the CX7 link on the worker. Keep the documented pins unless your cabling differs.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ishchi tugundagi CX7 ulanishining tarmoq interfeysi. Kabellaringiz boshqacha ulanmagan boʻlsa, hujjatlarda koʻrsatilgan bogʻlashlarni oʻzgartirmang.</translation>
     </message>
     <message>
         <source>Head RDMA devices</source>
@@ -100,7 +100,7 @@
     </message>
     <message>
         <source>RDMA (HCA) devices of the CX7 link on the head, comma-separated (see `ibdev2netdev`). Wrong devices hang NCCL initialisation.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bosh tugundagi CX7 ulanishining RDMA (HCA) qurilmalari, vergul bilan ajratilgan (qarang: `ibdev2netdev`). Notoʻgʻri qurilmalar NCCL initsializatsiyasini qotirib qoʻyadi.</translation>
     </message>
     <message>
         <source>Worker RDMA devices</source>
@@ -108,7 +108,7 @@
     </message>
     <message>
         <source>RDMA devices of the CX7 link on the worker, comma-separated.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ishchi tugundagi CX7 ulanishining RDMA qurilmalari, vergul bilan ajratilgan.</translation>
     </message>
     <message>
         <source>KV cache type</source>
@@ -116,7 +116,7 @@
     </message>
     <message>
         <source>Storage of the target model&apos;s KV cache. The sparse MLA kernels take packed fp8_ds_mla only, so the recipe keeps fp8.</source>
-        <translation type="unfinished"></translation>
+        <translation>Asosiy (target) modelning KV keshini saqlash formati. Siyrak MLA yadrolari faqat zichlangan fp8_ds_mla ni qabul qiladi, shuning uchun joylashtirish retsepti fp8 ni qoldiradi.</translation>
     </message>
     <message>
         <source>MoE backend</source>
@@ -124,7 +124,7 @@
     </message>
     <message>
         <source>How routed experts run. EXL3 weights need their own packed-expert path.</source>
-        <translation type="unfinished"></translation>
+        <translation>Yoʻnaltiriladigan ekspertlar qanday bajarilishi. EXL3 vaznlari uchun ularning oʻz zichlangan ekspertlar (packed-expert) yoʻli kerak.</translation>
     </message>
     <message>
         <source>Draft attention</source>
@@ -132,185 +132,197 @@
     </message>
     <message>
         <source>Attention backend of the speculative draft model (used once speculative decoding is available). Left to the automatic choice, FLASH_ATTN.</source>
-        <translation type="unfinished"></translation>
+        <translation>Spekulyativ qoralama modelning attention backendi (spekulyativ dekodlash mavjud boʻlgach ishlatiladi). Avtomatik tanlovga qoldiriladi, yaʼni FLASH_ATTN.</translation>
     </message>
     <message>
         <source>fp8 (packed fp8_ds_mla)</source>
-        <translation type="unfinished"></translation>
+        <translation>fp8 (zichlangan fp8_ds_mla)</translation>
     </message>
     <message>
         <source>bf16</source>
-        <translation type="unfinished"></translation>
+        <translation>bf16</translation>
     </message>
     <message>
         <source>Forbidden: there is no sparse MLA kernel for a BF16 KV cache.</source>
-        <translation type="unfinished"></translation>
+        <translation>Taqiqlangan: BF16 KV kesh uchun siyrak MLA yadrosi yoʻq.</translation>
     </message>
     <message>
         <source>nvfp4</source>
-        <translation type="unfinished"></translation>
+        <translation>nvfp4</translation>
     </message>
     <message>
         <source>Forbidden: the NVFP4 KV kernels are for dense MHA, not sparse MLA.</source>
-        <translation type="unfinished"></translation>
+        <translation>Taqiqlangan: NVFP4 KV yadrolari siyrak MLA uchun emas, zich MHA uchun moʻljallangan.</translation>
     </message>
     <message>
         <source>EXL3 packed experts</source>
-        <translation type="unfinished"></translation>
+        <translation>EXL3 zichlangan ekspertlari</translation>
     </message>
     <message>
         <source>marlin</source>
-        <translation type="unfinished"></translation>
+        <translation>marlin</translation>
     </message>
     <message>
         <source>Forbidden: this deployment uses EXL3 weights and their own packed-expert method; --moe-backend marlin is not allowed.</source>
-        <translation type="unfinished"></translation>
+        <translation>Taqiqlangan: bu joylashtirish EXL3 vaznlari va ularning oʻz zichlangan ekspertlar (packed-expert) usulidan foydalanadi; --moe-backend marlin ga ruxsat berilmaydi.</translation>
     </message>
     <message>
         <source>automatic (FLASH_ATTN)</source>
-        <translation type="unfinished"></translation>
+        <translation>avtomatik (FLASH_ATTN)</translation>
     </message>
     <message>
         <source>TRITON_ATTN</source>
-        <translation type="unfinished"></translation>
+        <translation>TRITON_ATTN</translation>
     </message>
     <message>
         <source>Forbidden: TRITON_ATTN makes attention inside the draft block causal; acceptance collapsed and speed fell from 61.7 to about 29 tok/s.</source>
-        <translation type="unfinished"></translation>
+        <translation>Taqiqlangan: TRITON_ATTN qoralama bloki ichidagi attentionni kauzal qiladi; qabul qilinish darajasi keskin qulab tushdi va tezlik 61.7 dan taxminan 29 tok/s gacha pasaydi.</translation>
     </message>
     <message>
         <source>Remove the spaces around the value.</source>
-        <translation type="unfinished"></translation>
+        <translation>Qiymat atrofidagi boʻsh joylarni olib tashlang.</translation>
     </message>
     <message>
         <source>A port is a number from 1 to 65535.</source>
-        <translation type="unfinished"></translation>
+        <translation>Port — 1 dan 65535 gacha boʻlgan son.</translation>
     </message>
     <message>
         <source>Ports below 1024 need administrator rights.</source>
-        <translation type="unfinished"></translation>
+        <translation>1024 dan kichik portlar uchun administrator huquqlari kerak.</translation>
     </message>
     <message>
         <source>Not a valid user name (lower-case letters, digits, &apos;_&apos; and &apos;-&apos;).</source>
-        <translation type="unfinished"></translation>
+        <translation>Yaroqli foydalanuvchi nomi emas (kichik harflar, raqamlar, &apos;_&apos; va &apos;-&apos;).</translation>
     </message>
     <message>
         <source>Give an absolute path (starting with /).</source>
-        <translation type="unfinished"></translation>
+        <translation>Mutlaq yoʻlni kiriting (/ bilan boshlanadigan).</translation>
     </message>
     <message>
         <source>Spaces in the path: make sure the worker&apos;s scripts quote it.</source>
-        <translation type="unfinished"></translation>
+        <translation>Yoʻlda boʻsh joylar bor: ishchi tugundagi skriptlar uni qoʻshtirnoq ichiga olishiga ishonch hosil qiling.</translation>
     </message>
     <message>
         <source>No API key: anyone who can reach the port can use the API.</source>
-        <translation type="unfinished"></translation>
+        <translation>API kaliti yoʻq: portga ulana oladigan har kim API dan foydalana oladi.</translation>
     </message>
     <message>
         <source>The key cannot contain spaces.</source>
-        <translation type="unfinished"></translation>
+        <translation>Kalitda boʻsh joy boʻlishi mumkin emas.</translation>
     </message>
     <message>
         <source>A short key is easy to guess; use 12 characters or more.</source>
-        <translation type="unfinished"></translation>
+        <translation>Qisqa kalitni topish oson; 12 yoki undan ortiq belgidan foydalaning.</translation>
     </message>
     <message>
         <source>Unknown value &apos;%1&apos;.</source>
-        <translation type="unfinished"></translation>
+        <translation>Nomaʼlum qiymat: &apos;%1&apos;.</translation>
     </message>
     <message>
         <source>No model folder yet: the Server page will ask for one.</source>
-        <translation type="unfinished"></translation>
+        <translation>Model papkasi hali koʻrsatilmagan: uni «Server» sahifasi soʻraydi.</translation>
     </message>
     <message>
         <source>Give an absolute path.</source>
-        <translation type="unfinished"></translation>
+        <translation>Mutlaq yoʻlni kiriting.</translation>
     </message>
     <message>
         <source>This folder does not exist.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu papka mavjud emas.</translation>
     </message>
     <message>
         <source>This is a file, not a folder.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu papka emas, fayl.</translation>
     </message>
     <message>
         <source>No config.json in this folder: it is not a checkpoint.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu papkada config.json yoʻq: bu checkpoint emas.</translation>
     </message>
     <message>
         <source>No tokenizer.json: the model can run, but not chat.</source>
-        <translation type="unfinished"></translation>
+        <translation>tokenizer.json yoʻq: model ishlay oladi, lekin suhbatlasha olmaydi.</translation>
     </message>
     <message>
         <source>An IPv4 address looks like 10.0.0.1 (four numbers from 0 to 255).</source>
-        <translation type="unfinished"></translation>
+        <translation>IPv4 manzil 10.0.0.1 koʻrinishida boʻladi (0 dan 255 gacha boʻlgan toʻrtta son).</translation>
     </message>
     <message>
         <source>A loopback address (127.x) cannot be reached from the other node.</source>
-        <translation type="unfinished"></translation>
+        <translation>Loopback manzilga (127.x) boshqa tugundan ulanib boʻlmaydi.</translation>
     </message>
     <message>
         <source>Not a host address.</source>
-        <translation type="unfinished"></translation>
+        <translation>Xost manzili emas.</translation>
     </message>
     <message>
         <source>The head and worker addresses must differ.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bosh tugun va ishchi tugun manzillari farq qilishi kerak.</translation>
     </message>
     <message>
         <source>Needed for the two-node setup only.</source>
-        <translation type="unfinished"></translation>
+        <translation>Faqat ikki tugunli sozlama uchun kerak.</translation>
     </message>
     <message>
         <source>&apos;%1&apos; is an address alias; NCCL needs the interface itself (without &apos;:&apos;).</source>
-        <translation type="unfinished"></translation>
+        <translation>&apos;%1&apos; — manzil taxallusi; NCCL ga interfeysning oʻzi kerak (&apos;:&apos; belgisisiz).</translation>
     </message>
     <message>
         <source>Not an interface name (1–15 letters, digits, &apos;_&apos;, &apos;.&apos;, &apos;-&apos;).</source>
-        <translation type="unfinished"></translation>
+        <translation>Interfeys nomi emas (1–15 ta harf, raqam, &apos;_&apos;, &apos;.&apos;, &apos;-&apos;).</translation>
     </message>
     <message>
         <source>The loopback interface: NCCL cannot use the loopback aliases.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu loopback interfeysi: NCCL loopback taxalluslaridan foydalana olmaydi.</translation>
     </message>
     <message>
         <source>This looks like a virtual interface, not the CX7 port.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu CX7 portiga emas, virtual interfeysga oʻxshaydi.</translation>
     </message>
     <message>
         <source>&apos;%1&apos; is not an RDMA device name (like mlx5_0 or mlx5_0:1).</source>
-        <translation type="unfinished"></translation>
+        <translation>&apos;%1&apos; RDMA qurilmasi nomi emas (masalan, mlx5_0 yoki mlx5_0:1).</translation>
     </message>
     <message>
         <source>&apos;%1&apos; is listed twice.</source>
-        <translation type="unfinished"></translation>
+        <translation>&apos;%1&apos; ikki marta koʻrsatilgan.</translation>
     </message>
 </context>
 <context>
     <name>EnvStore</name>
     <message>
         <source>The bundled .env.example is missing from this build.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu yigʻmada birga keladigan .env.example fayli yoʻq.</translation>
     </message>
     <message>
         <source>line %1: %2</source>
-        <translation type="unfinished"></translation>
+        <translation>%1-qator: %2</translation>
     </message>
     <message>
         <source>command line</source>
-        <translation type="unfinished"></translation>
+        <translation>buyruq qatori</translation>
     </message>
     <message>
         <source>environment</source>
-        <translation type="unfinished"></translation>
+        <translation>muhit oʻzgaruvchilari</translation>
+    </message>
+    <message>
+        <source>the .env file %1</source>
+        <translation>.env fayli %1</translation>
+    </message>
+    <message>
+        <source>PORT &apos;%1&apos; (from %2) is not usable: %3</source>
+        <translation>PORT &apos;%1&apos; (manba: %2) ishlatib boʻlmaydi: %3</translation>
     </message>
 </context>
 <context>
     <name>QObject</name>
     <message>
         <source>Deployment settings</source>
-        <translation type="unfinished"></translation>
+        <translation>Joylashtirish sozlamalari</translation>
+    </message>
+    <message>
+        <source>The API is not started. Correct PORT on the Setup page, or choose a port on the Server page and turn the API on there.</source>
+        <translation>API ishga tushirilmadi. «Sozlash» sahifasida PORT ni tuzating yoki «Server» sahifasida port tanlab, API ni oʻsha yerda yoqing.</translation>
     </message>
 </context>
 <context>
@@ -329,7 +341,7 @@
     </message>
     <message>
         <source>Copy this message as Markdown</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu xabarni Markdown sifatida nusxalash</translation>
     </message>
     <message>
         <source>Edit</source>
@@ -337,7 +349,7 @@
     </message>
     <message>
         <source>Edit this message and send it again (the answers after it are replaced)</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu xabarni tahrirlab, qayta yuborish (undan keyingi javoblar almashtiriladi)</translation>
     </message>
     <message>
         <source>Reasoning</source>
@@ -345,11 +357,11 @@
     </message>
     <message>
         <source>Copy code</source>
-        <translation type="unfinished"></translation>
+        <translation>Kodni nusxalash</translation>
     </message>
     <message>
         <source>Copy code %1</source>
-        <translation type="unfinished"></translation>
+        <translation>%1-kodni nusxalash</translation>
     </message>
 </context>
 <context>
@@ -360,7 +372,7 @@
     </message>
     <message>
         <source>Start a new conversation (Ctrl+N)</source>
-        <translation type="unfinished"></translation>
+        <translation>Yangi suhbat boshlash (Ctrl+N)</translation>
     </message>
     <message>
         <source>Delete</source>
@@ -368,7 +380,7 @@
     </message>
     <message>
         <source>Message (Ctrl+Enter to send)</source>
-        <translation type="unfinished"></translation>
+        <translation>Xabar (yuborish uchun Ctrl+Enter)</translation>
     </message>
     <message>
         <source>Send</source>
@@ -376,7 +388,7 @@
     </message>
     <message>
         <source>Send (Ctrl+Enter)</source>
-        <translation type="unfinished"></translation>
+        <translation>Yuborish (Ctrl+Enter)</translation>
     </message>
     <message>
         <source>Stop</source>
@@ -384,7 +396,7 @@
     </message>
     <message>
         <source>Stop generating (Esc)</source>
-        <translation type="unfinished"></translation>
+        <translation>Javob yaratishni toʻxtatish (Esc)</translation>
     </message>
     <message>
         <source>Regenerate</source>
@@ -392,27 +404,27 @@
     </message>
     <message>
         <source>Answer the last message again (Ctrl+R)</source>
-        <translation type="unfinished"></translation>
+        <translation>Oxirgi xabarga qayta javob berish (Ctrl+R)</translation>
     </message>
     <message>
         <source>%1 — a random-weight test checkpoint: answers are noise.</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 — tasodifiy vaznli test checkpointi: javoblar maʼnosiz shovqin.</translation>
     </message>
     <message>
         <source>Model: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Model: %1</translation>
     </message>
     <message>
         <source>%1 has no tokenizer or chat template: it cannot chat.</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 modelida tokenizer ham, suhbat shabloni ham yoʻq: u suhbatlasha olmaydi.</translation>
     </message>
     <message>
         <source>Load a model on the Server page to chat.</source>
-        <translation type="unfinished"></translation>
+        <translation>Suhbatlashish uchun «Server» sahifasida modelni yuklang.</translation>
     </message>
     <message>
         <source>Some saved conversations could not be read: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Saqlangan baʼzi suhbatlarni oʻqib boʻlmadi: %1</translation>
     </message>
     <message>
         <source>Settings</source>
@@ -420,11 +432,11 @@
     </message>
     <message>
         <source>System prompt (optional)</source>
-        <translation type="unfinished"></translation>
+        <translation>Tizim prompti (ixtiyoriy)</translation>
     </message>
     <message>
         <source>System</source>
-        <translation type="unfinished"></translation>
+        <translation>Tizim</translation>
     </message>
     <message>
         <source>Thinking</source>
@@ -432,82 +444,82 @@
     </message>
     <message>
         <source>Let the model reason before answering (shown collapsed above the answer).</source>
-        <translation type="unfinished"></translation>
+        <translation>Model javob berishdan oldin mulohaza yuritsin (javob ustida yigʻilgan holda koʻrsatiladi).</translation>
     </message>
     <message>
         <source>0 = greedy (always the most likely token)</source>
-        <translation type="unfinished"></translation>
+        <translation>0 = greedy (har doim eng ehtimolli token)</translation>
     </message>
     <message>
         <source>Temperature</source>
-        <translation type="unfinished"></translation>
+        <translation>Harorat</translation>
     </message>
     <message>
         <source>Top-p</source>
-        <translation type="unfinished"></translation>
+        <translation>Top-p</translation>
     </message>
     <message>
         <source>off</source>
-        <translation type="unfinished"></translation>
+        <translation>oʻchiq</translation>
     </message>
     <message>
         <source>Top-k</source>
-        <translation type="unfinished"></translation>
+        <translation>Top-k</translation>
     </message>
     <message>
         <source>Min-p</source>
-        <translation type="unfinished"></translation>
+        <translation>Min-p</translation>
     </message>
     <message>
         <source>Repetition penalty</source>
-        <translation type="unfinished"></translation>
+        <translation>Takrorlash jarimasi</translation>
     </message>
     <message>
         <source>Max tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>Maksimal tokenlar</translation>
     </message>
     <message>
         <source>random</source>
-        <translation type="unfinished"></translation>
+        <translation>tasodifiy</translation>
     </message>
     <message>
         <source>Seed</source>
-        <translation type="unfinished"></translation>
+        <translation>Seed (urugʻ)</translation>
     </message>
     <message>
         <source>waiting…</source>
-        <translation type="unfinished"></translation>
+        <translation>kutilmoqda…</translation>
     </message>
     <message numerus="yes">
         <source>%n token(s)…</source>
-        <translation type="unfinished">
-            <numerusform></numerusform>
-            <numerusform></numerusform>
+        <translation>
+            <numerusform>%n ta token…</numerusform>
+            <numerusform>%n ta token…</numerusform>
         </translation>
     </message>
     <message>
         <source>Error: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Xato: %1</translation>
     </message>
     <message>
         <source> · max tokens reached</source>
-        <translation type="unfinished"></translation>
+        <translation> · maksimal tokenlar soniga yetildi</translation>
     </message>
     <message>
         <source> · stopped</source>
-        <translation type="unfinished"></translation>
+        <translation> · toʻxtatildi</translation>
     </message>
     <message>
         <source>%1 tok/s · TTFT %2 ms · %3 tokens%4</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 tok/s · TTFT %2 ms · %3 ta token%4</translation>
     </message>
     <message>
         <source>Could not save the conversation: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Suhbatni saqlab boʻlmadi: %1</translation>
     </message>
     <message>
         <source>(untitled)</source>
-        <translation type="unfinished"></translation>
+        <translation>(nomsiz)</translation>
     </message>
 </context>
 <context>
@@ -518,7 +530,7 @@
     </message>
     <message>
         <source>blocks in use</source>
-        <translation type="unfinished"></translation>
+        <translation>band bloklar</translation>
     </message>
     <message>
         <source>Throughput</source>
@@ -526,15 +538,15 @@
     </message>
     <message>
         <source>tokens/s</source>
-        <translation type="unfinished"></translation>
+        <translation>token/s</translation>
     </message>
     <message>
         <source>prompt</source>
-        <translation type="unfinished"></translation>
+        <translation>prompt</translation>
     </message>
     <message>
         <source>generation</source>
-        <translation type="unfinished"></translation>
+        <translation>generatsiya</translation>
     </message>
     <message>
         <source>Requests</source>
@@ -542,15 +554,15 @@
     </message>
     <message>
         <source>requests</source>
-        <translation type="unfinished"></translation>
+        <translation>soʻrovlar</translation>
     </message>
     <message>
         <source>running</source>
-        <translation type="unfinished"></translation>
+        <translation>bajarilmoqda</translation>
     </message>
     <message>
         <source>waiting</source>
-        <translation type="unfinished"></translation>
+        <translation>kutmoqda</translation>
     </message>
     <message>
         <source>Time to first token</source>
@@ -558,86 +570,86 @@
     </message>
     <message>
         <source>ms</source>
-        <translation type="unfinished"></translation>
+        <translation>ms</translation>
     </message>
     <message>
         <source>TTFT</source>
-        <translation type="unfinished"></translation>
+        <translation>TTFT</translation>
     </message>
     <message>
         <source>seconds</source>
-        <translation type="unfinished"></translation>
+        <translation>soniya</translation>
     </message>
     <message>
         <source>&lt;b&gt;KV cache&lt;/b&gt; %1 % · %2 / %3 blocks · %4 / %5 tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>&lt;b&gt;KV kesh&lt;/b&gt; %1 % · %2 / %3 blok · %4 / %5 token</translation>
     </message>
     <message>
         <source>&lt;b&gt;Throughput&lt;/b&gt; prompt %1 tok/s · generation %2 tok/s · %3 / %4 tokens in total</source>
-        <translation type="unfinished"></translation>
+        <translation>&lt;b&gt;Oʻtkazuvchanlik&lt;/b&gt; prompt %1 tok/s · generatsiya %2 tok/s · jami %3 / %4 token</translation>
     </message>
     <message>
         <source>&lt;b&gt;Requests&lt;/b&gt; %1 running · %2 waiting · %3 finished</source>
-        <translation type="unfinished"></translation>
+        <translation>&lt;b&gt;Soʻrovlar&lt;/b&gt; %1 ta bajarilmoqda · %2 ta kutmoqda · %3 ta tugallangan</translation>
     </message>
     <message>
         <source>&lt;b&gt;Time to first token&lt;/b&gt; mean %1 ms</source>
-        <translation type="unfinished"></translation>
+        <translation>&lt;b&gt;Birinchi tokengacha vaqt&lt;/b&gt; oʻrtacha %1 ms</translation>
     </message>
     <message>
         <source> · %1 decode steps from CUDA graphs</source>
-        <translation type="unfinished"></translation>
+        <translation> · CUDA graflaridan %1 ta dekodlash qadami</translation>
     </message>
     <message>
         <source> · system memory %1 GiB available of %2 (shared with the GPU)</source>
-        <translation type="unfinished"></translation>
+        <translation> · tizim xotirasi: %2 dan %1 GiB mavjud (GPU bilan umumiy)</translation>
     </message>
     <message>
         <source> &lt;span style=&quot;color:#c62828&quot;&gt;&lt;b&gt;low&lt;/b&gt;: close other programs; a GB10 can reset when its memory runs out&lt;/span&gt;</source>
-        <translation type="unfinished"></translation>
+        <translation> &lt;span style=&quot;color:#c62828&quot;&gt;&lt;b&gt;kam&lt;/b&gt;: boshqa dasturlarni yoping; xotirasi tugaganda GB10 qayta ishga tushib ketishi mumkin&lt;/span&gt;</translation>
     </message>
     <message>
         <source> · GPU memory %1 GiB free of %2</source>
-        <translation type="unfinished"></translation>
+        <translation> · GPU xotirasi: %2 dan %1 GiB boʻsh</translation>
     </message>
 </context>
 <context>
     <name>ts::ui::EngineController</name>
     <message>
         <source>Loading %1</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 yuklanmoqda</translation>
     </message>
     <message>
         <source>Reading config.json</source>
-        <translation type="unfinished"></translation>
+        <translation>config.json oʻqilmoqda</translation>
     </message>
     <message>
         <source>Mapping and checking the weights</source>
-        <translation type="unfinished"></translation>
+        <translation>Vaznlar xotiraga akslantirilmoqda va tekshirilmoqda</translation>
     </message>
     <message>
         <source>Loading the tokenizer</source>
-        <translation type="unfinished"></translation>
+        <translation>Tokenizer yuklanmoqda</translation>
     </message>
     <message>
         <source>Loading the chat template</source>
-        <translation type="unfinished"></translation>
+        <translation>Suhbat shabloni yuklanmoqda</translation>
     </message>
     <message>
         <source>No chat template in %1: the chat playground is unavailable</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 ichida suhbat shabloni yoʻq: suhbat sinov maydonchasi mavjud emas</translation>
     </message>
     <message>
         <source>No tokenizer.json in %1: the chat playground is unavailable</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 ichida tokenizer.json yoʻq: suhbat sinov maydonchasi mavjud emas</translation>
     </message>
     <message>
         <source>Sizing the KV pool</source>
-        <translation type="unfinished"></translation>
+        <translation>KV pool hajmi aniqlanmoqda</translation>
     </message>
     <message>
         <source>Load failed: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Yuklab boʻlmadi: %1</translation>
     </message>
     <message>
         <source>Ready</source>
@@ -645,75 +657,75 @@
     </message>
     <message>
         <source>Loaded %1: %2 layers, vocabulary %3, KV pool %4 tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 yuklandi: %2 ta qatlam, lugʻat %3, KV pool %4 token</translation>
     </message>
     <message>
         <source>Model unloaded</source>
-        <translation type="unfinished"></translation>
+        <translation>Model boʻshatildi</translation>
     </message>
     <message>
         <source>No model is loaded.</source>
-        <translation type="unfinished"></translation>
+        <translation>Hech qanday model yuklanmagan.</translation>
     </message>
     <message>
         <source>This model has no tokenizer or chat template, so it cannot chat.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu modelda tokenizer ham, suhbat shabloni ham yoʻq, shuning uchun u suhbatlasha olmaydi.</translation>
     </message>
     <message>
         <source>Chat request %1: %2 prompt tokens</source>
-        <translation type="unfinished"></translation>
+        <translation>Suhbat soʻrovi %1: %2 ta prompt tokeni</translation>
     </message>
     <message>
         <source>Chat request refused: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Suhbat soʻrovi rad etildi: %1</translation>
     </message>
     <message>
         <source>This build has no HTTP server.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu yigʻmada HTTP server yoʻq.</translation>
     </message>
     <message>
         <source>Load a model first.</source>
-        <translation type="unfinished"></translation>
+        <translation>Avval modelni yuklang.</translation>
     </message>
     <message>
         <source>HTTP server listening: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>HTTP server tinglamoqda: %1</translation>
     </message>
     <message>
         <source>HTTP server failed to start: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>HTTP serverni ishga tushirib boʻlmadi: %1</translation>
     </message>
     <message>
         <source>HTTP server stopped</source>
-        <translation type="unfinished"></translation>
+        <translation>HTTP server toʻxtatildi</translation>
     </message>
     <message>
         <source>Backend: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Backend: %1</translation>
     </message>
     <message>
         <source>GPU self-test (every kernel against the CPU reference)</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU oʻz-oʻzini tekshirish (har bir yadro CPU dagi etalon bilan solishtiriladi)</translation>
     </message>
     <message>
         <source>GPU self-test skipped (SKIP_OVERLAY_VERIFY=1)</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU oʻz-oʻzini tekshirish oʻtkazib yuborildi (SKIP_OVERLAY_VERIFY=1)</translation>
     </message>
     <message>
         <source>GPU self-test passed: %1 checks</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU oʻz-oʻzini tekshirish muvaffaqiyatli: %1 ta tekshiruv</translation>
     </message>
     <message>
         <source>GPU memory: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU xotirasi: %1</translation>
     </message>
     <message>
         <source>Waiting for device memory</source>
-        <translation type="unfinished"></translation>
+        <translation>Qurilma xotirasi kutilmoqda</translation>
     </message>
     <message>
         <source>Loading the weights (%1 of %2)</source>
-        <translation type="unfinished"></translation>
+        <translation>Vaznlar yuklanmoqda (%2 dan %1)</translation>
     </message>
 </context>
 <context>
@@ -740,15 +752,15 @@
     </message>
     <message>
         <source>%1 (test checkpoint, random weights)</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 (test checkpointi, tasodifiy vaznlar)</translation>
     </message>
     <message>
         <source>TwinSpark — %1</source>
-        <translation type="unfinished"></translation>
+        <translation>TwinSpark — %1</translation>
     </message>
     <message>
         <source>Load failed: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Yuklab boʻlmadi: %1</translation>
     </message>
     <message>
         <source>&amp;File</source>
@@ -784,7 +796,7 @@
     </message>
     <message>
         <source>TwinSpark %1 — GLM-5.3-Flash inference with an embedded engine and an OpenAI-compatible API.</source>
-        <translation type="unfinished"></translation>
+        <translation>TwinSpark %1 — ichki oʻrnatilgan dvigatel va OpenAI bilan mos API yordamida GLM-5.3-Flash inferensi.</translation>
     </message>
     <message>
         <source>No model</source>
@@ -807,7 +819,7 @@
     <name>ts::ui::ServerPage</name>
     <message>
         <source>Engine: no model loaded</source>
-        <translation type="unfinished"></translation>
+        <translation>Dvigatel: model yuklanmagan</translation>
     </message>
     <message>
         <source>Log</source>
@@ -815,11 +827,11 @@
     </message>
     <message>
         <source>Load failed: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Yuklab boʻlmadi: %1</translation>
     </message>
     <message>
         <source>No model loaded</source>
-        <translation type="unfinished"></translation>
+        <translation>Model yuklanmagan</translation>
     </message>
     <message>
         <source>Model</source>
@@ -835,27 +847,27 @@
     </message>
     <message>
         <source>Folder</source>
-        <translation type="unfinished"></translation>
+        <translation>Papka</translation>
     </message>
     <message>
         <source> MiB</source>
-        <translation type="unfinished"></translation>
+        <translation> MiB</translation>
     </message>
     <message>
         <source>Memory for the KV pool and the per-request recurrent states.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV pool va har bir soʻrovning rekurrent holatlari uchun xotira.</translation>
     </message>
     <message>
         <source>KV budget</source>
-        <translation type="unfinished"></translation>
+        <translation>KV byudjeti</translation>
     </message>
     <message>
         <source>Parallel generations (the recipe&apos;s MAX_NUM_SEQS is 4).</source>
-        <translation type="unfinished"></translation>
+        <translation>Parallel generatsiyalar soni (joylashtirish retseptidagi MAX_NUM_SEQS qiymati 4 ga teng).</translation>
     </message>
     <message>
         <source>Parallel requests</source>
-        <translation type="unfinished"></translation>
+        <translation>Parallel soʻrovlar</translation>
     </message>
     <message>
         <source>Load</source>
@@ -863,7 +875,7 @@
     </message>
     <message>
         <source>Load the model (Ctrl+L)</source>
-        <translation type="unfinished"></translation>
+        <translation>Modelni yuklash (Ctrl+L)</translation>
     </message>
     <message>
         <source>Unload</source>
@@ -871,7 +883,7 @@
     </message>
     <message>
         <source>This is a small generated test checkpoint with random weights: its answers are noise. It shows that the pipeline works, not what the model can do.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu tasodifiy vaznli, avtomatik yaratilgan kichik test checkpointi: uning javoblari maʼnosiz shovqin. U modelning imkoniyatlarini emas, balki konveyer ishlayotganini koʻrsatadi.</translation>
     </message>
     <message>
         <source>OpenAI API</source>
@@ -883,19 +895,19 @@
     </message>
     <message>
         <source>This computer only (127.0.0.1)</source>
-        <translation type="unfinished"></translation>
+        <translation>Faqat shu kompyuter (127.0.0.1)</translation>
     </message>
     <message>
         <source>The network (0.0.0.0) — needs an API key</source>
-        <translation type="unfinished"></translation>
+        <translation>Tarmoq (0.0.0.0) — API kaliti kerak</translation>
     </message>
     <message>
         <source>Listen on</source>
-        <translation type="unfinished"></translation>
+        <translation>Tinglash manzili</translation>
     </message>
     <message>
         <source>any free port</source>
-        <translation type="unfinished"></translation>
+        <translation>istalgan boʻsh port</translation>
     </message>
     <message>
         <source>Port</source>
@@ -903,7 +915,7 @@
     </message>
     <message>
         <source>none (loopback only)</source>
-        <translation type="unfinished"></translation>
+        <translation>yoʻq (faqat loopback)</translation>
     </message>
     <message>
         <source>API key</source>
@@ -911,11 +923,11 @@
     </message>
     <message>
         <source>Applies when the API is switched on.</source>
-        <translation type="unfinished"></translation>
+        <translation>API yoqilganda kuchga kiradi.</translation>
     </message>
     <message>
         <source>Off</source>
-        <translation type="unfinished"></translation>
+        <translation>Oʻchiq</translation>
     </message>
     <message>
         <source>Status</source>
@@ -927,47 +939,47 @@
     </message>
     <message>
         <source>Example</source>
-        <translation type="unfinished"></translation>
+        <translation>Misol</translation>
     </message>
     <message>
         <source>Copy curl</source>
-        <translation type="unfinished"></translation>
+        <translation>curl buyrugʻini nusxalash</translation>
     </message>
     <message>
         <source>Copy URL</source>
-        <translation type="unfinished"></translation>
+        <translation>URL ni nusxalash</translation>
     </message>
     <message>
         <source>This build has no HTTP server.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bu yigʻmada HTTP server yoʻq.</translation>
     </message>
     <message>
         <source>Choose the model folder first.</source>
-        <translation type="unfinished"></translation>
+        <translation>Avval model papkasini tanlang.</translation>
     </message>
     <message>
         <source>Starting…</source>
-        <translation type="unfinished"></translation>
+        <translation>Ishga tushirilmoqda…</translation>
     </message>
     <message>
         <source>Loaded %1: %2 layers, vocabulary %3, KV pool %4 tokens%5</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 yuklandi: %2 ta qatlam, lugʻat %3, KV pool %4 token%5</translation>
     </message>
     <message>
         <source> (no chat template: API completions by token ids only)</source>
-        <translation type="unfinished"></translation>
+        <translation> (suhbat shabloni yoʻq: API completion soʻrovlari faqat token ID lari bilan)</translation>
     </message>
     <message>
         <source>Listening on %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Tinglanmoqda: %1</translation>
     </message>
     <message>
         <source>Not running: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Ishlamayapti: %1</translation>
     </message>
     <message>
         <source>Engine: %1 running, %2 waiting · KV %3 % · %4 tok/s generation</source>
-        <translation type="unfinished"></translation>
+        <translation>Dvigatel: %1 ta bajarilmoqda, %2 ta kutmoqda · KV %3 % · generatsiya %4 tok/s</translation>
     </message>
 </context>
 <context>
@@ -978,19 +990,19 @@
     </message>
     <message>
         <source>Deployment settings: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Joylashtirish sozlamalari: %1</translation>
     </message>
     <message>
         <source>(set)</source>
-        <translation type="unfinished"></translation>
+        <translation>(oʻrnatilgan)</translation>
     </message>
     <message>
         <source>from the %1</source>
-        <translation type="unfinished"></translation>
+        <translation>manba: %1</translation>
     </message>
     <message>
         <source>Lines the launcher cannot read:</source>
-        <translation type="unfinished"></translation>
+        <translation>Ishga tushirgich oʻqiy olmaydigan qatorlar:</translation>
     </message>
 </context>
 <context>
@@ -1005,7 +1017,7 @@
     </message>
     <message>
         <source>Where the checkpoint is.</source>
-        <translation type="unfinished"></translation>
+        <translation>Checkpoint qayerda joylashgan.</translation>
     </message>
     <message>
         <source>Nodes</source>
@@ -1013,7 +1025,7 @@
     </message>
     <message>
         <source>The two machines and how the head reaches the worker over SSH.</source>
-        <translation type="unfinished"></translation>
+        <translation>Ikki mashina va bosh tugun ishchi tugunga SSH orqali qanday ulanishi.</translation>
     </message>
     <message>
         <source>API</source>
@@ -1021,7 +1033,7 @@
     </message>
     <message>
         <source>The OpenAI-compatible API served on the head node.</source>
-        <translation type="unfinished"></translation>
+        <translation>Bosh tugunda ishlaydigan OpenAI bilan mos API.</translation>
     </message>
     <message>
         <source>Fabric</source>
@@ -1029,7 +1041,7 @@
     </message>
     <message>
         <source>The CX7 link between the nodes. Keep the documented pins unless your cabling differs.</source>
-        <translation type="unfinished"></translation>
+        <translation>Tugunlar orasidagi CX7 ulanishi. Kabellaringiz boshqacha ulanmagan boʻlsa, hujjatlarda koʻrsatilgan bogʻlashlarni oʻzgartirmang.</translation>
     </message>
     <message>
         <source>Runtime</source>
@@ -1037,7 +1049,7 @@
     </message>
     <message>
         <source>Settings the recipe fixes. Forbidden values are shown, and why, but cannot be chosen.</source>
-        <translation type="unfinished"></translation>
+        <translation>Joylashtirish retsepti belgilab qoʻygan sozlamalar. Taqiqlangan qiymatlar sababi bilan koʻrsatiladi, lekin ularni tanlab boʻlmaydi.</translation>
     </message>
     <message>
         <source>Write .env</source>
@@ -1045,15 +1057,15 @@
     </message>
     <message>
         <source>Finish writes the file. Comments and settings this wizard does not know are kept.</source>
-        <translation type="unfinished"></translation>
+        <translation>Finish (Tugatish) tugmasi faylni yozadi. Izohlar va bu usta bilmaydigan sozlamalar saqlab qolinadi.</translation>
     </message>
     <message>
         <source>Set by the %1 to &apos;%2&apos;: that value wins at run time; this file keeps what you enter here.</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 tomonidan &apos;%2&apos; qiymati berilgan: ishga tushirishda shu qiymat ustun turadi; bu fayl esa siz bu yerda kiritgan qiymatni saqlaydi.</translation>
     </message>
     <message>
         <source>%1 — not allowed</source>
-        <translation type="unfinished"></translation>
+        <translation>%1 — ruxsat etilmaydi</translation>
     </message>
     <message>
         <source>Browse…</source>
@@ -1065,39 +1077,39 @@
     </message>
     <message>
         <source>Generate</source>
-        <translation type="unfinished"></translation>
+        <translation>Yaratish</translation>
     </message>
     <message>
         <source>A random 32-character key</source>
-        <translation type="unfinished"></translation>
+        <translation>Tasodifiy 32 belgili kalit</translation>
     </message>
     <message>
         <source>File: %1</source>
-        <translation type="unfinished"></translation>
+        <translation>Fayl: %1</translation>
     </message>
     <message>
         <source>It did not exist and was created from .env.example.</source>
-        <translation type="unfinished"></translation>
+        <translation>U mavjud emas edi va .env.example asosida yaratildi.</translation>
     </message>
     <message>
         <source>Lines the launcher cannot read (kept as they are):</source>
-        <translation type="unfinished"></translation>
+        <translation>Ishga tushirgich oʻqiy olmaydigan qatorlar (oʻzgarishsiz saqlanadi):</translation>
     </message>
     <message>
         <source>To fix before writing:</source>
-        <translation type="unfinished"></translation>
+        <translation>Yozishdan oldin tuzatish kerak:</translation>
     </message>
     <message>
         <source>Warnings:</source>
-        <translation type="unfinished"></translation>
+        <translation>Ogohlantirishlar:</translation>
     </message>
     <message>
         <source>Some fields are not valid.</source>
-        <translation type="unfinished"></translation>
+        <translation>Baʼzi maydonlar yaroqsiz.</translation>
     </message>
     <message>
         <source>Cannot write .env</source>
-        <translation type="unfinished"></translation>
+        <translation>.env ni yozib boʻlmadi</translation>
     </message>
 </context>
 </TS>

@@ -1,6 +1,14 @@
 // The .ts catalogues are compiled into the app (qt_add_translations, embedded under :/i18n) and the
-// main navigation is really translated into Chinese and Uzbek.
+// main navigation is really translated into Chinese and Uzbek. The catalogues are whole and current: every
+// tr() string of the control center (re-extracted here with lupdate) is in them, every one has a Chinese and an
+// Uzbek translation, and each translation keeps its source's placeholders (%1, %n), rich-text tags and
+// keyboard mnemonic — a lost %1 would show a raw placeholder, a lost tag raw markup.
 #include <QtTest>
+
+#include <QMultiMap>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QXmlStreamReader>
 
 #include <QListWidget>
 #include <QTemporaryDir>
@@ -13,6 +21,85 @@
 #include "ui/translations.h"
 
 using namespace ts::ui;
+
+namespace {
+
+struct CatalogMessage {
+    QString context;
+    QString source;
+    QStringList translations;  // one, or the numerus forms
+    bool unfinished = false;
+};
+
+// The messages of a Qt Linguist .ts file; empty with *error on a read or XML error.
+QList<CatalogMessage> readCatalog(const QString& path, QString* error) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        *error = QStringLiteral("cannot open %1").arg(path);
+        return {};
+    }
+    QList<CatalogMessage> out;
+    QXmlStreamReader xml(&f);
+    QString context;
+    CatalogMessage* cur = nullptr;
+    while (!xml.atEnd()) {
+        xml.readNext();
+        if (!xml.isStartElement()) continue;
+        const auto name = xml.name();
+        if (name == QLatin1String("name") && !cur) {
+            context = xml.readElementText();
+        } else if (name == QLatin1String("message")) {
+            out.append(CatalogMessage{context, {}, {}, false});
+            cur = &out.last();
+        } else if (name == QLatin1String("source") && cur) {
+            cur->source = xml.readElementText();
+        } else if (name == QLatin1String("translation") && cur) {
+            const auto type = xml.attributes().value(QLatin1String("type"));
+            cur->unfinished = type == QLatin1String("unfinished");
+            // A numerus message holds <numerusform> children; a plain one its text.
+            QString text;
+            bool numerus = false;
+            while (!(xml.isEndElement() && xml.name() == QLatin1String("translation")) && !xml.atEnd()) {
+                xml.readNext();
+                if (xml.isStartElement() && xml.name() == QLatin1String("numerusform")) {
+                    numerus = true;
+                    cur->translations << xml.readElementText();
+                } else if (xml.isCharacters()) {
+                    text += xml.text();
+                }
+            }
+            if (!numerus) cur->translations << text;
+            cur = nullptr;
+        }
+    }
+    if (xml.hasError()) {
+        *error = QStringLiteral("%1: %2 at line %3").arg(path, xml.errorString()).arg(xml.lineNumber());
+        return {};
+    }
+    return out;
+}
+
+// What a translation must carry over from its source, sorted: placeholders and rich-text tags.
+QStringList carried(const QString& text) {
+    static const QRegularExpression re(QStringLiteral(R"(%L?\d|%n|</?[a-zA-Z][^>]*>)"));
+    QStringList out;
+    for (auto it = re.globalMatch(text); it.hasNext();) out << it.next().captured(0);
+    out.sort();
+    return out;
+}
+
+// Keyboard mnemonics: '&' before a character other than '&' or space ("&&" is a literal ampersand).
+int mnemonics(const QString& text) {
+    int n = 0;
+    for (qsizetype i = 0; i + 1 < text.size(); ++i) {
+        if (text[i] != QLatin1Char('&')) continue;
+        if (text[i + 1] == QLatin1Char('&')) ++i;
+        else if (!text[i + 1].isSpace()) ++n;
+    }
+    return n;
+}
+
+}  // namespace
 
 class TestTranslations final : public QObject {
     Q_OBJECT
@@ -55,6 +142,69 @@ private slots:
         }
         QCoreApplication::removeTranslator(&tr);
         controller.shutdown();
+    }
+
+    void catalogIsComplete_data() {
+        QTest::addColumn<QString>("code");
+        QTest::newRow("zh_CN") << "zh_CN";
+        QTest::newRow("uz") << "uz";
+    }
+    void catalogIsComplete() {
+        QFETCH(QString, code);
+        QString error;
+        const auto messages = readCatalog(QStringLiteral(TS_SOURCE_DIR "/translations/twinspark_%1.ts").arg(code), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY(messages.size() > 200);
+        QStringList problems;
+        for (const CatalogMessage& m : messages) {
+            const QString where = m.context + QStringLiteral(": \"") + m.source + QLatin1Char('"');
+            if (m.unfinished || m.translations.isEmpty()) {
+                problems << QStringLiteral("untranslated: ") + where;
+                continue;
+            }
+            for (const QString& t : m.translations) {
+                if (t.trimmed().isEmpty() && !m.source.trimmed().isEmpty())
+                    problems << QStringLiteral("empty: ") + where;
+                else if (carried(t) != carried(m.source))
+                    problems << QStringLiteral("placeholders or tags differ (%1 vs %2): ")
+                                        .arg(carried(t).join(QLatin1Char(' ')), carried(m.source).join(QLatin1Char(' '))) +
+                                    where;
+                else if (mnemonics(t) != mnemonics(m.source))
+                    problems << QStringLiteral("mnemonic lost or doubled: ") + where;
+            }
+        }
+        QVERIFY2(problems.isEmpty(), qPrintable(QStringLiteral("%1 problem(s), first ones:\n").arg(problems.size()) +
+                                                problems.mid(0, 20).join(QLatin1Char('\n'))));
+    }
+
+    // Every tr() string of ts_ui and the app, as lupdate extracts it now, is in the catalogues (a new string must be
+    // added with `cmake --build build --target update_translations` and translated; catalogIsComplete then holds it).
+    void catalogsFollowTheCode() {
+        QTemporaryDir dir;
+        const QString fresh = dir.filePath(QStringLiteral("fresh.ts"));
+        QProcess lupdate;
+        lupdate.setProcessChannelMode(QProcess::MergedChannels);
+        lupdate.start(QStringLiteral(TS_LUPDATE), {QStringLiteral(TS_SOURCE_DIR "/ui"), QStringLiteral(TS_SOURCE_DIR "/app/gui/main.cpp"),
+                                                  QStringLiteral("-ts"), fresh, QStringLiteral("-no-obsolete"),
+                                                  QStringLiteral("-locations"), QStringLiteral("none")});
+        QVERIFY(lupdate.waitForFinished(120000));
+        QVERIFY2(lupdate.exitStatus() == QProcess::NormalExit && lupdate.exitCode() == 0, lupdate.readAll().constData());
+        QString error;
+        const auto extracted = readCatalog(fresh, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY(extracted.size() > 200);
+        for (const char* code : {"en", "zh_CN", "uz"}) {
+            const auto catalog = readCatalog(QStringLiteral(TS_SOURCE_DIR "/translations/twinspark_%1.ts").arg(QLatin1String(code)), &error);
+            QVERIFY2(error.isEmpty(), qPrintable(error));
+            // By source text: lupdate run on files alone qualifies the contexts differently (no include paths).
+            QSet<QString> have;
+            for (const CatalogMessage& m : catalog) have.insert(m.source);
+            QStringList missing;
+            for (const CatalogMessage& m : extracted)
+                if (!have.contains(m.source)) missing << m.source;
+            QVERIFY2(missing.isEmpty(), qPrintable(QStringLiteral("twinspark_%1.ts lacks %2 string(s) of the code, e.g. \"%3\"")
+                                                       .arg(QLatin1String(code)).arg(missing.size()).arg(missing.value(0))));
+        }
     }
 };
 
