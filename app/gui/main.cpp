@@ -88,12 +88,17 @@ int main(int argc, char** argv) {
     QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller, [&] { controller.shutdown(); });
 
     window.show();
-    if (!envOk) QMessageBox::warning(&window, QObject::tr("Deployment settings"), envError);
+    // Window-modal and not blocking (as the wizard): the model loads while the warning is read.
+    auto warn = [&window](const QString& text) {
+        auto* box = new QMessageBox(QMessageBox::Warning, QObject::tr("Deployment settings"), text, QMessageBox::Ok, &window);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+    };
+    if (!envOk) warn(envError);
     else if (port == 0)
-        QMessageBox::warning(&window, QObject::tr("Deployment settings"),
-                             portProblem + QLatin1Char('\n') +
-                                 QObject::tr("The API is not started. Correct PORT on the Setup page, or choose a port on "
-                                             "the Server page and turn the API on there."));
+        warn(portProblem + QLatin1Char('\n') +
+             QObject::tr("The API is not started. Correct PORT on the Setup page, or choose a port on "
+                         "the Server page and turn the API on there."));
     else if (env.created()) window.setupPage()->openWizard();
     if (!cli.isSet(noLoadOpt) && !model.isEmpty()) window.serverPage()->loadModel();
     return app.exec();
