@@ -14,8 +14,24 @@ QList<QPair<QString, QString>> availableLanguages() {
             {QStringLiteral("uz"), QStringLiteral("Oʻzbekcha")}};
 }
 
+QString normalizeLanguage(const QString& spelling) {
+    // Language, then an optional region or script ("zh_CN", "zh-Hans", "uz-Latn-UZ"); Chinese is Simplified.
+    const QString s = spelling.trimmed().toLower().replace(QLatin1Char('-'), QLatin1Char('_'));
+    const QString lang = s.section(QLatin1Char('_'), 0, 0);
+    if (lang == QLatin1String("en")) return QStringLiteral("en");
+    if (lang == QLatin1String("uz")) return QStringLiteral("uz");
+    if (lang == QLatin1String("zh") && (s == QLatin1String("zh") || s == QLatin1String("zh_cn") || s == QLatin1String("zh_hans") ||
+                                        s.startsWith(QLatin1String("zh_hans_"))))
+        return QStringLiteral("zh_CN");
+    return QString();
+}
+
 QString chooseLanguage(const QString& requested) {
-    QString code = requested;
+    if (!requested.isEmpty()) {
+        const QString code = normalizeLanguage(requested);
+        return code.isEmpty() ? QStringLiteral("en") : code;
+    }
+    QString code;
     if (code.isEmpty()) code = QSettings().value(QStringLiteral("language")).toString();
     if (code.isEmpty()) {
         const QString sys = QLocale::system().name();  // e.g. zh_CN, uz_UZ

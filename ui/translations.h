@@ -13,7 +13,10 @@ namespace ts::ui {
 
 // (code, name in that language), e.g. ("zh_CN", "简体中文").
 QList<QPair<QString, QString>> availableLanguages();
-// The language to use: `requested` if given, else the saved choice, else the system locale if we have
+// The code of availableLanguages() a user's spelling names — "zh", "zh-CN", "ZH_cn" → "zh_CN"; "uz", "uz_UZ",
+// "uz-Latn" → "uz"; "en_US" → "en" — or empty when it names none of them.
+QString normalizeLanguage(const QString& spelling);
+// The language to use: `requested` if given (normalizeLanguage; English when it names none), else the saved choice, else the system locale if we have
 // it, else English.
 QString chooseLanguage(const QString& requested = QString());
 // Installs the Qt and TwinSpark translators for `code` on the application. False when the TwinSpark

@@ -7,7 +7,7 @@
 //   --env FILE        the deployment .env (default: $TWINSPARK_ENV, ./.env, or the config folder)
 //   --set KEY=VALUE   override a .env value for this run (repeatable; wins over the environment)
 //   --serve           start the OpenAI API once the model is loaded
-//   --lang CODE       en, zh_CN or uz
+//   --lang CODE       en, zh_CN or uz (also zh, zh-CN, uz_UZ, en_US …); another ends the run with exit 2
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
@@ -45,6 +45,10 @@ int main(int argc, char** argv) {
     cli.addOptions({modelOpt, noLoadOpt, envOpt, setOpt, serveOpt, langOpt});
     cli.process(app);
 
+    if (cli.isSet(langOpt) && normalizeLanguage(cli.value(langOpt)).isEmpty()) {
+        fprintf(stderr, "twinspark: --lang must be en, zh_CN or uz, got '%s'\n", qPrintable(cli.value(langOpt)));
+        return 2;
+    }
     installTranslations(&app, chooseLanguage(cli.value(langOpt)));
 
     EnvStore env;

@@ -2,7 +2,8 @@
 // main navigation is really translated into Chinese and Uzbek. The catalogues are whole and current: every
 // tr() string of the control center (re-extracted here with lupdate) is in them, every one has a Chinese and an
 // Uzbek translation, and each translation keeps its source's placeholders (%1, %n), rich-text tags and
-// keyboard mnemonic — a lost %1 would show a raw placeholder, a lost tag raw markup.
+// keyboard mnemonic — a lost %1 would show a raw placeholder, a lost tag raw markup. `--lang` takes the usual
+// spellings of a language (zh, zh-CN, uz_UZ) and refuses one without a catalogue.
 #include <QtTest>
 
 #include <QMultiMap>
@@ -112,6 +113,32 @@ private slots:
         QCOMPARE(availableLanguages().size(), 3);
         QCOMPARE(chooseLanguage(QStringLiteral("uz")), QStringLiteral("uz"));
         QCOMPARE(chooseLanguage(QStringLiteral("xx")), QStringLiteral("en"));
+        QCOMPARE(chooseLanguage(QStringLiteral("zh")), QStringLiteral("zh_CN"));
+    }
+
+    void languageSpellings() {
+        for (const char* s : {"zh_CN", "zh", "zh-CN", "ZH_cn", "zh-Hans", "zh_Hans_CN"}) QCOMPARE(normalizeLanguage(QLatin1String(s)), QStringLiteral("zh_CN"));
+        for (const char* s : {"uz", "uz_UZ", "uz-Latn", "UZ"}) QCOMPARE(normalizeLanguage(QLatin1String(s)), QStringLiteral("uz"));
+        for (const char* s : {"en", "en_US", "en-GB", " en "}) QCOMPARE(normalizeLanguage(QLatin1String(s)), QStringLiteral("en"));
+        // Traditional Chinese and languages without a catalogue name none of ours.
+        for (const char* s : {"zh_TW", "zh-Hant", "ru", "", "uzbek", "z"}) QVERIFY2(normalizeLanguage(QLatin1String(s)).isEmpty(), s);
+    }
+
+    // The control center refuses a --lang it has no catalogue for (exit 2, and says which it has), before any window.
+    void controlCenterRefusesAnUnknownLanguage() {
+        QTemporaryDir dir;
+        QProcess p;
+        QProcessEnvironment pe = QProcessEnvironment::systemEnvironment();
+        pe.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        pe.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("xdg")));
+        p.setProcessEnvironment(pe);
+        p.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), dir.filePath(QStringLiteral(".env")), QStringLiteral("--no-load"),
+                                             QStringLiteral("--lang"), QStringLiteral("zh_TW")});
+        QVERIFY(p.waitForFinished(60000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY2(err.contains(QStringLiteral("'zh_TW'")) && err.contains(QStringLiteral("zh_CN")), qPrintable(err));
     }
 
     void navigationIsTranslated_data() {
