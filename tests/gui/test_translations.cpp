@@ -11,7 +11,9 @@
 #include <QRegularExpression>
 #include <QXmlStreamReader>
 
+#include <QDialogButtonBox>
 #include <QListWidget>
+#include <QPushButton>
 #include <QTemporaryDir>
 #include <QTranslator>
 
@@ -169,6 +171,23 @@ private slots:
         }
         QCoreApplication::removeTranslator(&tr);
         controller.shutdown();
+    }
+
+    // Qt's own strings — the wizard's and the message boxes' buttons — come from the system's Qt catalogues
+    // (qt6-translations-l10n, which scripts/install-deps.sh installs): in Chinese the buttons are Chinese too.
+    // (Qt has no Uzbek catalogue: there they stay English.)
+    void qtOwnButtonsAreTranslated() {
+        QVERIFY(installTranslations(qApp, QStringLiteral("zh_CN")));
+        const auto installed = qApp->findChildren<QTranslator*>(QString(), Qt::FindDirectChildrenOnly);
+        QDialogButtonBox box(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+        const QString cancel = box.button(QDialogButtonBox::Cancel)->text();
+        for (QTranslator* t : installed) {
+            QCoreApplication::removeTranslator(t);
+            delete t;
+        }
+        QVERIFY2(cancel == QStringLiteral("取消"),
+                 qPrintable(QStringLiteral("the Cancel button reads '%1': is qtbase_zh_CN.qm there (qt6-translations-l10n, "
+                                           "scripts/install-deps.sh)?").arg(cancel)));
     }
 
     void catalogIsComplete_data() {
