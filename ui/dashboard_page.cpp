@@ -24,6 +24,31 @@ double niceCeil(double v) {
     return 10 * p;
 }
 
+// The label format that tells an axis' ticks apart (a 0–1 range with five ticks under "%.0f" read 0, 0, 1, 1, 1):
+// the decimals that write the tick step exactly when it has at most three (the charts' nice ranges: 0.25, 1.25,
+// 2.5), else the fewest that make the step at least 1.5 units of the last digit (a sliding time window), at most
+// three. The step is (max − min) / (ticks − 1).
+int tickDecimals(double step) {
+    if (!(step > 0)) return 0;
+    for (int d = 0; d <= 3; ++d) {
+        const double scaled = step * std::pow(10.0, d);
+        if (std::abs(scaled - std::round(scaled)) < 1e-6 * std::max(1.0, scaled)) return d;
+    }
+    int d = 0;
+    while (d < 3 && step * std::pow(10.0, d) < 1.5) ++d;
+    return d;
+}
+
+void keepTickLabelsDistinct(QValueAxis* axis) {
+    auto update = [axis] {
+        const int ticks = std::max(2, axis->tickCount());
+        axis->setLabelFormat(QStringLiteral("%.%1f").arg(tickDecimals((axis->max() - axis->min()) / (ticks - 1))));
+    };
+    QObject::connect(axis, &QValueAxis::rangeChanged, axis, update);
+    QObject::connect(axis, &QValueAxis::tickCountChanged, axis, update);
+    update();
+}
+
 }  // namespace
 
 DashboardPage::DashboardPage(QWidget* parent) : QWidget(parent) {
@@ -51,11 +76,12 @@ DashboardPage::Chart DashboardPage::makeChart(const QString& title, const QStrin
     c.chart->setMargins(QMargins(4, 4, 4, 4));
     c.x = new QValueAxis;
     c.x->setTitleText(tr("seconds"));
-    c.x->setLabelFormat(QStringLiteral("%.0f"));
+    c.x->setRange(0, 4);  // (until the first sample) whole seconds under five ticks
+    keepTickLabelsDistinct(c.x);
     c.y = new QValueAxis;
     c.y->setTitleText(yTitle);
-    c.y->setLabelFormat(QStringLiteral("%.0f"));
-    c.y->setRange(0, 1);
+    c.y->setRange(0, 4);
+    keepTickLabelsDistinct(c.y);
     c.chart->addAxis(c.x, Qt::AlignBottom);
     c.chart->addAxis(c.y, Qt::AlignLeft);
     for (int i = 0; i < names.size(); ++i) {

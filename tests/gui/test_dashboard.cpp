@@ -1,10 +1,12 @@
 // The dashboard: series follow the metrics samples, history stays bounded, a sample without a new
-// first token adds no TTFT point; and, end to end, the controller's ~4 Hz metrics reach the charts.
+// first token adds no TTFT point, every axis labels its ticks apart (no "0 0 1 1 1"); and, end to end, the
+// controller's ~4 Hz metrics reach the charts.
 #include <QtTest>
 
 #include "gui_spy.h"
 
 #include <QLineSeries>
+#include <QValueAxis>
 
 #include "ui/dashboard_page.h"
 #include "ui/engine_controller.h"
@@ -58,6 +60,49 @@ private slots:
         page.addSample(s);
         QVERIFY2(page.throughputTitle().contains(QStringLiteral("1234 decode steps from CUDA graphs")),
                  qPrintable(page.throughputTitle()));
+    }
+
+    // Every axis of every chart: its tick labels, as its label format writes them, are all different.
+    void tickLabelsAreDistinct() {
+        DashboardPage page;
+        page.show();
+        auto check = [&](const char* when) {
+            for (const char* name : {"kvBlocks", "promptTps", "generationTps", "running", "waiting", "ttftMs"}) {
+                for (QAbstractAxis* a : page.series(QLatin1String(name))->attachedAxes()) {
+                    auto* axis = qobject_cast<QValueAxis*>(a);
+                    QVERIFY(axis);
+                    const int ticks = axis->tickCount();
+                    QStringList labels;
+                    for (int i = 0; i < ticks; ++i) {
+                        const double v = axis->min() + (axis->max() - axis->min()) * i / (ticks - 1);
+                        labels << QString::asprintf(axis->labelFormat().toLatin1().constData(), v);
+                    }
+                    QVERIFY2(QSet<QString>(labels.begin(), labels.end()).size() == ticks,
+                             qPrintable(QStringLiteral("%1, %2 axis %3: %4").arg(QLatin1String(when), QLatin1String(name),
+                                                                             axis->titleText(), labels.join(QStringLiteral(", ")))));
+                }
+            }
+        };
+        check("before any sample");
+        MetricsSample s;
+        s.kvBlocksTotal = 3;  // a tiny pool: 0, 0.75, 1.5, 2.25, 3
+        s.kvBlocksUsed = 1;
+        s.running = 1;
+        s.promptTokensPerSecond = 0.3;
+        s.generationTokensPerSecond = 0.2;
+        s.ttftSeconds = 0.0004;
+        for (int i = 1; i <= 6; ++i) {  // a window of 0.1 s … 0.6 s
+            s.timeSeconds = 0.1 * i;
+            page.addSample(s);
+            check("small values, short window");
+        }
+        s.kvBlocksTotal = 4096;
+        s.promptTokensPerSecond = 12345;
+        for (int i = 0; i < 300; ++i) {  // a long run: the window slides over odd bounds
+            s.timeSeconds = 0.6 + 0.2617 * i;
+            page.addSample(s);
+        }
+        check("long run");
     }
 
     void deviceMemoryInTheKvHeading() {
