@@ -7,11 +7,12 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # (without recommends, a fresh Debian 12 configures with "Qt6Charts could not be found because dependency
 # Qt6OpenGL could not be found"). g++-aarch64-linux-gnu: the aarch64_syntax test compiles the host sources for
 # the DGX Spark's arm64 CPU (tests/build/aarch64_syntax.sh). qt6-translations-l10n: Qt's own strings (dialog
-# buttons) in Chinese when the control center runs in Chinese.
+# buttons) in Chinese when the control center runs in Chinese; fonts-wqy-microhei (5 MB): Chinese glyphs where the
+# desktop has none (ui/translations.h, applyLanguageFont).
 PKGS=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
-  qt6-translations-l10n
+  qt6-translations-l10n fonts-wqy-microhei
   nlohmann-json3-dev libcpp-httplib-dev libssh2-1-dev libssl-dev libpcre2-dev
   python3 python3-numpy python3-jinja2
   g++-aarch64-linux-gnu

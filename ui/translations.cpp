@@ -1,6 +1,9 @@
 #include "ui/translations.h"
 
 #include <QCoreApplication>
+#include <QFontDatabase>
+#include <QFontInfo>
+#include <QGuiApplication>
 #include <QLibraryInfo>
 #include <QLocale>
 #include <QSettings>
@@ -41,6 +44,25 @@ QString chooseLanguage(const QString& requested) {
     for (const auto& [c, name] : availableLanguages())
         if (c == code) return c;
     return QStringLiteral("en");
+}
+
+QString applyLanguageFont(const QString& code) {
+    QFont font = QGuiApplication::font();
+    const QString current = QFontInfo(font).family();  // the family fontconfig resolved "Sans Serif" to
+    if (code != QLatin1String("zh_CN")) return current;
+    constexpr auto script = QFontDatabase::SimplifiedChinese;
+    if (QFontDatabase::writingSystems(current).contains(script)) return current;
+    const QStringList have = QFontDatabase::families(script);
+    if (have.isEmpty()) return QString();
+    QString pick = have.first();
+    for (const char* preferred : {"Noto Sans CJK SC", "Source Han Sans SC", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei"})
+        if (have.contains(QLatin1String(preferred))) {
+            pick = QLatin1String(preferred);
+            break;
+        }
+    font.setFamilies({pick, current});
+    QGuiApplication::setFont(font);
+    return pick;
 }
 
 bool installTranslations(QCoreApplication* app, const QString& code) {

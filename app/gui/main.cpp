@@ -49,7 +49,10 @@ int main(int argc, char** argv) {
         fprintf(stderr, "twinspark: --lang must be en, zh_CN or uz, got '%s'\n", qPrintable(cli.value(langOpt)));
         return 2;
     }
-    installTranslations(&app, chooseLanguage(cli.value(langOpt)));
+    const QString language = chooseLanguage(cli.value(langOpt));
+    installTranslations(&app, language);
+    if (applyLanguageFont(language).isEmpty())
+        fprintf(stderr, "twinspark: no installed font has Chinese glyphs (install fonts-wqy-microhei or fonts-noto-cjk)\n");
 
     EnvStore env;
     QMap<QString, QString> overrides;

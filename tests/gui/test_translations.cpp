@@ -12,6 +12,9 @@
 #include <QXmlStreamReader>
 
 #include <QDialogButtonBox>
+#include <QFontDatabase>
+#include <QFontInfo>
+#include <QGuiApplication>
 #include <QListWidget>
 #include <QPushButton>
 #include <QTemporaryDir>
@@ -188,6 +191,21 @@ private slots:
         QVERIFY2(cancel == QStringLiteral("取消"),
                  qPrintable(QStringLiteral("the Cancel button reads '%1': is qtbase_zh_CN.qm there (qt6-translations-l10n, "
                                            "scripts/install-deps.sh)?").arg(cancel)));
+    }
+
+    // In Chinese the application font has Chinese glyphs (fonts-wqy-microhei, which scripts/install-deps.sh installs,
+    // when the desktop's default has none); other languages keep the default font.
+    void chineseGetsAFontWithChineseGlyphs() {
+        const QFont before = QGuiApplication::font();
+        QCOMPARE(applyLanguageFont(QStringLiteral("uz")), QFontInfo(before).family());
+        QCOMPARE(QGuiApplication::font(), before);
+        const QString family = applyLanguageFont(QStringLiteral("zh_CN"));
+        const QFont after = QGuiApplication::font();
+        QGuiApplication::setFont(before);
+        QVERIFY2(!family.isEmpty(), "no installed font covers Simplified Chinese: install fonts-wqy-microhei (scripts/install-deps.sh)");
+        QVERIFY2(QFontDatabase::writingSystems(QFontInfo(after).family()).contains(QFontDatabase::SimplifiedChinese),
+                 qPrintable(QFontInfo(after).family()));
+        QCOMPARE(after.pointSizeF(), before.pointSizeF());
     }
 
     void catalogIsComplete_data() {
