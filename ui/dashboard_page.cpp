@@ -121,7 +121,12 @@ void DashboardPage::rescale(Chart& c, const QStringList& names, double t, double
             ymax = std::max(ymax, p.y());
             tmin = std::min(tmin, p.x());
         }
-    c.y->setRange(0, niceCeil(ymax * 1.1));
+    const double top = niceCeil(ymax * 1.1);
+    c.y->setRange(0, top);
+    // Round steps on a 1-2-5 top: 0–5 by 1 (six ticks), 0–2 by 0.5 (five), 0–1 and 0–10 by a fifth (six) — never a
+    // request count of 1.25.
+    const double mantissa = top / std::pow(10.0, std::floor(std::log10(top)));
+    c.y->setTickCount(std::abs(mantissa - 2.0) < 1e-9 ? 5 : 6);
     c.x->setRange(std::max(tmin, t - kHistory / 4.0), std::max(t, tmin + 1.0));
 }
 

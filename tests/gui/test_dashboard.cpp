@@ -96,6 +96,15 @@ private slots:
             page.addSample(s);
             check("small values, short window");
         }
+        // Request counts step by whole requests (the axis starts at 0–5 for up to four).
+        {
+            auto* y = qobject_cast<QValueAxis*>(page.series(QStringLiteral("running"))->attachedAxes().value(1));
+            QVERIFY(y && y->orientation() == Qt::Vertical);
+            QStringList labels;
+            for (int i = 0; i < y->tickCount(); ++i)
+                labels << QString::asprintf(y->labelFormat().toLatin1().constData(), y->max() * i / (y->tickCount() - 1));
+            QCOMPARE(labels.join(QLatin1Char(',')), QStringLiteral("0,1,2,3,4,5"));
+        }
         s.kvBlocksTotal = 4096;
         s.promptTokensPerSecond = 12345;
         for (int i = 0; i < 300; ++i) {  // a long run: the window slides over odd bounds
