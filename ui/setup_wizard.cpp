@@ -112,6 +112,9 @@ QWidget* SetupWizard::makeEditor(const FieldSpec& f) {
     if (f.kind == FieldKind::Choice) {
         auto* combo = new QComboBox;
         combo->setObjectName(f.key);
+        // As wide as the line edits of the other pages: a combo keeps its content's width otherwise, and the
+        // word-wrapped notes under it, laid out in that narrow column, overlapped one another.
+        combo->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
         auto* model = new QStandardItemModel(combo);
         QStringList refused;
         for (const FieldChoice& c : EnvSchema::choices(f.key)) {

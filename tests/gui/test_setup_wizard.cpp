@@ -13,6 +13,8 @@
 #include <QProcess>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
+#include <QTranslator>
+#include <QWizardPage>
 
 #include "ui/env_schema.h"
 #include "ui/env_store.h"
@@ -49,6 +51,66 @@ class TestSetupWizard final : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    // Every page, at the wizard's smallest size and in each language: no two of its labels and editors overlap,
+    // and no word-wrapped text is cut (each label is at least as tall as its text needs at its width). The Runtime
+    // page's notes under the combo boxes once overlapped in a column as narrow as the combos.
+    void pagesLayOutWithoutOverlap_data() {
+        QTest::addColumn<QString>("code");
+        QTest::newRow("en") << "en";
+        QTest::newRow("zh_CN") << "zh_CN";
+        QTest::newRow("uz") << "uz";
+    }
+    void pagesLayOutWithoutOverlap() {
+        QFETCH(QString, code);
+        QTranslator tr;
+        if (code != QLatin1String("en")) {
+            QVERIFY(tr.load(QStringLiteral(":/i18n/twinspark_%1.qm").arg(code)));
+            QCoreApplication::installTranslator(&tr);
+        }
+        QTemporaryDir dir;
+        writeFile(dir.filePath(".env"), kUserEnv);
+        EnvStore store;
+        QString error;
+        QVERIFY2(store.load(dir.filePath(".env"), &error), qPrintable(error));
+        {
+            SetupWizard w(&store);
+            w.resize(w.minimumSize());
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            QStringList seen;
+            for (int n = 0; n < 8 && !seen.contains(w.currentPage()->title()); ++n) {
+                QWizardPage* page = w.currentPage();
+                seen << page->title();
+                QCoreApplication::processEvents();
+                QList<QWidget*> parts;
+                for (QWidget* c : page->findChildren<QWidget*>())
+                    if (c->isVisible() && (qobject_cast<QLabel*>(c) || qobject_cast<QComboBox*>(c) || qobject_cast<QLineEdit*>(c) ||
+                                           qobject_cast<QAbstractButton*>(c)))
+                        parts << c;
+                QVERIFY(!parts.isEmpty());
+                for (int i = 0; i < parts.size(); ++i) {
+                    const QRect a(parts[i]->mapTo(page, QPoint(0, 0)), parts[i]->size());
+                    if (auto* l = qobject_cast<QLabel*>(parts[i]); l && l->wordWrap() && !l->text().isEmpty())
+                        QVERIFY2(l->height() >= l->heightForWidth(l->width()),
+                                 qPrintable(QStringLiteral("%1, page %2: '%3' is cut (%4 px of %5)").arg(code, page->title(), l->text().left(40))
+                                                .arg(l->height()).arg(l->heightForWidth(l->width()))));
+                    for (int j = i + 1; j < parts.size(); ++j) {
+                        if (parts[i]->isAncestorOf(parts[j]) || parts[j]->isAncestorOf(parts[i])) continue;
+                        const QRect b(parts[j]->mapTo(page, QPoint(0, 0)), parts[j]->size());
+                        QVERIFY2(!a.intersects(b), qPrintable(QStringLiteral("%1, page %2: '%3' overlaps '%4'")
+                                                                   .arg(code, page->title(), parts[i]->objectName() + QLatin1Char(' ') +
+                                                                        (qobject_cast<QLabel*>(parts[i]) ? qobject_cast<QLabel*>(parts[i])->text().left(30) : QString()),
+                                                                        parts[j]->objectName() + QLatin1Char(' ') +
+                                                                        (qobject_cast<QLabel*>(parts[j]) ? qobject_cast<QLabel*>(parts[j])->text().left(30) : QString()))));
+                    }
+                }
+                w.next();
+            }
+            QVERIFY2(seen.size() >= 6, qPrintable(seen.join(QStringLiteral(", "))));
+        }
+        QCoreApplication::removeTranslator(&tr);
+    }
 
     void validatesAsYouType() {
         QTemporaryDir dir;
