@@ -10,12 +10,12 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
-#include <QProcess>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTranslator>
 #include <QWizardPage>
 
+#include "control_center_process.h"
 #include "ui/env_schema.h"
 #include "ui/env_store.h"
 #include "ui/setup_wizard.h"
@@ -45,6 +45,12 @@ const char* kUserEnv =
     "# keep this comment\n"
     "SKIP_DOWNLOAD=1\n";
 
+// A .env in `dir` holding kUserEnv, loaded into `store`.
+bool loadUserEnv(const QTemporaryDir& dir, EnvStore& store, QString* error) {
+    writeFile(dir.filePath(".env"), kUserEnv);
+    return store.load(dir.filePath(".env"), error);
+}
+
 }  // namespace
 
 class TestSetupWizard final : public QObject {
@@ -69,10 +75,9 @@ private slots:
             QCoreApplication::installTranslator(&tr);
         }
         QTemporaryDir dir;
-        writeFile(dir.filePath(".env"), kUserEnv);
         EnvStore store;
         QString error;
-        QVERIFY2(store.load(dir.filePath(".env"), &error), qPrintable(error));
+        QVERIFY2(loadUserEnv(dir, store, &error), qPrintable(error));
         {
             SetupWizard w(&store);
             w.resize(w.minimumSize());
@@ -114,10 +119,9 @@ private slots:
 
     void validatesAsYouType() {
         QTemporaryDir dir;
-        writeFile(dir.filePath(".env"), kUserEnv);
         EnvStore store;
         QString error;
-        QVERIFY2(store.load(dir.filePath(".env"), &error), qPrintable(error));
+        QVERIFY2(loadUserEnv(dir, store, &error), qPrintable(error));
         SetupWizard w(&store);
         w.show();
         w.next();  // Model page -> Nodes page (an empty model folder is only a warning)
@@ -381,19 +385,7 @@ private slots:
     // The control center itself: `--set PORT=` with something that is not a port ends the run with exit 2 and
     // says why, before any window or model (as `twinspark-cli serve --port` does).
     void controlCenterRefusesABadPortOnTheCommandLine() {
-        QTemporaryDir dir;
-        QProcess p;
-        QProcessEnvironment pe = QProcessEnvironment::systemEnvironment();
-        pe.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
-        pe.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("xdg")));
-        pe.remove(QStringLiteral("PORT"));
-        p.setProcessEnvironment(pe);
-        p.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), dir.filePath(QStringLiteral(".env")), QStringLiteral("--no-load"),
-                                             QStringLiteral("--set"), QStringLiteral("PORT=88o8")});
-        QVERIFY(p.waitForFinished(60000));
-        const QString err = QString::fromUtf8(p.readAllStandardError());
-        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
-        QCOMPARE(p.exitCode(), 2);
+        const QString err = refusalOf({QStringLiteral("--set"), QStringLiteral("PORT=88o8")});
         QVERIFY2(err.contains(QStringLiteral("PORT '88o8'")) && err.contains(QStringLiteral("command line")), qPrintable(err));
     }
 };

@@ -20,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QTranslator>
 
+#include "control_center_process.h"
 #include "ui/conversation_store.h"
 #include "ui/engine_controller.h"
 #include "ui/env_store.h"
@@ -131,18 +132,7 @@ private slots:
 
     // The control center refuses a --lang it has no catalogue for (exit 2, and says which it has), before any window.
     void controlCenterRefusesAnUnknownLanguage() {
-        QTemporaryDir dir;
-        QProcess p;
-        QProcessEnvironment pe = QProcessEnvironment::systemEnvironment();
-        pe.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
-        pe.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("xdg")));
-        p.setProcessEnvironment(pe);
-        p.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), dir.filePath(QStringLiteral(".env")), QStringLiteral("--no-load"),
-                                             QStringLiteral("--lang"), QStringLiteral("zh_TW")});
-        QVERIFY(p.waitForFinished(60000));
-        const QString err = QString::fromUtf8(p.readAllStandardError());
-        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
-        QCOMPARE(p.exitCode(), 2);
+        const QString err = refusalOf({QStringLiteral("--lang"), QStringLiteral("zh_TW")});
         QVERIFY2(err.contains(QStringLiteral("'zh_TW'")) && err.contains(QStringLiteral("zh_CN")), qPrintable(err));
     }
 
