@@ -43,6 +43,9 @@ MainWindow::MainWindow(EngineController* controller, EnvStore* env, Conversation
     split->addWidget(m_nav);
     split->addWidget(m_stack);
     split->setStretchFactor(1, 1);
+    // The list is at most 180 px wide; without sizes the splitter gave its slot ~30 % of the window and left the
+    // rest of it blank between the list and the page.
+    split->setSizes({m_nav->maximumWidth(), 100000});
     setCentralWidget(split);
     for (int i = 0; i < 4; ++i)
         connect(new QShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)), this), &QShortcut::activated, this,

@@ -17,6 +17,7 @@
 #include <QGuiApplication>
 #include <QListWidget>
 #include <QPushButton>
+#include <QStackedWidget>
 #include <QTemporaryDir>
 #include <QTranslator>
 
@@ -161,6 +162,14 @@ private slots:
             QStringList shown;
             for (int i = 0; i < nav->count(); ++i) shown << nav->item(i)->text();
             QCOMPARE(shown, pages);
+            // The page starts right after the list (the splitter's handle between them), not after a blank band.
+            w.resize(1024, 700);
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            auto* stack = w.findChild<QStackedWidget*>();
+            QVERIFY(stack);
+            const int gap = stack->mapTo(&w, QPoint(0, 0)).x() - (nav->mapTo(&w, QPoint(0, 0)).x() + nav->width());
+            QVERIFY2(gap >= 0 && gap <= 16, qPrintable(QString::number(gap)));
         }
         QCoreApplication::removeTranslator(&tr);
         controller.shutdown();
