@@ -324,6 +324,10 @@
         <source>The API is not started. Correct PORT on the Setup page, or choose a port on the Server page and turn the API on there.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>The API is not started. Correct or unset the PORT environment variable, or choose a port on the Server page and turn the API on there.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::ChatMessageWidget</name>

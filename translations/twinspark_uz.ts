@@ -324,6 +324,10 @@
         <source>The API is not started. Correct PORT on the Setup page, or choose a port on the Server page and turn the API on there.</source>
         <translation>API ishga tushirilmadi. «Sozlash» sahifasida PORT ni tuzating yoki «Server» sahifasida port tanlab, API ni oʻsha yerda yoqing.</translation>
     </message>
+    <message>
+        <source>The API is not started. Correct or unset the PORT environment variable, or choose a port on the Server page and turn the API on there.</source>
+        <translation>API ishga tushirilmadi. PORT muhit oʻzgaruvchisini tuzating yoki olib tashlang, yoki «Server» sahifasida port tanlab, API ni oʻsha yerda yoqing.</translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::ChatMessageWidget</name>

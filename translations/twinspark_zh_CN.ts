@@ -192,7 +192,7 @@
     </message>
     <message>
         <source>Not a valid user name (lower-case letters, digits, &apos;_&apos; and &apos;-&apos;).</source>
-        <translation>不是有效的用户名（小写字母、数字、'_' 和 '-'）。</translation>
+        <translation>不是有效的用户名（小写字母、数字、&apos;_&apos; 和 &apos;-&apos;）。</translation>
     </message>
     <message>
         <source>Give an absolute path (starting with /).</source>
@@ -264,11 +264,11 @@
     </message>
     <message>
         <source>&apos;%1&apos; is an address alias; NCCL needs the interface itself (without &apos;:&apos;).</source>
-        <translation>“%1”是地址别名；NCCL 需要接口本身（不带 ':'）。</translation>
+        <translation>“%1”是地址别名；NCCL 需要接口本身（不带 &apos;:&apos;）。</translation>
     </message>
     <message>
         <source>Not an interface name (1–15 letters, digits, &apos;_&apos;, &apos;.&apos;, &apos;-&apos;).</source>
-        <translation>不是接口名（1–15 个字母、数字、'_'、'.'、'-'）。</translation>
+        <translation>不是接口名（1–15 个字母、数字、&apos;_&apos;、&apos;.&apos;、&apos;-&apos;）。</translation>
     </message>
     <message>
         <source>The loopback interface: NCCL cannot use the loopback aliases.</source>
@@ -323,6 +323,10 @@
     <message>
         <source>The API is not started. Correct PORT on the Setup page, or choose a port on the Server page and turn the API on there.</source>
         <translation>API 未启动。请在“设置”页面更正 PORT，或在“服务器”页面选择端口并在那里开启 API。</translation>
+    </message>
+    <message>
+        <source>The API is not started. Correct or unset the PORT environment variable, or choose a port on the Server page and turn the API on there.</source>
+        <translation>API 未启动。请更正或取消设置 PORT 环境变量，或在“服务器”页面选择端口并在那里开启 API。</translation>
     </message>
 </context>
 <context>

@@ -34,8 +34,7 @@ QString chooseLanguage(const QString& requested) {
         const QString code = normalizeLanguage(requested);
         return code.isEmpty() ? QStringLiteral("en") : code;
     }
-    QString code;
-    if (code.isEmpty()) code = QSettings().value(QStringLiteral("language")).toString();
+    QString code = QSettings().value(QStringLiteral("language")).toString();
     if (code.isEmpty()) {
         const QString sys = QLocale::system().name();  // e.g. zh_CN, uz_UZ
         for (const auto& [c, name] : availableLanguages())

@@ -104,8 +104,11 @@ int main(int argc, char** argv) {
     if (!envOk) warn(envError);
     else if (port == 0)
         warn(portProblem + QLatin1Char('\n') +
-             QObject::tr("The API is not started. Correct PORT on the Setup page, or choose a port on "
-                         "the Server page and turn the API on there."));
+             (env.isOverridden(QStringLiteral("PORT"))
+                  ? QObject::tr("The API is not started. Correct or unset the PORT environment variable, or choose a "
+                                "port on the Server page and turn the API on there.")
+                  : QObject::tr("The API is not started. Correct PORT on the Setup page, or choose a port on "
+                                "the Server page and turn the API on there.")));
     else if (env.created()) window.setupPage()->openWizard();
     if (!cli.isSet(noLoadOpt) && !model.isEmpty()) window.serverPage()->loadModel();
     return app.exec();
