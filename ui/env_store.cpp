@@ -89,7 +89,7 @@ QString EnvStore::value(const QString& key, const QString& fallback) const {
 int EnvStore::apiPort(QString* problem) const {
     const QString key = QStringLiteral("PORT");
     const QString v = value(key);
-    if (v.isEmpty()) return 8888;
+    if (v.isEmpty()) return EnvSchema::field(key).fallback.toInt();  // the recipe's 8888
     const Verdict verdict = EnvSchema::validate(key, v);
     if (verdict.ok()) return v.toInt();
     if (problem) {

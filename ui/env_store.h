@@ -40,7 +40,8 @@ public:
     // Sets the file's value (the override, if any, still wins at run time). Refuses values DotEnv cannot
     // write back (newlines): false with *error.
     bool set(const QString& key, const QString& value, QString* error = nullptr);
-    // The API port in effect: PORT's value (command line, environment, file), 8888 when unset or empty. A
+    // The API port in effect: PORT's value (command line, environment, file), the schema's default (the recipe's
+    // 8888) when unset or empty. A
     // value that is not a port (1–65535) gives 0 and *problem names the value and where it came from, so the
     // caller can refuse it instead of serving on a port nobody asked for.
     int apiPort(QString* problem = nullptr) const;

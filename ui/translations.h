@@ -16,8 +16,8 @@ QList<QPair<QString, QString>> availableLanguages();
 // The code of availableLanguages() a user's spelling names — "zh", "zh-CN", "ZH_cn" → "zh_CN"; "uz", "uz_UZ",
 // "uz-Latn" → "uz"; "en_US" → "en" — or empty when it names none of them.
 QString normalizeLanguage(const QString& spelling);
-// The language to use: `requested` if given (normalizeLanguage; English when it names none), else the saved choice, else the system locale if we have
-// it, else English.
+// The language to use: `requested` if given (normalizeLanguage; English when it names none), else the saved
+// choice, else the system locale if we have it, else English.
 QString chooseLanguage(const QString& requested = QString());
 // For Chinese, makes the application's font one that has Chinese glyphs when the system's default has none (an
 // English desktop running `--lang zh_CN`): drawn through font fallback, the charts' rotated axis titles were

@@ -18,6 +18,7 @@
 #include "ui/conversation_store.h"
 #include "ui/default_model.h"
 #include "ui/engine_controller.h"
+#include "ui/env_schema.h"
 #include "ui/env_store.h"
 #include "ui/main_window.h"
 #include "ui/server_page.h"
@@ -87,7 +88,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     window.serverPage()->setHttpDefaults(QSettings().value(QStringLiteral("server/host"), QStringLiteral("127.0.0.1")).toString(),
-                                         port != 0 ? port : 8888, env.value(QStringLiteral("VLLM_API_KEY")));
+                                         port != 0 ? port : EnvSchema::field(QStringLiteral("PORT")).fallback.toInt(),
+                                         env.value(QStringLiteral("VLLM_API_KEY")));
     QObject::connect(&controller, &EngineController::modelLoaded, &window, [&](const ModelInfo& info) {
         QSettings().setValue(QStringLiteral("server/modelPath"), info.path);
         if (cli.isSet(serveOpt) && port != 0) window.serverPage()->setHttpEnabled(true);
