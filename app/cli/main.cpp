@@ -25,7 +25,7 @@ const Command kCommands[] = {
     {"tokenize", "text -> token ids (JSON) with the model's tokenizer", ts::cli::cmdTokenize},
     {"detokenize", "token ids -> text", ts::cli::cmdDetokenize},
     {"render", "the exact prompt for chat messages (the model's chat template)", ts::cli::cmdRender},
-    {"inspect", "tensors and EXL3 linears of a safetensors file; --dequantize one linear", ts::cli::cmdInspect},
+    {"inspect", "tensors of a safetensors file, its EXL3 linears; --model: what the engine holds", ts::cli::cmdInspect},
     {"quantize", "a BF16 checkpoint -> EXL3 (routed experts; --all-linears for the rest), with calibration", ts::cli::cmdQuantize},
     {"selftest", "the backend against the CPU reference: every op, then whole-model logits (exit 1 on failure)", ts::cli::cmdSelftest},
     {"bench-device", "device kernel benchmarks vs copy bandwidth: EXL3 GEMV/MoE, sparse MLA, KDA (--json)", ts::cli::cmdBenchDevice},

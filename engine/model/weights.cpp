@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "quant/exl3_linear.h"
@@ -45,6 +46,7 @@ public:
     WeightView matrix(const std::string& name, int64_t rows, int64_t cols) const {
         const TensorInfo& t = require(name, {rows, cols});
         requireFloat(t);
+        hold(name, HeldForm::Checkpoint, int64_t(t.nbytes));
         return WeightView{t.dtype, t.data, rows, cols};
     }
 
@@ -53,6 +55,12 @@ public:
     WeightView linear(const std::string& prefix, int64_t rows, int64_t cols) const {
         if (m_ckpt.find(prefix + ".weight") || !m_ckpt.find(prefix + ".trellis")) return matrix(prefix + ".weight", rows, cols);
         auto pl = std::make_unique<Exl3PackedLinear>(bindExl3Linear(tensorLookup(m_ckpt), prefix), cols, rows);
+        const Exl3Linear& l = pl->linear();
+        hold(prefix + ".trellis", HeldForm::Exl3Trellis, l.packedBytes());
+        // Legacy ±1 sign words are unpacked to fp32 scales like suh / svh (exl3_format.h).
+        hold(prefix + (l.legacySigns ? ".su" : ".suh"), HeldForm::Fp32, l.k * 4);
+        hold(prefix + (l.legacySigns ? ".sv" : ".svh"), HeldForm::Fp32, l.n * 4);
+        if (!l.bias.empty()) hold(prefix + ".bias", HeldForm::Fp32, int64_t(l.bias.size()) * 4);
         const WeightView v = WeightView::of(*pl);
         m_owner.packedBytes += pl->packedBytes();
         m_owner.packed.push_back(std::move(pl));
@@ -64,11 +72,18 @@ public:
         const TensorInfo& t = require(name, shape);
         requireFloat(t);
         const std::vector<float> v = toF32(t);
+        hold(name, HeldForm::Fp32, int64_t(v.size()) * 4);
         return m_backend.upload(v.data(), v.size() * 4);
+    }
+
+    // Records a bound tensor in ModelWeights::held, once.
+    void hold(const std::string& name, HeldForm form, int64_t bytes) const {
+        if (m_held.insert(name).second) m_owner.held.push_back(HeldTensor{name, form, bytes});
     }
 
     // The packed experts tensor [E, rows, cols] viewed as expert e's [rows, cols] matrix.
     WeightView expertSlice(const TensorInfo& t, int64_t e, int64_t rows, int64_t cols) const {
+        hold(t.name, HeldForm::Checkpoint, int64_t(t.nbytes));
         WeightView all{t.dtype, t.data, t.shape[0] * rows, cols};
         return all.rowSlice(e * rows, rows);
     }
@@ -79,6 +94,7 @@ private:
     const SafetensorsCheckpoint& m_ckpt;
     Backend& m_backend;
     ModelWeights& m_owner;
+    mutable std::unordered_set<std::string> m_held;  // names already in m_owner.held
 };
 
 // site = "attn" | "ffn". Checkpoints name them `hc_attn_fn` (as saved by transformers and shipped);
@@ -117,6 +133,7 @@ KdaWeights bindKda(const Binder& b, const std::string& p, const TextConfig& c) {
             const TensorInfo& t = b.require(p + "." + part + "_conv1d.weight", {C, 1, K});
             Binder::requireFloat(t);
             const std::vector<float> v = toF32(t);
+            b.hold(t.name, HeldForm::Fp32, int64_t(v.size()) * 4);
             all.insert(all.end(), v.begin(), v.end());
         }
         w.convW = b.backend().upload(all.data(), all.size() * 4);
@@ -236,7 +253,7 @@ ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ck
         // GLM-5.3-Flash MTP layer; its MLP follows the last main layer's kind.
         w.mtp.layer = bindLayer(b, m, c, false, c.isDenseMlp(c.num_hidden_layers - 1), true, false);
         w.mtp.headNorm = b.vec(m + ".shared_head.norm.weight", {D});
-            w.mtp.head = ckpt.find(m + ".shared_head.head.weight") || ckpt.find(m + ".shared_head.head.trellis")
+        w.mtp.head = ckpt.find(m + ".shared_head.head.weight") || ckpt.find(m + ".shared_head.head.trellis")
                          ? b.linear(m + ".shared_head.head", V, D)
                          : w.lmHead;
     }
@@ -272,6 +289,15 @@ void forLayer(const LayerWeights& l, const std::function<void(const WeightView&)
     }
 }
 }  // namespace
+
+std::string_view heldFormName(HeldForm f) {
+    switch (f) {
+    case HeldForm::Checkpoint: return "checkpoint";
+    case HeldForm::Fp32: return "fp32";
+    case HeldForm::Exl3Trellis: return "exl3";
+    }
+    return "?";
+}
 
 int64_t weightViewBytes(const WeightView& v) {
     if (v.packed) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend.h"
@@ -85,6 +86,19 @@ struct MtpWeights {
     WeightView head;       // [V, D] (shared_head.head, or the main lm_head when absent)
 };
 
+// How the engine holds one checkpoint tensor it binds (`twinspark-cli inspect --model`, and what the slice's
+// byte model counts, tests/tools/test_slice_byte_model.py): a view of the file at its own dtype (uploaded as it is
+// to a device), an fp32 copy (the per-channel vectors; an EXL3 linear's suh / svh / bias), or an EXL3 trellis kept
+// packed.
+enum class HeldForm : uint8_t { Checkpoint, Fp32, Exl3Trellis };
+std::string_view heldFormName(HeldForm f);
+
+struct HeldTensor {
+    std::string name;  // the checkpoint's tensor name
+    HeldForm form;
+    int64_t bytes;     // what the engine keeps of it: the file's bytes, 4 per element, or the packed trellis
+};
+
 struct ModelWeights {
     std::string prefix;    // "model.language_model." (glm5_next) or "model." (flat)
     WeightView embed;      // [V, D]
@@ -95,6 +109,9 @@ struct ModelWeights {
     // Owners of the packed (EXL3) linears that views above point to; never expanded to dense.
     std::vector<std::unique_ptr<PackedLinear>> packed;
     size_t packedBytes = 0;
+    // Every checkpoint tensor bound above, once each (a tensor bound twice, e.g. lm_head as the MTP head, is
+    // listed once), in binding order. A checkpoint tensor missing here is not read by the forward.
+    std::vector<HeldTensor> held;
 };
 
 // Every matrix view of the model (embedding, projections, experts, mHC fn, heads), once each.

@@ -4,11 +4,13 @@ model (resources/models/glm5-next-tiny-exl3: the glm5_next layout with KDA and D
 layers, routed experts in EXL3 at 4 bits, so every term of the model is exercised).
 
 - Weights: each tensor of the checkpoint's header is put in one of the model's categories by its name and counted
-  as the engine holds it (engine/model/weights.h: matrices stay views of the checkpoint at its dtype, the vectors
-  that weights.cpp reads with `vec` are uploaded as fp32, an EXL3 linear's suh / svh are fp32, kernels/backend.h);
-  the sums must equal step_bytes' weight categories at batch 1. A tensor that fits no category fails the test, so
-  a new kind of weight has to be placed in the model. Left out, as the model leaves them out: the MTP block (layer
-  num_hidden_layers) and the vision tower, which no plain decode step runs, and each EXL3 linear's mul1 scalar.
+  at the bytes the engine itself reports holding it (`twinspark-cli inspect --model --json`: ModelWeights::held —
+  matrices as views of the checkpoint at its dtype, per-channel vectors and an EXL3 linear's suh / svh as fp32,
+  trellises packed); the sums must equal step_bytes' weight categories at batch 1. A tensor that fits no category
+  fails the test, so a new kind of weight has to be placed in the model; so does a tensor the model counts that the
+  engine does not hold, or one the engine holds that the model leaves out. Left out, as the model leaves them out:
+  the MTP block (layer num_hidden_layers; held, but no plain decode step runs it), the vision tower and each EXL3
+  linear's mul1 flag (neither held).
 - Caches and states: step_bytes' KDA state traffic and latent bytes per attended token against `twinspark-cli
   plan`'s own figures for the same config (what the engine allocates: state bytes per request, latent bytes per
   token), at TP 1 and 2.
@@ -32,14 +34,6 @@ _spec = importlib.util.spec_from_file_location("slice_roofline", SCRIPT)
 roofline = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(roofline)
 
-DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "I16": 2, "I32": 4}
-
-# Tensors weights.cpp reads with `vec` (uploaded as fp32 buffers), by the end of their names (and the final norm,
-# by its whole name); and EXL3's suh / svh.
-FP32_SUFFIXES = ("hc_attn_base", "hc_attn_scale", "hc_ffn_base", "hc_ffn_scale", "input_layernorm.weight",
-                 "post_attention_layernorm.weight", "conv1d.weight", "dt_bias", "A_log", "o_norm.weight",
-                 "q_a_layernorm.weight", "kv_a_layernorm.weight", "k_norm.weight", "k_norm.bias",
-                 "index_kpool_compress_ape", "e_score_correction_bias", ".suh", ".svh")
 KDA_NAMES = re.compile(r"self_attn\.([qkvo]_proj|[qkv]_conv1d|conv1d|[fg]_[ab]_proj|b_proj|dt_bias|A_log|o_norm)\b")
 
 
@@ -58,13 +52,24 @@ def checkpoint_tensors(model_dir):
     return out
 
 
-def engine_bytes(name, dtype, shape, nbytes):
-    if name.endswith(FP32_SUFFIXES) or name == "model.language_model.norm.weight":
-        count = 1
-        for d in shape:
-            count *= d
-        return 4 * count
-    return nbytes
+def find_cli():
+    for c in (os.environ.get("TWINSPARK_CLI", ""), os.path.join(ROOT, "build", "app", "twinspark-cli")):
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def engine_held(test, model_dir):
+    """{name: bytes} of every tensor the engine holds of model_dir, as `inspect --model --json` reports it."""
+    cli = find_cli()
+    test.assertIsNotNone(cli, "twinspark-cli not found: set TWINSPARK_CLI or build into build/")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "held.json")
+        r = subprocess.run([cli, "inspect", "--model", model_dir, "--json", out], capture_output=True, text=True,
+                           timeout=120)
+        test.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            return {h["name"]: h["bytes"] for h in json.load(f)["held"]}
 
 
 def categorise(name, tc):
@@ -118,15 +123,20 @@ class ByteModelAgainstCheckpoint(unittest.TestCase):
         cls.bits = int(cls.cfg["quantization_config"]["bits"])
         cls.tensors = checkpoint_tensors(MODEL)
 
+    def setUp(self):
+        if not hasattr(type(self), "held"):
+            type(self).held = engine_held(self, MODEL)
+
     def test_every_weight_category_matches_the_checkpoint(self):
         tc = self.tc
         got = {}
         expert_bytes = 0
-        for name, (dtype, shape, nbytes) in self.tensors.items():
+        for name in self.tensors:
             cat = categorise(name, tc)
             if cat is None:
                 continue
-            b = engine_bytes(name, dtype, shape, nbytes)
+            self.assertIn(name, self.held, f"{name}: counted by the byte model, not held by the engine")
+            b = self.held[name]
             if cat == "routed experts":
                 expert_bytes += b
             elif cat == "embedding":
@@ -143,18 +153,22 @@ class ByteModelAgainstCheckpoint(unittest.TestCase):
         # The test model's expert width (96) is not a multiple of 128: the padded trellis is what is read.
         self.assertNotEqual(tc["moe_intermediate_size"] % 128, 0)
 
+    def test_what_the_engine_holds_beyond_the_model_is_the_mtp_block(self):
+        mtp = f"model.language_model.layers.{self.tc['num_hidden_layers']}."
+        extra = [n for n in self.held if categorise(n, self.tc) is None]
+        self.assertTrue(extra, "the test model has an MTP block, which the engine holds")
+        for n in extra:
+            self.assertTrue(n.startswith(mtp), f"{n}: held by the engine, left out of the byte model")
+        # Not held, as the model leaves them out too: the vision tower and the EXL3 codebook flags.
+        for n in self.tensors:
+            if n.startswith("model.visual.") or n.endswith(".mul1"):
+                self.assertNotIn(n, self.held)
+
     def test_every_checkpoint_tensor_has_a_place(self):
         counted = sum(1 for n in self.tensors if categorise(n, self.tc) is not None)
         self.assertGreater(counted, 100)
         with self.assertRaises(ValueError):
             categorise("model.language_model.layers.0.self_attn.new_proj.weight", self.tc)
-
-
-def find_cli():
-    for c in (os.environ.get("TWINSPARK_CLI", ""), os.path.join(ROOT, "build", "app", "twinspark-cli")):
-        if c and os.access(c, os.X_OK):
-            return c
-    return None
 
 
 class ByteModelAgainstPlan(unittest.TestCase):
