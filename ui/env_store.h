@@ -41,9 +41,8 @@ public:
     // write back (newlines): false with *error.
     bool set(const QString& key, const QString& value, QString* error = nullptr);
     // The API port in effect: PORT's value (command line, environment, file), the schema's default (the recipe's
-    // 8888) when unset or empty. A
-    // value that is not a port (1–65535) gives 0 and *problem names the value and where it came from, so the
-    // caller can refuse it instead of serving on a port nobody asked for.
+    // 8888) when unset or empty. A value that is not a port (1–65535) gives 0 and *problem names the value and
+    // where it came from, so the caller can refuse it instead of serving on a port nobody asked for.
     int apiPort(QString* problem = nullptr) const;
     bool save(QString* error);
     std::string serialize() const { return m_file.serialize(); }

@@ -62,7 +62,6 @@ public:
         hold(prefix + (l.legacySigns ? ".sv" : ".svh"), HeldForm::Fp32, l.n * 4);
         if (!l.bias.empty()) hold(prefix + ".bias", HeldForm::Fp32, int64_t(l.bias.size()) * 4);
         const WeightView v = WeightView::of(*pl);
-        m_owner.packedBytes += pl->packedBytes();
         m_owner.packed.push_back(std::move(pl));
         return v;
     }
@@ -297,6 +296,13 @@ std::string_view heldFormName(HeldForm f) {
     case HeldForm::Exl3Trellis: return "exl3";
     }
     return "?";
+}
+
+int64_t heldBytes(const ModelWeights& w, HeldForm form) {
+    int64_t n = 0;
+    for (const HeldTensor& h : w.held)
+        if (h.form == form) n += h.bytes;
+    return n;
 }
 
 int64_t weightViewBytes(const WeightView& v) {

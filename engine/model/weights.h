@@ -108,11 +108,13 @@ struct ModelWeights {
     MtpWeights mtp;
     // Owners of the packed (EXL3) linears that views above point to; never expanded to dense.
     std::vector<std::unique_ptr<PackedLinear>> packed;
-    size_t packedBytes = 0;
     // Every checkpoint tensor bound above, once each (a tensor bound twice, e.g. lm_head as the MTP head, is
     // listed once), in binding order. A checkpoint tensor missing here is not read by the forward.
     std::vector<HeldTensor> held;
 };
+
+// The bytes of `held` in one form (HeldForm::Exl3Trellis: the packed trellises, never expanded).
+int64_t heldBytes(const ModelWeights& w, HeldForm form);
 
 // Every matrix view of the model (embedding, projections, experts, mHC fn, heads), once each.
 void forEachWeightView(const ModelWeights& w, const std::function<void(const WeightView&)>& fn);

@@ -187,7 +187,7 @@ private slots:
         auto s = m.newSequence(KvCacheDtype::Fp8);
         m.forward(ids.data(), int64_t(ids.size()), *s);
         const long grown = residentKb() - before;
-        const double packedMiB = double(m.weights().packedBytes) / 1048576.0;
+        const double packedMiB = double(heldBytes(m.weights(), HeldForm::Exl3Trellis)) / 1048576.0;
         const double bf16MiB = double(m.weights().packed.size()) * 128.0 * 512.0 * 2.0 / 1048576.0;
         qInfo("packed experts %.1f MiB (BF16 would be %.1f MiB); resident memory grew %.1f MiB", packedMiB, bf16MiB,
               double(grown) / 1024.0);

@@ -90,24 +90,28 @@ private slots:
                 QCoreApplication::processEvents();
                 QList<QWidget*> parts;
                 for (QWidget* c : page->findChildren<QWidget*>())
-                    if (c->isVisible() && (qobject_cast<QLabel*>(c) || qobject_cast<QComboBox*>(c) || qobject_cast<QLineEdit*>(c) ||
-                                           qobject_cast<QAbstractButton*>(c)))
+                    if (c->isVisible() && (qobject_cast<QLabel*>(c) || qobject_cast<QComboBox*>(c) ||
+                                           qobject_cast<QLineEdit*>(c) || qobject_cast<QAbstractButton*>(c)))
                         parts << c;
+                auto describe = [](QWidget* c) {  // object name, and a label's first words
+                    auto* l = qobject_cast<QLabel*>(c);
+                    return c->objectName() + QLatin1Char(' ') + (l ? l->text().left(30) : QString());
+                };
                 QVERIFY(!parts.isEmpty());
                 for (int i = 0; i < parts.size(); ++i) {
                     const QRect a(parts[i]->mapTo(page, QPoint(0, 0)), parts[i]->size());
                     if (auto* l = qobject_cast<QLabel*>(parts[i]); l && l->wordWrap() && !l->text().isEmpty())
                         QVERIFY2(l->height() >= l->heightForWidth(l->width()),
-                                 qPrintable(QStringLiteral("%1, page %2: '%3' is cut (%4 px of %5)").arg(code, page->title(), l->text().left(40))
-                                                .arg(l->height()).arg(l->heightForWidth(l->width()))));
+                                 qPrintable(QStringLiteral("%1, page %2: '%3' is cut (%4 px of %5)")
+                                                .arg(code, page->title(), l->text().left(40))
+                                                .arg(l->height())
+                                                .arg(l->heightForWidth(l->width()))));
                     for (int j = i + 1; j < parts.size(); ++j) {
                         if (parts[i]->isAncestorOf(parts[j]) || parts[j]->isAncestorOf(parts[i])) continue;
                         const QRect b(parts[j]->mapTo(page, QPoint(0, 0)), parts[j]->size());
                         QVERIFY2(!a.intersects(b), qPrintable(QStringLiteral("%1, page %2: '%3' overlaps '%4'")
-                                                                   .arg(code, page->title(), parts[i]->objectName() + QLatin1Char(' ') +
-                                                                        (qobject_cast<QLabel*>(parts[i]) ? qobject_cast<QLabel*>(parts[i])->text().left(30) : QString()),
-                                                                        parts[j]->objectName() + QLatin1Char(' ') +
-                                                                        (qobject_cast<QLabel*>(parts[j]) ? qobject_cast<QLabel*>(parts[j])->text().left(30) : QString()))));
+                                                                   .arg(code, page->title(), describe(parts[i]),
+                                                                        describe(parts[j]))));
                     }
                 }
                 w.next();

@@ -59,15 +59,17 @@ def find_cli():
     return None
 
 
-def engine_held(test, model_dir):
+def engine_held(model_dir):
     """{name: bytes} of every tensor the engine holds of model_dir, as `inspect --model --json` reports it."""
     cli = find_cli()
-    test.assertIsNotNone(cli, "twinspark-cli not found: set TWINSPARK_CLI or build into build/")
+    if cli is None:
+        raise AssertionError("twinspark-cli not found: set TWINSPARK_CLI or build into build/")
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "held.json")
         r = subprocess.run([cli, "inspect", "--model", model_dir, "--json", out], capture_output=True, text=True,
                            timeout=120)
-        test.assertEqual(r.returncode, 0, r.stderr)
+        if r.returncode != 0:
+            raise AssertionError(f"inspect --model exited {r.returncode}: {r.stderr}")
         with open(out) as f:
             return {h["name"]: h["bytes"] for h in json.load(f)["held"]}
 
@@ -122,10 +124,7 @@ class ByteModelAgainstCheckpoint(unittest.TestCase):
         cls.cfg, cls.tc = roofline.text_config(MODEL)
         cls.bits = int(cls.cfg["quantization_config"]["bits"])
         cls.tensors = checkpoint_tensors(MODEL)
-
-    def setUp(self):
-        if not hasattr(type(self), "held"):
-            type(self).held = engine_held(self, MODEL)
+        cls.held = engine_held(MODEL)
 
     def test_every_weight_category_matches_the_checkpoint(self):
         tc = self.tc
