@@ -57,7 +57,18 @@ std::map<std::string, const TensorInfo*> checkpointTensors(const SafetensorsChec
 class TestInspectCli : public QObject {
     Q_OBJECT
 
+    QTemporaryDir m_tmp;
+    QString m_threeInst;  // tiny_a's routed experts quantized to 3INST, which carries no codebook flag
+
 private slots:
+    void initTestCase() {
+        QVERIFY(m_tmp.isValid());
+        m_threeInst = m_tmp.filePath("tiny_a-3inst");
+        const test::CliRun r = test::runCli(
+            {"quantize", "--in", kTinyA, "--out", m_threeInst, "--codebook", "3inst", "--no-calibration"});
+        QVERIFY2(r.code == 0, qPrintable(r.err));
+    }
+
     void listsTensorsAndExl3Linears() {
         const auto [shard, prefix] = firstExl3Linear();
         QVERIFY2(!shard.isEmpty(), "no EXL3 linear in the embedded EXL3 model");
@@ -120,6 +131,7 @@ private slots:
         QTest::addColumn<bool>("exl3");
         QTest::newRow("EXL3 embedded model") << kExl3Model << true;
         QTest::newRow("BF16 golden model with MTP") << kTinyA << false;
+        QTest::newRow("3INST model (no codebook flags)") << m_threeInst << true;
     }
     void modelReportMatchesTheCheckpoint() {
         QFETCH(QString, dir);
@@ -172,9 +184,14 @@ private slots:
         for (const auto& n : j["not_held"]) notHeld.insert(n.get<std::string>());
         std::set<std::string> heldNames;
         for (const auto& h : j["held"]) heldNames.insert(h["name"].get<std::string>());
+        size_t flags = 0;  // codebook flags in the file (a 3INST linear has none)
         for (const std::string& p : linears) {
             QVERIFY2(heldNames.count(p + ".trellis") && heldNames.count(p + ".suh") && heldNames.count(p + ".svh"), p.c_str());
-            if (tensors.count(p + ".mul1")) QVERIFY2(notHeld.count(p + ".mul1"), p.c_str());
+            for (const char* flag : {".mul1", ".mcg"})
+                if (tensors.count(p + flag)) {
+                    QVERIFY2(notHeld.count(p + flag), (p + flag).c_str());
+                    ++flags;
+                }
         }
         // The model's matrices are views (no copy of them is counted); the norms and gates are fp32.
         QVERIFY(byForm["checkpoint"] > 0);
@@ -186,9 +203,8 @@ private slots:
                                     .arg(j["held"].size())
                                     .arg(tensors.size())),
                  qPrintable(r.out));
-        // (every EXL3 linear of the embedded model carries a codebook flag)
         const QString notHeldLine =
-            QString("not held: %1 tensors: %2 EXL3 codebook flags").arg(j["not_held"].size()).arg(exl3 ? linears.size() : 0);
+            QString("not held: %1 tensors: %2 EXL3 codebook flags").arg(j["not_held"].size()).arg(flags);
         QVERIFY2(r.out.contains(notHeldLine), qPrintable(r.out));
     }
 
