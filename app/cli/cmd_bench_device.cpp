@@ -24,9 +24,9 @@ double measureCopyBandwidth(Backend& backend, int reps) {
 
 int cmdBenchDevice(const Args& args) {
     if (args.help()) {
-        std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda,mhc,gemv] [--reps 20] [--sms N]\n"
+        std::printf("twinspark-cli bench-device [--backend auto|cuda|cpu] [--what exl3,mla,kda] [--reps 20] [--sms N]\n"
                     "                           [--sm-limits gb10] [--json FILE]\n"
-                    "--what also takes exl3-moe (only the fused MoE layer), exl3-gemv4 (only the GEMV at K = 4) and\n"
+                    "--what also takes mhc, gemv, upload, exl3-moe (only the fused MoE layer), exl3-gemv4 (only the GEMV at K = 4) and\n"
                     "exl3-trace (both at K = 4, then a phase trace of one launch of each at MUL1, batch 1 and 4) and\n"
                     "exl3-prefill (the MoE layer and a GEMM at prefill sizes, TFLOP/s; also part of exl3);\n"
                     "mhc times the mHC pre op (one launch vs two) at decode and prefill sizes; gemv the dense BF16\n"

@@ -138,7 +138,7 @@ int cmdInspect(const Args& args) {
     }
     args.accept({"file", "tensor", "out", "threads", "model", "json"}, {"dequantize", "tensors"});
     if (auto dir = args.get("model")) {
-        for (const char* o : {"file", "tensor", "out"})
+        for (const char* o : {"file", "tensor", "out", "threads"})  // binding computes nothing: no thread pool
             if (args.get(o)) fail(ErrorKind::InvalidArgument, std::string("--") + o + " is not used with --model");
         if (args.flag("dequantize")) fail(ErrorKind::InvalidArgument, "--dequantize is not used with --model");
         return heldReport(*dir, args.flag("tensors"), args.get("json"));

@@ -73,6 +73,7 @@ int cmdGenerate(const Args& args) {
                     "    [--max-tokens N] [--ignore-eos] [--concurrency N] [--temperature T --seed S]\n"
                     "    [--kv-cache-dtype fp8|fp32] [--threads N] [--backend auto|cpu|cuda] [--json FILE] [--profile-ops]\n"
                     "    [--warmup] [--prefill-chunk N] [--gpu-mem-util U]\n"
+                    "--max-tokens: 32 on the reference path, 64 on the engine path.\n"
                     "--prompt-ids alone: the reference path, one sequence, greedy: prints the ids and the speed\n"
                     "(--profile-ops: also per-op time tables of the prefill and of the decode steps, every op\n"
                     "synchronized; --warmup: the prompt is prefilled and one token decoded on a discarded sequence\n"
@@ -100,8 +101,10 @@ int cmdGenerate(const Args& args) {
                  "--profile-ops, --warmup and --prefill-chunk go with --prompt-ids alone (the one-sequence path)");
         return generateWithEngine(args);
     }
-    if (args.flag("no-thinking") || args.get("system") || args.get("seed"))
-        fail(ErrorKind::InvalidArgument, "--system, --no-thinking and --seed go with --prompt");
+    if (args.flag("no-thinking") || args.get("system"))
+        fail(ErrorKind::InvalidArgument, "--system and --no-thinking go with --prompt");
+    if (args.get("seed"))  // the reference path is greedy: a seed would change nothing
+        fail(ErrorKind::InvalidArgument, "--seed seeds sampling: give it with --temperature (or --prompt / --concurrency)");
     const auto ids = Args::parseIds("prompt-ids", args.requireTextOrFile("prompt-ids"));
     const int64_t maxTokens = args.getInt("max-tokens", 32, 1, 1 << 20);
     const bool ignoreEos = args.flag("ignore-eos");

@@ -335,6 +335,11 @@ private slots:
         QTest::newRow("bad max tokens") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--max-tokens", "x"}
                                         << "--max-tokens";
         QTest::newRow("unknown command") << QStringList{"frobnicate"} << "unknown command";
+        // The reference path is greedy: a seed there is refused with what it is for, not taken for a --prompt option.
+        QTest::newRow("seed without sampling") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--seed", "3"}
+                                               << "--seed seeds sampling: give it with --temperature";
+        QTest::newRow("system without prompt") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--system", "s"}
+                                               << "--system and --no-thinking go with --prompt";
         QTest::newRow("gpu-mem-util range") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--gpu-mem-util", "1.5"}
                                             << "--gpu-mem-util must be in (0, 1], got '1.5'";
         QTest::newRow("gpu-mem-util on the CPU")

@@ -238,6 +238,8 @@ private slots:
                                             << "--json is only used with --model";
         QTest::newRow("file with model") << QStringList{"inspect", "--model", kTinyA, "--file", kTinyA + "/model.safetensors"}
                                          << "--file is not used with --model";
+        QTest::newRow("threads with model") << QStringList{"inspect", "--model", kTinyA, "--threads", "2"}
+                                            << "--threads is not used with --model";
         QTest::newRow("no model dir") << QStringList{"inspect", "--model", "/nonexistent/m"} << "/nonexistent/m";
     }
     void badInput() {
