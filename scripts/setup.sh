@@ -4,8 +4,9 @@
 #   - with a display: the control center `twinspark`, started with --serve: once the model is loaded it also
 #     serves the OpenAI API (port: PORT when given here, else the deployment .env's PORT, else 8888; the
 #     Server page switches it off and on);
-#   - without one: `twinspark-cli serve`, the OpenAI-compatible API on http://127.0.0.1:8888/v1, in the
-#     foreground until Ctrl-C.
+#   - without one: `twinspark-cli serve`, the OpenAI-compatible API on http://127.0.0.1:PORT/v1 (the same rule:
+#     PORT when given here, else the .env's, else 8888; its "listening on" line says which), in the foreground
+#     until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A bad PORT is refused before anything is installed or built (the control center would otherwise fall back to
@@ -19,8 +20,14 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINSPARK_GUI=O
 cmake --build build -j "$(nproc)" --target twinspark twinspark-cli
 MODEL=resources/models/glm5-next-tiny-exl3
 GUI_ARGS=(--model "$MODEL" --serve)
-[ -n "${PORT:-}" ] && GUI_ARGS+=(--set "PORT=$PORT")
-PORT=${PORT:-8888}
+SERVE_ARGS=(--model "$MODEL")
+if [ -n "${PORT:-}" ]; then
+  GUI_ARGS+=(--set "PORT=$PORT")
+  SERVE_ARGS+=(--port "$PORT")
+  WHERE="http://127.0.0.1:$PORT/v1"
+else
+  WHERE="http://127.0.0.1:8888/v1 unless the deployment .env sets PORT (the 'listening on' line below says)"
+fi
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   echo "== TwinSpark control center on $MODEL, serving the OpenAI API once it is loaded (Server page)"
   if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_USER:-}" ]; then
@@ -31,8 +38,8 @@ if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   exec ./build/app/twinspark "${GUI_ARGS[@]}"
 fi
 cat <<EOT
-== TwinSpark: serving $MODEL as GLM-5.3-Flash-EXL3 on http://127.0.0.1:$PORT/v1 (Ctrl-C stops it)
-   try:  curl -s http://127.0.0.1:$PORT/v1/chat/completions -H 'Content-Type: application/json' \\
+== TwinSpark: serving $MODEL as GLM-5.3-Flash-EXL3 on $WHERE (Ctrl-C stops it)
+   try:  curl -s http://127.0.0.1:${PORT:-8888}/v1/chat/completions -H 'Content-Type: application/json' \\
            -d '{"model":"GLM-5.3-Flash-EXL3","messages":[{"role":"user","content":"What port does the TwinSpark API listen on?"}]}'
 EOT
-exec ./build/app/twinspark-cli serve --model "$MODEL" --port "$PORT"
+exec ./build/app/twinspark-cli serve "${SERVE_ARGS[@]}"

@@ -17,6 +17,33 @@
     </message>
 </context>
 <context>
+    <name>EngineSettings</name>
+    <message>
+        <source>the .env file %1</source>
+        <translation>.env fayli %1</translation>
+    </message>
+    <message>
+        <source>%1 &apos;%2&apos; (from %3) is not usable: %4</source>
+        <translation>%1 &apos;%2&apos; (manba: %3) ishlatib boʻlmaydi: %4</translation>
+    </message>
+    <message>
+        <source>give a whole number from %1 to %2.</source>
+        <translation>%1 dan %2 gacha butun son kiriting.</translation>
+    </message>
+    <message>
+        <source>give the share of the GPU&apos;s memory to use, above 0 and at most 1 (the recipe&apos;s 0.87).</source>
+        <translation>GPU xotirasining ishlatiladigan ulushini kiriting: 0 dan katta, 1 dan oshmasin (retseptdagi qiymat 0.87).</translation>
+    </message>
+    <message>
+        <source>GLM-5.3-Flash&apos;s sparse MLA kernels read the packed fp8 cache (fp8_ds_mla); give fp8, or fp32 for the exact reference mode.</source>
+        <translation>GLM-5.3-Flash ning siyrak MLA yadrolari faqat qadoqlangan fp8 keshni (fp8_ds_mla) oʻqiydi; fp8 ni yoki aniq maʼlumotnoma rejimi uchun fp32 ni kiriting.</translation>
+    </message>
+    <message>
+        <source>give fp8 (the recipe&apos;s) or fp32.</source>
+        <translation>fp8 (retseptdagi) yoki fp32 ni kiriting.</translation>
+    </message>
+</context>
+<context>
     <name>EnvSchema</name>
     <message>
         <source>NCCL cannot use the 10.0.0.x loopback aliases: its traffic is pinned to the CX7 interfaces and RDMA devices on the Fabric page, and wrong pins hang initialisation (ncclCommInitRank) instead of failing.</source>
@@ -327,6 +354,10 @@
     <message>
         <source>The API is not started. Correct or unset the PORT environment variable, or choose a port on the Server page and turn the API on there.</source>
         <translation>API ishga tushirilmadi. PORT muhit oʻzgaruvchisini tuzating yoki olib tashlang, yoki «Server» sahifasida port tanlab, API ni oʻsha yerda yoqing.</translation>
+    </message>
+    <message>
+        <source>The model is not loaded until this is corrected in the .env file or the environment.</source>
+        <translation>Bu .env faylida yoki muhit oʻzgaruvchisida tuzatilmaguncha model yuklanmaydi.</translation>
     </message>
 </context>
 <context>
@@ -731,6 +762,10 @@
         <source>Loading the weights (%1 of %2)</source>
         <translation>Vaznlar yuklanmoqda (%2 dan %1)</translation>
     </message>
+    <message>
+        <source>Engine: up to %1 sequences at once, %2 tokens per step, %3 tokens per request at most, KV cache %4</source>
+        <translation>Dvigatel: bir vaqtda %1 tagacha ketma-ketlik, har qadamda %2 token, har soʻrovga koʻpi bilan %3 token, KV kesh %4</translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::MainWindow</name>
@@ -984,6 +1019,14 @@
     <message>
         <source>Engine: %1 running, %2 waiting · KV %3 % · %4 tok/s generation</source>
         <translation>Dvigatel: %1 ta bajarilmoqda, %2 ta kutmoqda · KV %3 % · generatsiya %4 tok/s</translation>
+    </message>
+    <message>
+        <source>Not loaded: %1 Correct it in the .env file or the environment, then load again.</source>
+        <translation>Yuklanmadi: %1 Uni .env faylida yoki muhit oʻzgaruvchisida tuzatib, qayta yuklang.</translation>
+    </message>
+    <message>
+        <source>Not loaded: %1</source>
+        <translation>Yuklanmadi: %1</translation>
     </message>
 </context>
 <context>

@@ -17,6 +17,33 @@
     </message>
 </context>
 <context>
+    <name>EngineSettings</name>
+    <message>
+        <source>the .env file %1</source>
+        <translation>.env 文件 %1</translation>
+    </message>
+    <message>
+        <source>%1 &apos;%2&apos; (from %3) is not usable: %4</source>
+        <translation>%1 “%2”（来源：%3）不可用：%4</translation>
+    </message>
+    <message>
+        <source>give a whole number from %1 to %2.</source>
+        <translation>请填写 %1 到 %2 之间的整数。</translation>
+    </message>
+    <message>
+        <source>give the share of the GPU&apos;s memory to use, above 0 and at most 1 (the recipe&apos;s 0.87).</source>
+        <translation>请填写要使用的 GPU 显存比例，大于 0 且不超过 1（配方默认 0.87）。</translation>
+    </message>
+    <message>
+        <source>GLM-5.3-Flash&apos;s sparse MLA kernels read the packed fp8 cache (fp8_ds_mla); give fp8, or fp32 for the exact reference mode.</source>
+        <translation>GLM-5.3-Flash 的稀疏 MLA 内核只读取打包的 fp8 缓存（fp8_ds_mla）；请填写 fp8，或用于精确参考模式的 fp32。</translation>
+    </message>
+    <message>
+        <source>give fp8 (the recipe&apos;s) or fp32.</source>
+        <translation>请填写 fp8（配方默认）或 fp32。</translation>
+    </message>
+</context>
+<context>
     <name>EnvSchema</name>
     <message>
         <source>NCCL cannot use the 10.0.0.x loopback aliases: its traffic is pinned to the CX7 interfaces and RDMA devices on the Fabric page, and wrong pins hang initialisation (ncclCommInitRank) instead of failing.</source>
@@ -327,6 +354,10 @@
     <message>
         <source>The API is not started. Correct or unset the PORT environment variable, or choose a port on the Server page and turn the API on there.</source>
         <translation>API 未启动。请更正或取消设置 PORT 环境变量，或在“服务器”页面选择端口并在那里开启 API。</translation>
+    </message>
+    <message>
+        <source>The model is not loaded until this is corrected in the .env file or the environment.</source>
+        <translation>在 .env 文件或环境变量中更正之前，不会加载模型。</translation>
     </message>
 </context>
 <context>
@@ -730,6 +761,10 @@
         <source>Loading the weights (%1 of %2)</source>
         <translation>正在加载权重（%1 / %2）</translation>
     </message>
+    <message>
+        <source>Engine: up to %1 sequences at once, %2 tokens per step, %3 tokens per request at most, KV cache %4</source>
+        <translation>引擎：最多同时 %1 个序列，每步 %2 个 token，每个请求最多 %3 个 token，KV 缓存 %4</translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::MainWindow</name>
@@ -983,6 +1018,14 @@
     <message>
         <source>Engine: %1 running, %2 waiting · KV %3 % · %4 tok/s generation</source>
         <translation>引擎：%1 个运行中，%2 个等待中 · KV %3 % · 生成 %4 tok/s</translation>
+    </message>
+    <message>
+        <source>Not loaded: %1 Correct it in the .env file or the environment, then load again.</source>
+        <translation>未加载：%1 请在 .env 文件或环境变量中更正后重新加载。</translation>
+    </message>
+    <message>
+        <source>Not loaded: %1</source>
+        <translation>未加载：%1</translation>
     </message>
 </context>
 <context>

@@ -168,7 +168,7 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
         });
         if (loaded->backend->name() != "cpu") {
             emit loadProgress(7, tr("GPU self-test (every kernel against the CPU reference)"));
-            const auto verified = selftest::verifyBackendOrThrow(*loaded->backend);
+            const auto verified = selftest::verifyBackendOrThrow(*loaded->backend, options.skipGpuSelftest);
             log(verified.skipped ? tr("GPU self-test skipped (SKIP_OVERLAY_VERIFY=1)")
                                  : tr("GPU self-test passed: %1 checks").arg(verified.checks));
         }
@@ -211,6 +211,11 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
             ec.kvBudgetBytes = db->kvBudgetBytes;
             log(tr("GPU memory: %1").arg(QString::fromStdString(describeDeviceBudget(*db, options.gpuMemUtil))));
         }
+        log(tr("Engine: up to %1 sequences at once, %2 tokens per step, %3 tokens per request at most, KV cache %4")
+                .arg(ec.maxNumSeqs)
+                .arg(ec.maxNumBatchedTokens)
+                .arg(ec.maxModelLen)
+                .arg(ec.kvDtype == KvCacheDtype::Fp32 ? QStringLiteral("fp32") : QStringLiteral("fp8")));
         loaded->engine = std::make_unique<Engine>(*loaded->model, ec, loaded->tokenizer ? &*loaded->tokenizer : nullptr);
     } catch (const std::exception& e) {
         const QString msg = QString::fromUtf8(e.what());

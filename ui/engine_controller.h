@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "ui/engine_settings.h"  // LoadOptions
 #include "ui/engine_types.h"
 
 class QTimer;
@@ -35,16 +36,6 @@ class ApiServer;
 struct ApiServerSettings;
 struct LoadedEngine;
 struct ChatStream;
-
-// Engine sizing for a load (the recipe's defaults where they apply to one CPU/GPU process).
-struct LoadOptions {
-    int maxNumSeqs = 4;
-    qint64 maxNumBatchedTokens = 1024;
-    qint64 maxModelLen = 900000;
-    qint64 kvBudgetMiB = 2048;  // the KV budget on the CPU; on a GPU it comes from gpuMemUtil
-    double gpuMemUtil = 0.87;   // GPU_MEM_UTIL (the recipe's default)
-    bool kvFp32 = false;  // fp8 (the recipe's) unless an exact comparison is wanted
-};
 
 class EngineController final : public QObject {
     Q_OBJECT

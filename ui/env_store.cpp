@@ -7,6 +7,7 @@
 
 #include <exception>
 
+#include "ui/engine_settings.h"
 #include "ui/env_schema.h"
 
 // resources/twinspark.qrc is compiled into the static ts_ui: its initializer must be referenced or the
@@ -63,7 +64,7 @@ QStringList EnvStore::problems() const {
 void EnvStore::readEnvironmentOverrides() {
     m_env.clear();
     std::vector<std::string> keys;
-    for (const QString& k : EnvSchema::keys()) keys.push_back(k.toStdString());
+    for (const QString& k : EnvSchema::keys() + engineSettingKeys()) keys.push_back(k.toStdString());
     for (const auto& [k, v] : DotEnv::environmentOverrides(keys))
         m_env.insert(QString::fromStdString(k), QString::fromStdString(v));
 }

@@ -26,7 +26,8 @@ public:
     bool created() const { return m_created; }
     QStringList problems() const;  // unparsable lines of the file, "line N: why"
 
-    // Overrides: the process environment (for the schema's keys) and then the command line.
+    // Overrides: the process environment (for the setup fields' keys and the engine settings', engine_settings.h;
+    // an empty variable counts as unset, as `twinspark-cli serve` reads it) and then the command line.
     void setCommandLineOverrides(const QMap<QString, QString>& values) { m_cli = values; }
     void readEnvironmentOverrides();
     bool isOverridden(const QString& key) const { return m_cli.contains(key) || m_env.contains(key); }

@@ -31,6 +31,7 @@ MainWindow::MainWindow(EngineController* controller, EnvStore* env, Conversation
     m_nav->setMaximumWidth(180);
     m_stack = new QStackedWidget;
     m_server = new ServerPage(controller);
+    m_server->setEnvStore(env);
     m_dashboard = new DashboardPage;
     m_chat = new ChatPage(controller, conversations);
     m_setup = new SetupPage(env);

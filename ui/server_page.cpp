@@ -4,6 +4,7 @@
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
+#include <QDateTime>
 #include <QFileDialog>
 #include <QFontDatabase>
 #include <QFormLayout>
@@ -17,7 +18,9 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "runtime/runtime_settings.h"
 #include "ui/api_server.h"
+#include "ui/env_store.h"
 
 namespace ts::ui {
 
@@ -78,14 +81,16 @@ QWidget* ServerPage::makeModelGroup() {
     pathRow->addWidget(browse);
     form->addRow(tr("Folder"), pathRow);
     m_kvBudget = new QSpinBox;
-    m_kvBudget->setRange(64, 1 << 20);
+    m_kvBudget->setObjectName(QStringLiteral("kvBudget"));
+    m_kvBudget->setRange(int(kKvBudgetMibSetting.lo), int(kKvBudgetMibSetting.hi));  // as TS_KV_BUDGET_MIB takes it
     m_kvBudget->setSuffix(tr(" MiB"));
-    m_kvBudget->setValue(2048);
+    m_kvBudget->setValue(int(kKvBudgetMibSetting.def));
     m_kvBudget->setToolTip(tr("Memory for the KV pool and the per-request recurrent states."));
     form->addRow(tr("KV budget"), m_kvBudget);
     m_maxSeqs = new QSpinBox;
-    m_maxSeqs->setRange(1, 64);
-    m_maxSeqs->setValue(4);
+    m_maxSeqs->setObjectName(QStringLiteral("maxSeqs"));
+    m_maxSeqs->setRange(int(kMaxNumSeqsSetting.lo), int(kMaxNumSeqsSetting.hi));  // as MAX_NUM_SEQS takes it
+    m_maxSeqs->setValue(int(kMaxNumSeqsSetting.def));
     m_maxSeqs->setToolTip(tr("Parallel generations (the recipe's MAX_NUM_SEQS is 4)."));
     form->addRow(tr("Parallel requests"), m_maxSeqs);
     m_load = new QPushButton(tr("Load"));
@@ -182,12 +187,34 @@ void ServerPage::setHttpDefaults(const QString& host, int port, const QString& a
     updateCurl();
 }
 
+void ServerPage::setEnvStore(const EnvStore* env) {
+    m_env = env;
+    if (!m_env) return;
+    const EngineSettings s = engineSettings(*m_env);
+    m_kvBudget->setValue(int(s.options.kvBudgetMiB));
+    m_maxSeqs->setValue(s.options.maxNumSeqs);
+}
+
 void ServerPage::loadModel() {
     if (modelPath().isEmpty()) {
         m_modelStatus->setText(tr("Choose the model folder first."));
         return;
     }
+    // The .env's engine settings as they are now (the Setup page may have changed KV_CACHE_DTYPE since the start);
+    // one that is not usable stops the load here, named, rather than a default standing in for it.
     LoadOptions o;
+    if (m_env) {
+        const EngineSettings s = engineSettings(*m_env);
+        if (!s.problems.isEmpty()) {
+            m_progress->setValue(0);
+            m_modelStatus->setText(tr("Not loaded: %1 Correct it in the .env file or the environment, then load again.")
+                                       .arg(s.problems.join(QLatin1Char(' '))));
+            const QString now = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss.zzz "));
+            for (const QString& p : s.problems) appendLog(now + tr("Not loaded: %1").arg(p));
+            return;
+        }
+        o = s.options;
+    }
     o.kvBudgetMiB = m_kvBudget->value();
     o.maxNumSeqs = m_maxSeqs->value();
     m_progress->setValue(0);

@@ -19,6 +19,8 @@ class QSpinBox;
 
 namespace ts::ui {
 
+class EnvStore;
+
 class ServerPage final : public QWidget {
     Q_OBJECT
 public:
@@ -28,6 +30,9 @@ public:
     void setModelPath(const QString& path);
     QString modelPath() const;
     void setHttpDefaults(const QString& host, int port, const QString& apiKey);
+    // The deployment .env the engine settings come from (engine_settings.h): the KV budget and parallel requests
+    // start at its values, and each load reads the rest from it — and refuses a value that is not usable.
+    void setEnvStore(const EnvStore* env);
     QString curlExample() const;
 
 public slots:
@@ -46,6 +51,7 @@ private:
     QWidget* makeHttpGroup();
 
     EngineController* m_controller;
+    const EnvStore* m_env = nullptr;
     QLineEdit* m_modelPath = nullptr;
     QPushButton* m_load = nullptr;
     QPushButton* m_unload = nullptr;

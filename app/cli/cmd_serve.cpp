@@ -26,6 +26,7 @@
 #include "selftest/verify_backend.h"
 #include "runtime/device_budget.h"
 #include "runtime/engine.h"
+#include "runtime/runtime_settings.h"
 #include "serve/handlers.h"
 #include "serve/server.h"
 #include "serve/validation.h"
@@ -40,16 +41,17 @@ std::optional<std::string> envOr(const Args& args, const char* option, const cha
     return std::nullopt;
 }
 
-int64_t intSetting(const Args& args, const char* option, const char* env, int64_t def, int64_t lo, int64_t hi) {
-    auto v = envOr(args, option, env);
-    if (!v) return def;
-    char* end = nullptr;
-    errno = 0;
-    const long long x = std::strtoll(v->c_str(), &end, 10);
-    if (errno || !end || *end || end == v->c_str() || x < lo || x > hi)
-        fail(ErrorKind::InvalidArgument, std::string("--") + option + " (or " + env + ") must be an integer in [" +
-                                             std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + *v + "'");
-    return x;
+// An integer setting of runtime/runtime_settings.h: its option, else its environment variable (or .env), else
+// the default; a value outside its range is refused, naming both.
+int64_t intSetting(const Args& args, const IntSetting& s) {
+    auto v = envOr(args, s.option, s.env);
+    if (!v) return s.def;
+    std::string why;
+    const auto x = parseIntSetting(s, *v, &why);
+    if (!x)
+        fail(ErrorKind::InvalidArgument,
+             std::string("--") + s.option + " (or " + s.env + ") must be " + why + ", got '" + *v + "'");
+    return *x;
 }
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -113,28 +115,26 @@ int cmdServe(const Args& args) {
     const std::string modelDir = resolveServeModel(args, stderrNote("serve"));
     serve::ServerOptions opts;
     opts.host = args.get("host").value_or("127.0.0.1");
-    opts.port = int(intSetting(args, "port", "PORT", 8888, 0, 65535));
+    opts.port = int(intSetting(args, IntSetting{"PORT", "port", 8888, 0, 65535}));  // 0: any free port
     opts.servedModelName = args.get("served-model-name").value_or("GLM-5.3-Flash-EXL3");
     if (opts.servedModelName.empty()) fail(ErrorKind::InvalidArgument, "--served-model-name must not be empty");
     opts.apiKey = envOr(args, "api-key", "VLLM_API_KEY").value_or("");
     if (auto c = args.get("cors-origins")) opts.corsOrigins = splitList(*c);
     opts.logRequests = !args.flag("quiet");
-    opts.limits.maxConcurrentRequests = int32_t(intSetting(args, "max-concurrent-requests", "TS_MAX_CONCURRENT_REQUESTS",
-                                                           64, 1, 4096));
+    opts.limits.maxConcurrentRequests = int32_t(intSetting(args, kMaxConcurrentRequestsSetting));
     EngineConfig ec;
-    ec.maxNumSeqs = int32_t(intSetting(args, "max-num-seqs", "MAX_NUM_SEQS", 4, 1, 4096));
-    ec.maxNumBatchedTokens = intSetting(args, "max-num-batched-tokens", "MAX_NUM_BATCHED_TOKENS", 1024, 1, 1 << 24);
-    ec.maxModelLen = intSetting(args, "max-model-len", "MAX_MODEL_LEN", 900000, 2, int64_t(1) << 31);
-    ec.kvBudgetBytes = intSetting(args, "kv-budget-mib", "TS_KV_BUDGET_MIB", 2048, 1, int64_t(1) << 22) << 20;
-    const std::string dt = envOr(args, "kv-cache-dtype", "KV_CACHE_DTYPE").value_or("fp8");
-    if (dt == "fp8" || dt == "fp8_ds_mla") ec.kvDtype = KvCacheDtype::Fp8;
-    else if (dt == "fp32") ec.kvDtype = KvCacheDtype::Fp32;
-    else if (dt == "bf16" || dt == "auto" || dt == "nvfp4")
-        fail(ErrorKind::InvalidArgument, "--kv-cache-dtype " + dt + " is refused: GLM-5.3-Flash's sparse MLA kernels "
-                                         "read fp8_ds_mla (the recipe's fp8); fp32 is the exact reference mode");
-    else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
-    const double gpuMemUtil =
-        parseGpuMemUtil(envOr(args, "gpu-mem-util", "GPU_MEM_UTIL").value_or("0.87"), "--gpu-mem-util (or GPU_MEM_UTIL)");
+    ec.maxNumSeqs = int32_t(intSetting(args, kMaxNumSeqsSetting));
+    ec.maxNumBatchedTokens = intSetting(args, kMaxNumBatchedTokensSetting);
+    ec.maxModelLen = intSetting(args, kMaxModelLenSetting);
+    ec.kvBudgetBytes = intSetting(args, kKvBudgetMibSetting) << 20;
+    const std::string dt = envOr(args, "kv-cache-dtype", kKvCacheDtypeEnv).value_or("fp8");
+    std::string why;
+    if (const auto d = parseKvCacheDtypeSetting(dt, &why)) ec.kvDtype = *d;
+    else if (why.rfind("refused", 0) == 0)
+        fail(ErrorKind::InvalidArgument, "--kv-cache-dtype (or KV_CACHE_DTYPE) '" + dt + "' is " + why);
+    else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype (or KV_CACHE_DTYPE) must be " + why + ", got '" + dt + "'");
+    const double gpuMemUtil = parseGpuMemUtil(envOr(args, "gpu-mem-util", kGpuMemUtilEnv).value_or("0.87"),
+                                              "--gpu-mem-util (or GPU_MEM_UTIL)");
     const std::string backendName = args.get("backend").value_or("auto");
     checkBackendName(backendName);  // before listening: also "cuda" in a build or on a host without it
     const int64_t threads = args.getInt("threads", 0, 0, 1024);

@@ -9,6 +9,7 @@
 #include "profiling_backend.h"
 
 #include "core/error.h"
+#include "runtime/runtime_settings.h"
 #include "core/thread_pool.h"
 #include "io/default_paths.h"
 #include "runtime/device_budget.h"
@@ -75,11 +76,10 @@ std::vector<std::filesystem::path> embeddedModelCandidates() {
 }
 
 double parseGpuMemUtil(const std::string& value, const std::string& option) {
-    char* end = nullptr;
-    const double u = std::strtod(value.c_str(), &end);
-    if (value.empty() || !end || *end || !(u > 0.0 && u <= 1.0))
-        fail(ErrorKind::InvalidArgument, option + " must be in (0, 1], got '" + value + "'");
-    return u;
+    std::string why;
+    const auto u = parseGpuMemUtilSetting(value, &why);
+    if (!u) fail(ErrorKind::InvalidArgument, option + " must be " + why + ", got '" + value + "'");
+    return *u;
 }
 
 std::function<void(const std::string&)> stderrNote(const std::string& who) {

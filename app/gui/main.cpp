@@ -18,6 +18,7 @@
 #include "ui/conversation_store.h"
 #include "ui/default_model.h"
 #include "ui/engine_controller.h"
+#include "ui/engine_settings.h"
 #include "ui/env_schema.h"
 #include "ui/env_store.h"
 #include "ui/main_window.h"
@@ -103,14 +104,25 @@ int main(int argc, char** argv) {
         box->setAttribute(Qt::WA_DeleteOnClose);
         box->open();
     };
-    if (!envOk) warn(envError);
-    else if (port == 0)
-        warn(portProblem + QLatin1Char('\n') +
-             (env.isOverridden(QStringLiteral("PORT"))
-                  ? QObject::tr("The API is not started. Correct or unset the PORT environment variable, or choose a "
-                                "port on the Server page and turn the API on there.")
-                  : QObject::tr("The API is not started. Correct PORT on the Setup page, or choose a port on "
-                                "the Server page and turn the API on there.")));
+    QStringList warnings;
+    if (!envOk) {
+        warnings << envError;
+    } else {
+        if (port == 0)
+            warnings << portProblem + QLatin1Char('\n') +
+                            (env.isOverridden(QStringLiteral("PORT"))
+                                 ? QObject::tr("The API is not started. Correct or unset the PORT environment variable, or "
+                                               "choose a port on the Server page and turn the API on there.")
+                                 : QObject::tr("The API is not started. Correct PORT on the Setup page, or choose a port on "
+                                               "the Server page and turn the API on there."));
+        // The engine settings (engine_settings.h) are checked again at each load, which refuses while one is bad.
+        const QStringList engineProblems = engineSettings(env).problems;
+        if (!engineProblems.isEmpty())
+            warnings << engineProblems.join(QLatin1Char('\n')) + QLatin1Char('\n') +
+                            QObject::tr("The model is not loaded until this is corrected in the .env file or the "
+                                        "environment.");
+    }
+    if (!warnings.isEmpty()) warn(warnings.join(QStringLiteral("\n\n")));
     else if (env.created()) window.setupPage()->openWizard();
     if (!cli.isSet(noLoadOpt) && !model.isEmpty()) window.serverPage()->loadModel();
     return app.exec();

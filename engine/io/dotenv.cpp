@@ -257,7 +257,7 @@ std::map<std::string, std::string> DotEnv::effective(const std::map<std::string,
 std::map<std::string, std::string> DotEnv::environmentOverrides(const std::vector<std::string>& keys) {
     std::map<std::string, std::string> out;
     for (const std::string& k : keys)
-        if (const char* v = std::getenv(k.c_str())) out[k] = v;
+        if (const char* v = std::getenv(k.c_str()); v && *v) out[k] = v;  // empty: unset, the file's value stands
     return out;
 }
 

@@ -55,7 +55,8 @@ public:
 
     // The file's values overlaid by `overrides` (environment, then command line: later wins).
     std::map<std::string, std::string> effective(const std::map<std::string, std::string>& overrides) const;
-    // Environment variables named `keys` that are set in the process environment.
+    // Environment variables named `keys` that are set, and not empty, in the process environment (an empty one
+    // counts as unset, as every setting `twinspark-cli serve` reads treats it: the file's value stands).
     static std::map<std::string, std::string> environmentOverrides(const std::vector<std::string>& keys);
 
     static bool isValidKey(std::string_view key);

@@ -7,11 +7,15 @@
 
 namespace ts::selftest {
 
-VerifySummary verifyBackendOrThrow(Backend& backend) {
+bool skipOverlayVerifyRequested() {
+    const char* skip = std::getenv("SKIP_OVERLAY_VERIFY");
+    return skip && std::string(skip) == "1";
+}
+
+VerifySummary verifyBackendOrThrow(Backend& backend, bool skip) {
     VerifySummary s;
     if (backend.name() == "cpu") return s;
-    const char* skip = std::getenv("SKIP_OVERLAY_VERIFY");
-    if (skip && std::string(skip) == "1") {
+    if (skip) {
         s.skipped = true;
         return s;
     }

@@ -15,9 +15,12 @@ struct VerifySummary {
     int64_t checks = 0;
 };
 
-// For a CPU backend: nothing. Otherwise runs every op case unless SKIP_OVERLAY_VERIFY=1 is set, and
-// throws ts::Error(Internal) naming the first failing check, how many failed, and how to see the table
-// or skip the check.
-VerifySummary verifyBackendOrThrow(Backend& backend);
+// SKIP_OVERLAY_VERIFY=1 in this process's environment (the recipe's switch; `serve` has copied the .env's
+// values there by then — the control center reads its .env itself and passes `skip`).
+bool skipOverlayVerifyRequested();
+
+// For a CPU backend: nothing. Otherwise runs every op case unless `skip`, and throws ts::Error(Internal)
+// naming the first failing check, how many failed, and how to see the table or skip the check.
+VerifySummary verifyBackendOrThrow(Backend& backend, bool skip = skipOverlayVerifyRequested());
 
 }  // namespace ts::selftest

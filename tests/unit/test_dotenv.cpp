@@ -183,6 +183,9 @@ private slots:
         const auto eff = env.effective(over);
         QCOMPARE(eff.at("HEAD_IP"), std::string("10.1.1.1"));
         QCOMPARE(env.get("PORT").value(), std::string("8888"));  // the file itself is untouched
+        // An empty variable is no override: the file's value stands (as `twinspark-cli serve` reads it).
+        ::setenv("PORT", "", 1);
+        QVERIFY(DotEnv::environmentOverrides({"PORT", "HEAD_IP"}).empty());
         ::unsetenv("PORT");
     }
 

@@ -1,0 +1,207 @@
+// The control center's engine settings come from the deployment .env as `twinspark-cli serve` reads them: the
+// recipe's runtime block (MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS, MAX_MODEL_LEN, GPU_MEM_UTIL, KV_CACHE_DTYPE),
+// TS_KV_BUDGET_MIB and SKIP_OVERLAY_VERIFY, with the command line over the environment over the file, and an
+// empty environment variable counting as unset. A value that is not usable is named with where it came from,
+// and the model is not loaded with a default in its place; `serve` refuses the same value.
+#include <QDir>
+#include <QFile>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "../common/cli_runner.h"
+#include "gui_spy.h"
+#include "ui/engine_controller.h"
+#include "ui/engine_settings.h"
+#include "ui/env_store.h"
+#include "ui/server_page.h"
+
+using namespace ts::ui;
+
+namespace {
+
+const QStringList kKeys = {QStringLiteral("MAX_NUM_SEQS"),     QStringLiteral("MAX_NUM_BATCHED_TOKENS"),
+                           QStringLiteral("MAX_MODEL_LEN"),    QStringLiteral("GPU_MEM_UTIL"),
+                           QStringLiteral("KV_CACHE_DTYPE"),   QStringLiteral("TS_KV_BUDGET_MIB"),
+                           QStringLiteral("SKIP_OVERLAY_VERIFY")};
+
+void writeFile(const QString& path, const QString& text) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(text.toUtf8());
+}
+
+void clearEnvironment() {
+    for (const QString& k : kKeys) qunsetenv(qPrintable(k));
+}
+
+// An EnvStore over a .env holding `fileText`, with `environment` exported and `cli` as --set values.
+struct Store {
+    QTemporaryDir dir;
+    EnvStore env;
+    QString path;
+    Store(const QString& fileText, const QMap<QString, QString>& environment = {}, const QMap<QString, QString>& cli = {}) {
+        path = dir.filePath(QStringLiteral(".env"));
+        writeFile(path, fileText);
+        clearEnvironment();
+        for (auto it = environment.begin(); it != environment.end(); ++it) qputenv(qPrintable(it.key()), it.value().toUtf8());
+        env.setCommandLineOverrides(cli);
+        env.readEnvironmentOverrides();
+        clearEnvironment();  // EnvStore has read them; nothing else in this process should
+        QString error;
+        [&] { QVERIFY2(env.load(path, &error), qPrintable(error)); }();
+    }
+};
+
+const QString kRuntimeEnv = QStringLiteral(
+    "PORT=8888\n"
+    "MAX_NUM_SEQS=2\n"
+    "MAX_NUM_BATCHED_TOKENS=512\n"
+    "MAX_MODEL_LEN=4096\n"
+    "GPU_MEM_UTIL=0.5\n"
+    "KV_CACHE_DTYPE=fp32\n"
+    "TS_KV_BUDGET_MIB=256\n"
+    "SKIP_OVERLAY_VERIFY=1\n");
+
+}  // namespace
+
+class TestEngineSettings : public QObject {
+    Q_OBJECT
+
+private slots:
+    void cleanup() { clearEnvironment(); }
+
+    // Unset and empty keys take the recipe's defaults (what `serve` takes without them).
+    void unsetOrEmptyKeysAreTheRecipesDefaults() {
+        for (const QString& text : {QStringLiteral("PORT=8888\n"),
+                                    QStringLiteral("MAX_NUM_SEQS=\nGPU_MEM_UTIL=\nKV_CACHE_DTYPE=\nMAX_MODEL_LEN=\n")}) {
+            Store s(text);
+            const EngineSettings e = engineSettings(s.env);
+            QVERIFY2(e.problems.isEmpty(), qPrintable(e.problems.join('\n')));
+            QCOMPARE(e.options.maxNumSeqs, 4);
+            QCOMPARE(e.options.maxNumBatchedTokens, qint64(1024));
+            QCOMPARE(e.options.maxModelLen, qint64(900000));
+            QCOMPARE(e.options.gpuMemUtil, 0.87);
+            QCOMPARE(e.options.kvFp32, false);
+            QCOMPARE(e.options.kvBudgetMiB, qint64(2048));
+            QCOMPARE(e.options.skipGpuSelftest, false);
+        }
+    }
+
+    void theFilesValuesAreRead() {
+        Store s(kRuntimeEnv);
+        const EngineSettings e = engineSettings(s.env);
+        QVERIFY2(e.problems.isEmpty(), qPrintable(e.problems.join('\n')));
+        QCOMPARE(e.options.maxNumSeqs, 2);
+        QCOMPARE(e.options.maxNumBatchedTokens, qint64(512));
+        QCOMPARE(e.options.maxModelLen, qint64(4096));
+        QCOMPARE(e.options.gpuMemUtil, 0.5);
+        QCOMPARE(e.options.kvFp32, true);
+        QCOMPARE(e.options.kvBudgetMiB, qint64(256));
+        QCOMPARE(e.options.skipGpuSelftest, true);
+        // fp8_ds_mla is the recipe's name for fp8.
+        Store ds(QStringLiteral("KV_CACHE_DTYPE=fp8_ds_mla\n"));
+        QCOMPARE(engineSettings(ds.env).options.kvFp32, false);
+    }
+
+    // The environment wins over the file and --set over both; an empty environment variable leaves the file's
+    // value standing (as in `serve`), for these keys and the setup fields' alike.
+    void precedenceAndEmptyVariables() {
+        Store env(kRuntimeEnv, {{QStringLiteral("MAX_NUM_SEQS"), QStringLiteral("3")}});
+        QCOMPARE(engineSettings(env.env).options.maxNumSeqs, 3);
+        Store cli(kRuntimeEnv, {{QStringLiteral("MAX_NUM_SEQS"), QStringLiteral("3")}},
+                  {{QStringLiteral("MAX_NUM_SEQS"), QStringLiteral("5")}});
+        QCOMPARE(engineSettings(cli.env).options.maxNumSeqs, 5);
+        Store empty(kRuntimeEnv + QStringLiteral("VLLM_API_KEY=secret\n"),
+                    {{QStringLiteral("MAX_MODEL_LEN"), QString()}, {QStringLiteral("VLLM_API_KEY"), QString()}});
+        QCOMPARE(engineSettings(empty.env).options.maxModelLen, qint64(4096));
+        QVERIFY(!empty.env.isOverridden(QStringLiteral("MAX_MODEL_LEN")));
+        QCOMPARE(empty.env.value(QStringLiteral("VLLM_API_KEY")), QStringLiteral("secret"));
+    }
+
+    // Each unusable value is reported with its key, its value and where it came from; nothing stands in for it.
+    void unusableValuesAreNamed_data() {
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<QString>("value");
+        QTest::addColumn<QString>("accepted");  // a phrase of the message
+        QTest::newRow("seqs 0") << "MAX_NUM_SEQS" << "0" << "from 1 to 4096";
+        QTest::newRow("seqs text") << "MAX_NUM_SEQS" << "four" << "from 1 to 4096";
+        QTest::newRow("seqs too many") << "MAX_NUM_SEQS" << "5000" << "from 1 to 4096";
+        QTest::newRow("batched tokens") << "MAX_NUM_BATCHED_TOKENS" << "1k" << "from 1 to 16777216";
+        QTest::newRow("model len 1") << "MAX_MODEL_LEN" << "1" << "from 2 to 2147483648";
+        QTest::newRow("model len float") << "MAX_MODEL_LEN" << "4096.5" << "from 2 to 2147483648";
+        QTest::newRow("budget") << "TS_KV_BUDGET_MIB" << "-5" << "from 1 to 4194304";
+        QTest::newRow("mem util 0") << "GPU_MEM_UTIL" << "0" << "at most 1";
+        QTest::newRow("mem util pct") << "GPU_MEM_UTIL" << "87%" << "at most 1";
+        QTest::newRow("mem util big") << "GPU_MEM_UTIL" << "1.5" << "at most 1";
+        QTest::newRow("kv bf16") << "KV_CACHE_DTYPE" << "bf16" << "sparse MLA kernels";
+        QTest::newRow("kv nvfp4") << "KV_CACHE_DTYPE" << "nvfp4" << "sparse MLA kernels";
+        QTest::newRow("kv other") << "KV_CACHE_DTYPE" << "int4" << "give fp8";
+    }
+    void unusableValuesAreNamed() {
+        QFETCH(QString, key);
+        QFETCH(QString, value);
+        QFETCH(QString, accepted);
+        // In the file ...
+        Store file(kRuntimeEnv + key + QLatin1Char('=') + value + QLatin1Char('\n'));
+        EngineSettings e = engineSettings(file.env);
+        QCOMPARE(e.problems.size(), 1);
+        QString p = e.problems.first();
+        QVERIFY2(p.startsWith(QStringLiteral("%1 '%2'").arg(key, value)) && p.contains(file.path) && p.contains(accepted),
+                 qPrintable(p));
+        // ... from the environment (the file's good value does not stand in) ...
+        Store env(kRuntimeEnv, {{key, value}});
+        e = engineSettings(env.env);
+        QCOMPARE(e.problems.size(), 1);
+        QVERIFY2(e.problems.first().contains(QStringLiteral("(from environment)")), qPrintable(e.problems.first()));
+        // ... and `serve` refuses the same value from the same file, before loading anything, naming the key.
+        const ts::test::CliRun r = ts::test::runCli({QStringLiteral("serve"), QStringLiteral("--env"), file.path,
+                                                     QStringLiteral("--port"), QStringLiteral("0"),
+                                                     QStringLiteral("--model"), QStringLiteral("/nonexistent-model")});
+        QVERIFY2(r.code == 2 && r.err.contains(key) && r.err.contains(value), qPrintable(r.err));
+    }
+
+    // The Server page starts its KV budget and parallel requests at the .env's values; a load reads the rest
+    // from it, and the engine gets them (the controller's log and the model's limits say so).
+    void serverPageLoadsWithTheEnvsSettings() {
+        Store s(QStringLiteral("MAX_NUM_SEQS=3\nMAX_MODEL_LEN=4096\nTS_KV_BUDGET_MIB=96\nMAX_NUM_BATCHED_TOKENS=256\n"));
+        EngineController controller;
+        ServerPage page(&controller);
+        page.setEnvStore(&s.env);
+        QCOMPARE(page.findChild<QSpinBox*>(QStringLiteral("maxSeqs"))->value(), 3);
+        QCOMPARE(page.findChild<QSpinBox*>(QStringLiteral("kvBudget"))->value(), 96);
+        GuiSpy loaded(&controller, &EngineController::modelLoaded);
+        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
+        page.loadModel();
+        QVERIFY(loaded.wait(60000));
+        QCOMPARE(loaded.first().at(0).value<ModelInfo>().maxModelLen, qint64(4096));
+        const QString log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"))->toPlainText();
+        QVERIFY2(log.contains(QStringLiteral("Engine: up to 3 sequences at once, 256 tokens per step, 4096 tokens per "
+                                             "request at most, KV cache fp8")),
+                 qPrintable(log));
+        controller.shutdown();
+    }
+
+    // A bad value stops the load before anything is asked of the engine, and the page says which and why.
+    void serverPageRefusesToLoadWithABadValue() {
+        Store s(QStringLiteral("MAX_MODEL_LEN=lots\n"));
+        EngineController controller;
+        ServerPage page(&controller);
+        page.setEnvStore(&s.env);
+        GuiSpy states(&controller, &EngineController::stateChanged);
+        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
+        page.loadModel();
+        const QString status = page.findChild<QLabel*>(QStringLiteral("modelStatus"))->text();
+        QVERIFY2(status.startsWith(QStringLiteral("Not loaded: MAX_MODEL_LEN 'lots'")) && status.contains(s.path),
+                 qPrintable(status));
+        QTest::qWait(200);
+        QCOMPARE(states.count(), 0);
+        QCOMPARE(controller.state(), EngineController::State::Empty);
+        controller.shutdown();
+    }
+};
+
+QTEST_MAIN(TestEngineSettings)
+#include "test_engine_settings.moc"
