@@ -313,6 +313,14 @@
         <source>&apos;%1&apos; is listed twice.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>fp8_ds_mla (the same as fp8)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>fp32 (exact reference)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>EnvStore</name>

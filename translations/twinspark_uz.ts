@@ -313,6 +313,14 @@
         <source>&apos;%1&apos; is listed twice.</source>
         <translation>&apos;%1&apos; ikki marta koʻrsatilgan.</translation>
     </message>
+    <message>
+        <source>fp8_ds_mla (the same as fp8)</source>
+        <translation>fp8_ds_mla (fp8 bilan bir xil)</translation>
+    </message>
+    <message>
+        <source>fp32 (exact reference)</source>
+        <translation>fp32 (aniq maʼlumotnoma)</translation>
+    </message>
 </context>
 <context>
     <name>EnvStore</name>

@@ -313,6 +313,14 @@
         <source>&apos;%1&apos; is listed twice.</source>
         <translation>“%1”被列出了两次。</translation>
     </message>
+    <message>
+        <source>fp8_ds_mla (the same as fp8)</source>
+        <translation>fp8_ds_mla（与 fp8 相同）</translation>
+    </message>
+    <message>
+        <source>fp32 (exact reference)</source>
+        <translation>fp32（精确参考）</translation>
+    </message>
 </context>
 <context>
     <name>EnvStore</name>

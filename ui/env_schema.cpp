@@ -77,6 +77,8 @@ QStringList EnvSchema::keys() {
 QList<FieldChoice> EnvSchema::choices(const QString& key) {
     if (key == QLatin1String("KV_CACHE_DTYPE"))
         return {{QStringLiteral("fp8"), tr("fp8 (packed fp8_ds_mla)"), true, QString()},
+                {QStringLiteral("fp8_ds_mla"), tr("fp8_ds_mla (the same as fp8)"), true, QString()},
+                {QStringLiteral("fp32"), tr("fp32 (exact reference)"), true, QString()},
                 {QStringLiteral("bf16"), tr("bf16"), false,
                  tr("Forbidden: there is no sparse MLA kernel for a BF16 KV cache.")},
                 {QStringLiteral("nvfp4"), tr("nvfp4"), false,
@@ -144,8 +146,9 @@ Verdict EnvSchema::validate(const QString& key, const QString& value, const QMap
     case FieldKind::Choice: {
         QString reason;
         if (isForbidden(key, v, &reason)) return {Verdict::Error, reason};
+        // Exact spelling: the engine reads these values as written (runtime/runtime_settings.h), as vLLM does.
         for (const FieldChoice& c : choices(key))
-            if (c.value.compare(v, Qt::CaseInsensitive) == 0) return {};
+            if (c.allowed && c.value == v) return {};
         return {Verdict::Error, tr("Unknown value '%1'.").arg(v)};
     }
     }

@@ -195,6 +195,10 @@ private slots:
         QTest::newRow("kv bf16") << "KV_CACHE_DTYPE" << "bf16" << err;
         QTest::newRow("kv nvfp4") << "KV_CACHE_DTYPE" << "NVFP4" << err;
         QTest::newRow("kv junk") << "KV_CACHE_DTYPE" << "int3" << err;
+        // What the engine takes (runtime/runtime_settings.h), spelt as it reads it.
+        QTest::newRow("kv fp32") << "KV_CACHE_DTYPE" << "fp32" << ok;
+        QTest::newRow("kv fp8_ds_mla") << "KV_CACHE_DTYPE" << "fp8_ds_mla" << ok;
+        QTest::newRow("kv FP8") << "KV_CACHE_DTYPE" << "FP8" << err;
         QTest::newRow("moe marlin") << "MOE_BACKEND" << "marlin" << err;
         QTest::newRow("draft triton") << "DRAFT_ATTENTION_BACKEND" << "TRITON_ATTN" << err;
     }
