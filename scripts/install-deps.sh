@@ -8,13 +8,14 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # Qt6OpenGL could not be found"). g++-aarch64-linux-gnu: the aarch64_syntax test compiles the host sources for
 # the DGX Spark's arm64 CPU (tests/build/aarch64_syntax.sh). qt6-translations-l10n: Qt's own strings (dialog
 # buttons) in Chinese when the control center runs in Chinese; fonts-wqy-microhei (5 MB): Chinese glyphs where the
-# desktop has none (ui/translations.h, applyLanguageFont).
+# desktop has none (ui/translations.h, applyLanguageFont). locales: the de_DE source the decimal-comma tests compile
+# with localedef (tests/unit/test_runtime_settings.cpp, tests/gui/test_engine_settings.cpp).
 PKGS=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
   qt6-translations-l10n fonts-wqy-microhei
   nlohmann-json3-dev libcpp-httplib-dev libssh2-1-dev libssl-dev libpcre2-dev
-  python3 python3-numpy python3-jinja2
+  python3 python3-numpy python3-jinja2 locales
   g++-aarch64-linux-gnu
 )
 missing=()

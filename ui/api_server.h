@@ -18,6 +18,7 @@ struct ApiServerSettings {
     QString host = QStringLiteral("127.0.0.1");  // loopback unless serving on the LAN is chosen
     int port = 8888;
     QString apiKey;  // empty: no authentication (the server allows that on loopback only)
+    int maxConcurrentRequests = 64;  // generation requests at once (TS_MAX_CONCURRENT_REQUESTS); more get 503
 };
 
 class ApiServer {

@@ -23,6 +23,7 @@ public:
         options.host = settings.host.toStdString();
         options.port = settings.port;
         options.apiKey = settings.apiKey.toStdString();
+        options.limits.maxConcurrentRequests = settings.maxConcurrentRequests;
         options.logRequests = false;  // the GUI's log shows lifecycle lines; stderr stays quiet
         auto server = std::make_unique<serve::HttpServer>(options);
         server->start();  // throws with a message for the user (port in use, LAN without a key)

@@ -15,6 +15,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
@@ -201,16 +202,26 @@ void ServerPage::loadModel() {
         return;
     }
     // The .env's engine settings as they are now (the Setup page may have changed KV_CACHE_DTYPE since the start);
-    // one that is not usable stops the load here, named, rather than a default standing in for it.
+    // one that is not usable stops the load here, named, rather than a default standing in for it. MAX_NUM_SEQS
+    // and TS_KV_BUDGET_MIB only started this page's controls, whose values the load takes: a bad one is logged.
     LoadOptions o;
     if (m_env) {
         const EngineSettings s = engineSettings(*m_env);
-        if (!s.problems.isEmpty()) {
+        QStringList blocking;
+        const QString now = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss.zzz "));
+        for (auto it = s.problems.begin(); it != s.problems.end(); ++it) {
+            if (it.key() == QLatin1String("TS_MAX_CONCURRENT_REQUESTS")) continue;  // the API's, checked at its start
+            if (serverPageControlKeys().contains(it.key()))
+                appendLog(now + tr("%1 This page's value is used.").arg(it.value()));
+            else
+                blocking << it.value();
+        }
+        if (!blocking.isEmpty()) {
             m_progress->setValue(0);
-            m_modelStatus->setText(tr("Not loaded: %1 Correct it in the .env file or the environment, then load again.")
-                                       .arg(s.problems.join(QLatin1Char(' '))));
-            const QString now = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss.zzz "));
-            for (const QString& p : s.problems) appendLog(now + tr("Not loaded: %1").arg(p));
+            m_modelStatus->setText(tr("Not loaded: %1 Correct it in the .env file or the environment and start the "
+                                      "control center again (KV_CACHE_DTYPE can be set on the Setup page).")
+                                       .arg(blocking.join(QLatin1Char(' '))));
+            for (const QString& p : blocking) appendLog(now + tr("Not loaded: %1").arg(p));
             return;
         }
         o = s.options;
@@ -233,6 +244,17 @@ void ServerPage::setHttpEnabled(bool on) {
         s.host = m_host->currentData().toString();
         s.port = m_port->value();
         s.apiKey = m_apiKey->text();
+        if (m_env) {  // TS_MAX_CONCURRENT_REQUESTS, as `serve` takes it
+            const EngineSettings e = engineSettings(*m_env);
+            const auto bad = e.problems.constFind(QStringLiteral("TS_MAX_CONCURRENT_REQUESTS"));
+            if (bad != e.problems.constEnd()) {
+                m_httpStatus->setText(tr("Not started: %1").arg(*bad));
+                const QSignalBlocker block(m_httpOn);  // nothing was started: nothing to stop
+                m_httpOn->setChecked(false);
+                return;
+            }
+            s.maxConcurrentRequests = e.maxConcurrentRequests;
+        }
         m_httpStatus->setText(tr("Starting…"));
         m_controller->requestHttpStart(s);
     } else {

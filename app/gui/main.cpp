@@ -13,6 +13,8 @@
 #include <QMessageBox>
 #include <QSettings>
 
+#include <clocale>
+
 #include "ui/api_server.h"
 #include "ui/chat_page.h"
 #include "ui/conversation_store.h"
@@ -30,6 +32,10 @@ using namespace ts::ui;
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
+    // QApplication set the C library's locale from the environment; numbers the engine parses and prints (the .env's
+    // GPU_MEM_UTIL, chat templates' floats, /metrics) keep the C form under a decimal-comma locale. Qt's own
+    // formatting follows QLocale, which this does not touch.
+    std::setlocale(LC_NUMERIC, "C");
     QCoreApplication::setOrganizationName(QStringLiteral("TwinSpark"));
     QCoreApplication::setApplicationName(QStringLiteral("TwinSpark"));
     QCoreApplication::setApplicationVersion(QStringLiteral("0.1.0"));
@@ -116,11 +122,13 @@ int main(int argc, char** argv) {
                                  : QObject::tr("The API is not started. Correct PORT on the Setup page, or choose a port on "
                                                "the Server page and turn the API on there."));
         // The engine settings (engine_settings.h) are checked again at each load, which refuses while one is bad.
-        const QStringList engineProblems = engineSettings(env).problems;
+        const QStringList engineProblems = engineSettings(env).problems.values();
         if (!engineProblems.isEmpty())
             warnings << engineProblems.join(QLatin1Char('\n')) + QLatin1Char('\n') +
-                            QObject::tr("The model is not loaded until this is corrected in the .env file or the "
-                                        "environment.");
+                            QObject::tr("Correct this in the .env file or the environment and start the control center "
+                                        "again. Until then the model is not loaded (a bad MAX_NUM_SEQS or "
+                                        "TS_KV_BUDGET_MIB only leaves the Server page's value in use; a bad "
+                                        "TS_MAX_CONCURRENT_REQUESTS keeps the API off).");
     }
     if (!warnings.isEmpty()) warn(warnings.join(QStringLiteral("\n\n")));
     else if (env.created()) window.setupPage()->openWizard();

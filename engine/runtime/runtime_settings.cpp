@@ -1,28 +1,37 @@
 #include "runtime/runtime_settings.h"
 
-#include <cerrno>
-#include <cstdlib>
+#include <charconv>
 
 namespace ts {
 
+namespace {
+
+// The whole of `value` as a number, or nothing: std::from_chars reads the C locale's form whatever the process's
+// locale (a control center started under a decimal-comma locale still reads "0.87"), and takes no leading blank,
+// no '+' and no trailing character.
+template <class T>
+std::optional<T> wholeNumber(const std::string& value) {
+    T x{};
+    const char* end = value.data() + value.size();
+    const auto [ptr, ec] = std::from_chars(value.data(), end, x);
+    if (ec != std::errc() || ptr != end || value.empty()) return std::nullopt;
+    return x;
+}
+
+}  // namespace
+
 std::optional<int64_t> parseIntSetting(const IntSetting& s, const std::string& value, std::string* why) {
-    char* end = nullptr;
-    errno = 0;
-    const long long x = std::strtoll(value.c_str(), &end, 10);
-    // strtoll skips leading blanks: a value the .env quoted with spaces is refused here, as a stray character.
-    const bool blank = !value.empty() && (value.front() == ' ' || value.front() == '\t');
-    if (errno || !end || *end || end == value.c_str() || blank || x < s.lo || x > s.hi) {
+    const auto x = wholeNumber<int64_t>(value);
+    if (!x || *x < s.lo || *x > s.hi) {
         *why = "an integer in [" + std::to_string(s.lo) + ", " + std::to_string(s.hi) + "]";
         return std::nullopt;
     }
-    return int64_t(x);
+    return x;
 }
 
 std::optional<double> parseGpuMemUtilSetting(const std::string& value, std::string* why) {
-    char* end = nullptr;
-    const double u = std::strtod(value.c_str(), &end);
-    const bool blank = !value.empty() && (value.front() == ' ' || value.front() == '\t');
-    if (value.empty() || !end || *end || blank || !(u > 0.0 && u <= 1.0)) {
+    const auto u = wholeNumber<double>(value);
+    if (!u || !(*u > 0.0 && *u <= 1.0)) {  // NaN fails the comparison too
         *why = "in (0, 1]";
         return std::nullopt;
     }

@@ -308,8 +308,7 @@ Value fInt(Interpreter&, const Value& v, CallArgs& a) {
             const std::string s = pyStrip(v.str(), Value::none(), true, true);
             const long long n = std::stoll(s, &used, 10);
             if (used == s.size()) return Value(int64_t(n));
-            const double d = std::stod(s, &used);
-            if (used == s.size()) return Value(int64_t(d));
+            if (const auto d = pyFloat(s)) return Value(int64_t(*d));
         } catch (const std::exception&) {
         }
     }
@@ -321,10 +320,7 @@ Value fFloat(Interpreter&, const Value& v, CallArgs& a) {
     if (v.isNumber()) return Value(v.asFloat());
     if (v.isString()) {
         try {
-            size_t used = 0;
-            const std::string s = pyStrip(v.str(), Value::none(), true, true);
-            const double d = std::stod(s, &used);
-            if (used == s.size()) return Value(d);
+            if (const auto d = pyFloat(pyStrip(v.str(), Value::none(), true, true))) return Value(*d);
         } catch (const std::exception&) {
         }
     }

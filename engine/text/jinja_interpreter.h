@@ -88,5 +88,8 @@ Value findGlobal(std::string_view name);
 // Python str.split / strip semantics on code points.
 Value pySplit(const std::string& s, const Value& sep, int64_t maxsplit);
 std::string pyStrip(const std::string& s, const Value& chars, bool left, bool right);
+// Python's float() of an already stripped string, in the C form whatever the process's locale (the control center
+// runs under the user's): nullopt unless all of `s` is one number; out of range is nullopt too.
+std::optional<double> pyFloat(std::string_view s);
 
 }  // namespace ts::jinja

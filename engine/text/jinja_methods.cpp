@@ -2,6 +2,7 @@
 // d.items(), d.get(k, default) ...), and the globals HF provides (range, namespace, raise_exception,
 // strftime_now). Methods that mutate (list.append, dict.update) are absent: HF renders in an
 // ImmutableSandboxedEnvironment, which refuses them too.
+#include <charconv>
 #include <ctime>
 
 #include "core/error.h"
@@ -185,6 +186,15 @@ bool isOneOf(const std::string& name, std::initializer_list<const char*> names) 
 }
 
 }  // namespace
+
+std::optional<double> pyFloat(std::string_view s) {
+    if (!s.empty() && s.front() == '+') s.remove_prefix(1);  // Python takes "+1.5"; from_chars does not
+    if (s.empty() || s.front() == '+') return std::nullopt;
+    double d = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+    if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+    return d;
+}
 
 std::string pyStrip(const std::string& s, const Value& chars, bool left, bool right) {
     const Cps cps = utf8Decode(s);

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "text/jinja_ast.h"
+#include "text/jinja_interpreter.h"  // pyFloat
 
 namespace ts::jinja {
 
@@ -421,8 +422,14 @@ private:
             ++m_i;
             auto lit = node(Expr::Kind::Literal, ln);
             try {
-                lit->value = t.type == Tok::Int ? Value(int64_t(std::stoll(t.text))) : Value(std::stod(t.text));
-            } catch (const std::exception&) {
+                if (t.type == Tok::Int) {
+                    lit->value = Value(int64_t(std::stoll(t.text)));
+                } else {
+                    const auto d = pyFloat(t.text);  // the C form, whatever the process's locale
+                    if (!d) error("number out of range: " + t.text);
+                    lit->value = Value(*d);
+                }
+            } catch (const std::out_of_range&) {
                 error("number out of range: " + t.text);
             }
             return lit;

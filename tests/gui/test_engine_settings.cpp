@@ -5,11 +5,20 @@
 // and the model is not loaded with a default in its place; `serve` refuses the same value.
 #include <QDir>
 #include <QFile>
+#include <QProcess>
+#include <QRegularExpression>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <httplib.h>
 
 #include "../common/cli_runner.h"
 #include "gui_spy.h"
@@ -22,15 +31,32 @@ using namespace ts::ui;
 
 namespace {
 
+// Every key these tests set in the process environment (cleared after each; the developer's shell may hold some).
 const QStringList kKeys = {QStringLiteral("MAX_NUM_SEQS"),     QStringLiteral("MAX_NUM_BATCHED_TOKENS"),
                            QStringLiteral("MAX_MODEL_LEN"),    QStringLiteral("GPU_MEM_UTIL"),
                            QStringLiteral("KV_CACHE_DTYPE"),   QStringLiteral("TS_KV_BUDGET_MIB"),
-                           QStringLiteral("SKIP_OVERLAY_VERIFY")};
+                           QStringLiteral("SKIP_OVERLAY_VERIFY"), QStringLiteral("TS_MAX_CONCURRENT_REQUESTS"),
+                           QStringLiteral("VLLM_API_KEY")};
 
 void writeFile(const QString& path, const QString& text) {
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
     f.write(text.toUtf8());
+}
+
+// A TCP port nothing listens on now (bound to port 0 and released).
+int freePort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
 }
 
 void clearEnvironment() {
@@ -79,7 +105,7 @@ private slots:
                                     QStringLiteral("MAX_NUM_SEQS=\nGPU_MEM_UTIL=\nKV_CACHE_DTYPE=\nMAX_MODEL_LEN=\n")}) {
             Store s(text);
             const EngineSettings e = engineSettings(s.env);
-            QVERIFY2(e.problems.isEmpty(), qPrintable(e.problems.join('\n')));
+            QVERIFY2(e.problems.isEmpty(), qPrintable(e.problems.values().join('\n')));
             QCOMPARE(e.options.maxNumSeqs, 4);
             QCOMPARE(e.options.maxNumBatchedTokens, qint64(1024));
             QCOMPARE(e.options.maxModelLen, qint64(900000));
@@ -93,7 +119,7 @@ private slots:
     void theFilesValuesAreRead() {
         Store s(kRuntimeEnv);
         const EngineSettings e = engineSettings(s.env);
-        QVERIFY2(e.problems.isEmpty(), qPrintable(e.problems.join('\n')));
+        QVERIFY2(e.problems.isEmpty(), qPrintable(e.problems.values().join('\n')));
         QCOMPARE(e.options.maxNumSeqs, 2);
         QCOMPARE(e.options.maxNumBatchedTokens, qint64(512));
         QCOMPARE(e.options.maxModelLen, qint64(4096));
@@ -101,6 +127,7 @@ private slots:
         QCOMPARE(e.options.kvFp32, true);
         QCOMPARE(e.options.kvBudgetMiB, qint64(256));
         QCOMPARE(e.options.skipGpuSelftest, true);
+        QCOMPARE(e.maxConcurrentRequests, 64);
         // fp8_ds_mla is the recipe's name for fp8.
         Store ds(QStringLiteral("KV_CACHE_DTYPE=fp8_ds_mla\n"));
         QCOMPARE(engineSettings(ds.env).options.kvFp32, false);
@@ -133,6 +160,8 @@ private slots:
         QTest::newRow("model len 1") << "MAX_MODEL_LEN" << "1" << "from 2 to 2147483648";
         QTest::newRow("model len float") << "MAX_MODEL_LEN" << "4096.5" << "from 2 to 2147483648";
         QTest::newRow("budget") << "TS_KV_BUDGET_MIB" << "-5" << "from 1 to 4194304";
+        QTest::newRow("concurrent requests") << "TS_MAX_CONCURRENT_REQUESTS" << "0" << "from 1 to 4096";
+        QTest::newRow("seqs plus") << "MAX_NUM_SEQS" << "+4" << "from 1 to 4096";
         QTest::newRow("mem util 0") << "GPU_MEM_UTIL" << "0" << "at most 1";
         QTest::newRow("mem util pct") << "GPU_MEM_UTIL" << "87%" << "at most 1";
         QTest::newRow("mem util big") << "GPU_MEM_UTIL" << "1.5" << "at most 1";
@@ -160,7 +189,11 @@ private slots:
         const ts::test::CliRun r = ts::test::runCli({QStringLiteral("serve"), QStringLiteral("--env"), file.path,
                                                      QStringLiteral("--port"), QStringLiteral("0"),
                                                      QStringLiteral("--model"), QStringLiteral("/nonexistent-model")});
-        QVERIFY2(r.code == 2 && r.err.contains(key) && r.err.contains(value), qPrintable(r.err));
+        const bool refusal = r.err.contains(QStringLiteral("(or %1) must be").arg(key)) ||
+                             r.err.contains(QStringLiteral("(or %1) '%2' is refused").arg(key, value));
+        QVERIFY2(r.code == 2 && refusal && r.err.contains(QStringLiteral("'%1'").arg(value)) &&
+                     !r.err.contains(QStringLiteral("listening on")),
+                 qPrintable(r.err));
     }
 
     // The Server page starts its KV budget and parallel requests at the .env's values; a load reads the rest
@@ -200,6 +233,62 @@ private slots:
         QCOMPARE(states.count(), 0);
         QCOMPARE(controller.state(), EngineController::State::Empty);
         controller.shutdown();
+    }
+
+    // The control center under a decimal-comma locale (de_DE.UTF-8, compiled into a temporary folder): the .env's
+    // GPU_MEM_UTIL=0.87 loads (the API only starts after the load), and its in-process /metrics keeps numbers in
+    // their C form ("0.001", not "0,001"), as Prometheus and vLLM's clients read them.
+    void controlCenterUnderADecimalCommaLocale() {
+        QTemporaryDir dir;
+        QProcess def;
+        def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"),
+                                                QStringLiteral("UTF-8"), dir.filePath(QStringLiteral("de_DE.UTF-8"))});
+        if (!def.waitForFinished(60000) || def.exitStatus() != QProcess::NormalExit || def.exitCode() > 1)
+            QSKIP("no de_DE locale source (the Debian package `locales`, which scripts/install-deps.sh installs)");
+        const int port = freePort();
+        QVERIFY(port > 0);
+        const QString env = dir.filePath(QStringLiteral(".env"));
+        writeFile(env, QStringLiteral("PORT=%1\nGPU_MEM_UTIL=0.87\nMAX_MODEL_LEN=4096\n").arg(port));
+        QProcess app;
+        QProcessEnvironment pe = QProcessEnvironment::systemEnvironment();
+        for (const QString& k : kKeys + QStringList{QStringLiteral("PORT"), QStringLiteral("VLLM_API_KEY"),
+                                                    QStringLiteral("LANGUAGE")})
+            pe.remove(k);
+        pe.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        pe.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("xdg")));
+        pe.insert(QStringLiteral("LOCPATH"), dir.path());
+        pe.insert(QStringLiteral("LC_ALL"), QStringLiteral("de_DE.UTF-8"));
+        app.setProcessEnvironment(pe);
+        app.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), env, QStringLiteral("--model"),
+                                                QStringLiteral(TS_GUI_CHAT_MODEL), QStringLiteral("--serve"),
+                                                QStringLiteral("--lang"), QStringLiteral("en")});
+        QVERIFY(app.waitForStarted(10000));
+        httplib::Client client("127.0.0.1", port);
+        client.set_connection_timeout(1);
+        bool up = false;
+        QElapsedTimer t;
+        t.start();
+        while (!up && t.elapsed() < 90000 && app.state() == QProcess::Running) {
+            const auto r = client.Get("/v1/models");
+            up = r && r->status == 200;
+            if (!up) QTest::qWait(250);
+        }
+        int metricsStatus = 0;
+        std::string metricsBody;
+        if (up)
+            if (const auto m = client.Get("/metrics")) {
+                metricsStatus = m->status;
+                metricsBody = m->body;
+            }
+        app.terminate();
+        if (!app.waitForFinished(15000)) app.kill();
+        QVERIFY2(up, qPrintable(QStringLiteral("the API never answered (model not loaded?): ") +
+                                QString::fromUtf8(app.readAllStandardError()).right(2000)));
+        QCOMPARE(metricsStatus, 200);
+        const QString body = QString::fromStdString(metricsBody);
+        QVERIFY2(body.contains(QStringLiteral("le=\"0.001\"")), qPrintable(body.left(2000)));
+        static const QRegularExpression comma(QStringLiteral("\\d,\\d"));
+        QVERIFY2(!comma.match(body).hasMatch(), qPrintable(comma.match(body).captured(0)));
     }
 };
 

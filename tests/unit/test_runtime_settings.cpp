@@ -1,11 +1,19 @@
 // The engine settings' one rule (runtime/runtime_settings.h), which `serve` and the control center both apply:
 // each accepted value parses to itself, and the edges, stray characters and vLLM's other KV dtypes are refused
-// with what is accepted.
+// with what is accepted — also under a decimal-comma locale, where the control center runs for many users (there
+// the chat templates' numbers keep their C form too).
+#include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
+#include <clocale>
 #include <cmath>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
 
 #include "runtime/runtime_settings.h"
+#include "text/jinja_template.h"
 
 using namespace ts;
 
@@ -56,6 +64,34 @@ private slots:
             QVERIFY(!parseKvCacheDtypeSetting(bad, &why));
             QCOMPARE(why, std::string("fp8 or fp32"));
         }
+    }
+
+    // de_DE.UTF-8, compiled from the locales package's source into a temporary folder (LOCPATH): the C library
+    // then reads and prints "0,87". The settings and the chat templates' numbers must not follow it.
+    void decimalCommaLocale() {
+        QTemporaryDir dir;
+        QProcess def;
+        def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"),
+                                                QStringLiteral("UTF-8"), dir.filePath(QStringLiteral("de_DE.UTF-8"))});
+        if (!def.waitForFinished(60000) || def.exitStatus() != QProcess::NormalExit || def.exitCode() > 1)
+            QSKIP("no de_DE locale source (the Debian package `locales`, which scripts/install-deps.sh installs)");
+        const std::string before = std::setlocale(LC_NUMERIC, nullptr);
+        ::setenv("LOCPATH", dir.path().toLocal8Bit().constData(), 1);
+        const bool set = std::setlocale(LC_NUMERIC, "de_DE.UTF-8") != nullptr;
+        ::unsetenv("LOCPATH");
+        QVERIFY2(set, "localedef wrote the locale, but setlocale cannot load it");
+        // The locale is in effect: the C library's own parse stops at the '.'.
+        const double cParse = std::strtod("0.87", nullptr);
+        std::string why;
+        const auto u = parseGpuMemUtilSetting("0.87", &why);
+        const auto commaRefused = !parseGpuMemUtilSetting("0,87", &why);
+        const std::string rendered = jinja::JinjaTemplate("{{ 0.5 + 1 }}|{{ '2.5' | float }}|{{ '7.9' | int }}").render(nlohmann::ordered_json::object());
+        std::setlocale(LC_NUMERIC, before.c_str());
+        QCOMPARE(cParse, 0.0);
+        QVERIFY(u.has_value());
+        QCOMPARE(*u, 0.87);
+        QVERIFY(commaRefused);
+        QCOMPARE(rendered, std::string("1.5|2.5|7"));
     }
 };
 
