@@ -364,7 +364,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>The model is not loaded until this is corrected in the .env file or the environment.</source>
+        <source>Correct this in the .env file or the environment and start the control center again. Until then the model is not loaded (a bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the Server page&apos;s value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API off).</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1029,11 +1029,19 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Not loaded: %1 Correct it in the .env file or the environment, then load again.</source>
+        <source>Not loaded: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Not loaded: %1</source>
+        <source>%1 This page&apos;s value is used.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Not loaded: %1 Correct it in the .env file or the environment and start the control center again (KV_CACHE_DTYPE can be set on the Setup page).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Not started: %1</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -364,8 +364,8 @@
         <translation>API ishga tushirilmadi. PORT muhit oʻzgaruvchisini tuzating yoki olib tashlang, yoki «Server» sahifasida port tanlab, API ni oʻsha yerda yoqing.</translation>
     </message>
     <message>
-        <source>The model is not loaded until this is corrected in the .env file or the environment.</source>
-        <translation>Bu .env faylida yoki muhit oʻzgaruvchisida tuzatilmaguncha model yuklanmaydi.</translation>
+        <source>Correct this in the .env file or the environment and start the control center again. Until then the model is not loaded (a bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the Server page&apos;s value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API off).</source>
+        <translation>Buni .env faylida yoki muhit oʻzgaruvchisida tuzating va boshqaruv markazini qayta ishga tushiring. Shungacha model yuklanmaydi (notoʻgʻri MAX_NUM_SEQS yoki TS_KV_BUDGET_MIB faqat «Server» sahifasidagi qiymatni qoldiradi; notoʻgʻri TS_MAX_CONCURRENT_REQUESTS API ni oʻchiq qoldiradi).</translation>
     </message>
 </context>
 <context>
@@ -1029,12 +1029,20 @@
         <translation>Dvigatel: %1 ta bajarilmoqda, %2 ta kutmoqda · KV %3 % · generatsiya %4 tok/s</translation>
     </message>
     <message>
-        <source>Not loaded: %1 Correct it in the .env file or the environment, then load again.</source>
-        <translation>Yuklanmadi: %1 Uni .env faylida yoki muhit oʻzgaruvchisida tuzatib, qayta yuklang.</translation>
-    </message>
-    <message>
         <source>Not loaded: %1</source>
         <translation>Yuklanmadi: %1</translation>
+    </message>
+    <message>
+        <source>%1 This page&apos;s value is used.</source>
+        <translation>%1 Ushbu sahifadagi qiymat ishlatiladi.</translation>
+    </message>
+    <message>
+        <source>Not loaded: %1 Correct it in the .env file or the environment and start the control center again (KV_CACHE_DTYPE can be set on the Setup page).</source>
+        <translation>Yuklanmadi: %1 Uni .env faylida yoki muhit oʻzgaruvchisida tuzating va boshqaruv markazini qayta ishga tushiring (KV_CACHE_DTYPE ni «Sozlash» sahifasida ham oʻrnatish mumkin).</translation>
+    </message>
+    <message>
+        <source>Not started: %1</source>
+        <translation>Ishga tushirilmadi: %1</translation>
     </message>
 </context>
 <context>

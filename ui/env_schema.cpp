@@ -146,9 +146,11 @@ Verdict EnvSchema::validate(const QString& key, const QString& value, const QMap
     case FieldKind::Choice: {
         QString reason;
         if (isForbidden(key, v, &reason)) return {Verdict::Error, reason};
-        // Exact spelling: the engine reads these values as written (runtime/runtime_settings.h), as vLLM does.
+        // KV_CACHE_DTYPE in its exact spelling: the engine reads it as written (runtime/runtime_settings.h), as vLLM
+        // does. The other choices are read by nothing here yet: any case passes.
+        const Qt::CaseSensitivity cs = key == QLatin1String("KV_CACHE_DTYPE") ? Qt::CaseSensitive : Qt::CaseInsensitive;
         for (const FieldChoice& c : choices(key))
-            if (c.allowed && c.value == v) return {};
+            if (c.allowed && c.value.compare(v, cs) == 0) return {};
         return {Verdict::Error, tr("Unknown value '%1'.").arg(v)};
     }
     }

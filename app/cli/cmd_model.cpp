@@ -104,7 +104,7 @@ int cmdGenerate(const Args& args) {
     if (args.flag("no-thinking") || args.get("system"))
         fail(ErrorKind::InvalidArgument, "--system and --no-thinking go with --prompt");
     if (args.get("seed"))  // the reference path is greedy: a seed would change nothing
-        fail(ErrorKind::InvalidArgument, "--seed seeds sampling: give it with --temperature (or --prompt / --concurrency)");
+        fail(ErrorKind::InvalidArgument, "--seed seeds sampling: give it with --temperature above 0");
     const auto ids = Args::parseIds("prompt-ids", args.requireTextOrFile("prompt-ids"));
     const int64_t maxTokens = args.getInt("max-tokens", 32, 1, 1 << 20);
     const bool ignoreEos = args.flag("ignore-eos");

@@ -3,6 +3,7 @@
 // TS_KV_BUDGET_MIB and SKIP_OVERLAY_VERIFY, with the command line over the environment over the file, and an
 // empty environment variable counting as unset. A value that is not usable is named with where it came from,
 // and the model is not loaded with a default in its place; `serve` refuses the same value.
+#include <QCheckBox>
 #include <QDir>
 #include <QFile>
 #include <QProcess>
@@ -14,6 +15,8 @@
 #include <QtTest>
 
 #include <arpa/inet.h>
+#include <atomic>
+#include <thread>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +25,7 @@
 
 #include "../common/cli_runner.h"
 #include "gui_spy.h"
+#include "ui/api_server.h"
 #include "ui/engine_controller.h"
 #include "ui/engine_settings.h"
 #include "ui/env_store.h"
@@ -57,6 +61,15 @@ int freePort() {
         port = ntohs(a.sin_port);
     ::close(fd);
     return port;
+}
+
+// The in-process API's twinspark:http_generation_requests_in_flight from a /metrics text (-1 when absent).
+int inFlight(const std::string& metrics) {
+    const std::string name = "twinspark:http_generation_requests_in_flight{";
+    const size_t at = metrics.find(name);
+    if (at == std::string::npos) return -1;
+    const size_t value = metrics.find("} ", at);
+    return value == std::string::npos ? -1 : std::atoi(metrics.c_str() + value + 2);
 }
 
 void clearEnvironment() {
@@ -232,6 +245,88 @@ private slots:
         QTest::qWait(200);
         QCOMPARE(states.count(), 0);
         QCOMPARE(controller.state(), EngineController::State::Empty);
+        controller.shutdown();
+    }
+
+    // MAX_NUM_SEQS only starts the page's control, which the load takes: a bad one is logged and the control's value
+    // loads. A bad TS_MAX_CONCURRENT_REQUESTS keeps the API off, with the reason on the page.
+    void badControlValuesDoNotBlockTheLoad() {
+        Store s(QStringLiteral("MAX_NUM_SEQS=0\nTS_MAX_CONCURRENT_REQUESTS=many\n"));
+        EngineController controller;
+        controller.setApiServer(makeApiServer());
+        ServerPage page(&controller);
+        page.setEnvStore(&s.env);
+        QCOMPARE(page.findChild<QSpinBox*>(QStringLiteral("maxSeqs"))->value(), 4);
+        GuiSpy loaded(&controller, &EngineController::modelLoaded);
+        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
+        page.loadModel();
+        QVERIFY(loaded.wait(60000));
+        const QString log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"))->toPlainText();
+        QVERIFY2(log.contains(QStringLiteral("MAX_NUM_SEQS '0'")) && log.contains(QStringLiteral("This page's value is used.")) &&
+                     log.contains(QStringLiteral("Engine: up to 4 sequences at once")),
+                 qPrintable(log));
+        GuiSpy http(&controller, &EngineController::httpStateChanged);
+        page.setHttpDefaults(QStringLiteral("127.0.0.1"), 0, QString());
+        page.setHttpEnabled(true);
+        QTest::qWait(300);
+        QCOMPARE(http.count(), 0);  // nothing was asked of the controller
+        QVERIFY(!page.findChild<QCheckBox*>(QStringLiteral("httpOn"))->isChecked());
+        const QString status = page.findChild<QLabel*>(QStringLiteral("httpStatus"))->text();
+        QVERIFY2(status.startsWith(QStringLiteral("Not started: TS_MAX_CONCURRENT_REQUESTS 'many'")), qPrintable(status));
+        controller.shutdown();
+    }
+
+    // TS_MAX_CONCURRENT_REQUESTS reaches the in-process API: at 1, a request while a stream holds the slot gets 503.
+    void concurrencyLimitReachesTheApi() {
+        Store s(QStringLiteral("TS_MAX_CONCURRENT_REQUESTS=1\n"));
+        EngineController controller;
+        controller.setApiServer(makeApiServer());
+        ServerPage page(&controller);
+        page.setEnvStore(&s.env);
+        GuiSpy loaded(&controller, &EngineController::modelLoaded);
+        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
+        page.loadModel();
+        QVERIFY(loaded.wait(60000));
+        GuiSpy http(&controller, &EngineController::httpStateChanged);
+        page.setHttpDefaults(QStringLiteral("127.0.0.1"), 0, QString());
+        page.setHttpEnabled(true);
+        QVERIFY(http.wait(10000));
+        QVERIFY2(http.first().at(0).toBool(), qPrintable(http.first().at(2).toString()));
+        const int port = QUrl(http.first().at(1).toString()).port();
+        // The holder: a long stream whose client never reads (its slot stays taken while the reply is pending).
+        const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(uint16_t(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QCOMPARE(::connect(holder, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        const std::string body = R"({"model":"GLM-5.3-Flash-EXL3","max_tokens":1900,"ignore_eos":true,"stream":true,)"
+                                 R"("messages":[{"role":"user","content":"hold"}]})";
+        const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+        QCOMPARE(::send(holder, req.data(), req.size(), 0), ssize_t(req.size()));
+        std::atomic<bool> done{false};
+        int second = 0;
+        std::string metrics;
+        std::thread client([&] {
+            httplib::Client c("127.0.0.1", port);
+            QElapsedTimer t;
+            t.start();
+            // Once the holder is in flight, one more generation request must be refused.
+            while (t.elapsed() < 10000) {
+                const auto m = c.Get("/metrics");
+                if (m) metrics = m->body;
+                if (m && inFlight(m->body) == 1) break;
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+            const std::string one = R"({"model":"GLM-5.3-Flash-EXL3","max_tokens":1,"messages":[{"role":"user","content":"x"}]})";
+            if (auto r = c.Post("/v1/chat/completions", one, "application/json")) second = r->status;
+            done = true;
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(done.load(), 30000);
+        client.join();
+        ::close(holder);
+        QVERIFY2(second == 503, qPrintable(QStringLiteral("second request: %1\n%2").arg(second).arg(QString::fromStdString(metrics))));
         controller.shutdown();
     }
 
