@@ -42,6 +42,10 @@
         <source>give fp8 (the recipe&apos;s) or fp32.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>give auto, cpu or cuda.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>EnvSchema</name>

@@ -42,6 +42,10 @@
         <source>give fp8 (the recipe&apos;s) or fp32.</source>
         <translation>fp8 (retseptdagi) yoki fp32 ni kiriting.</translation>
     </message>
+    <message>
+        <source>give auto, cpu or cuda.</source>
+        <translation>auto, cpu yoki cuda ni kiriting.</translation>
+    </message>
 </context>
 <context>
     <name>EnvSchema</name>

@@ -42,6 +42,10 @@
         <source>give fp8 (the recipe&apos;s) or fp32.</source>
         <translation>请填写 fp8（配方默认）或 fp32。</translation>
     </message>
+    <message>
+        <source>give auto, cpu or cuda.</source>
+        <translation>请填写 auto、cpu 或 cuda。</translation>
+    </message>
 </context>
 <context>
     <name>EnvSchema</name>

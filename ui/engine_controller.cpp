@@ -154,12 +154,8 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
         const std::string dir = QDir(modelDir).absolutePath().toStdString();
         loaded->dir = dir;
         emit loadProgress(5, tr("Reading config.json"));
-        const QString backendName = qEnvironmentVariable("TWINSPARK_BACKEND", QStringLiteral("auto"));
-        if (backendName != QLatin1String("auto") && backendName != QLatin1String("cpu") &&
-            backendName != QLatin1String("cuda"))
-            throw Error(ErrorKind::InvalidArgument,
-                        "TWINSPARK_BACKEND must be auto, cpu or cuda, got '" + backendName.toStdString() + "'");
-        loaded->backend = makeBackend(backendName.toStdString());
+        // TWINSPARK_BACKEND (engine_settings.h checked its spelling); "cuda" without a device fails here, named.
+        loaded->backend = makeBackend(options.backend.toStdString());
         log(tr("Backend: %1").arg(QString::fromStdString(loaded->backend->name())));
         // GPU_MEM_UTIL's share must be free: checked now, not after minutes of loading (runtime/device_budget.h).
         checkStartupMemory(*loaded->backend, options.gpuMemUtil, [this](const std::string& line) {

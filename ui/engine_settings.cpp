@@ -52,7 +52,8 @@ QStringList engineSettingKeys() {
     return {keyOf(kMaxNumSeqsSetting),         keyOf(kMaxNumBatchedTokensSetting),
             keyOf(kMaxModelLenSetting),        keyOf(kKvBudgetMibSetting),
             keyOf(kMaxConcurrentRequestsSetting), QString::fromLatin1(kGpuMemUtilEnv),
-            QString::fromLatin1(kKvCacheDtypeEnv), QStringLiteral("SKIP_OVERLAY_VERIFY")};
+            QString::fromLatin1(kKvCacheDtypeEnv), QString::fromLatin1(kBackendEnv),
+            QStringLiteral("SKIP_OVERLAY_VERIFY")};
 }
 
 QStringList serverPageControlKeys() { return {keyOf(kMaxNumSeqsSetting), keyOf(kKvBudgetMibSetting)}; }
@@ -89,6 +90,15 @@ EngineSettings engineSettings(const EnvStore& env) {
                     : QCoreApplication::translate("EngineSettings", "give fp8 (the recipe's) or fp32.");
             out.problems.insert(dtypeKey, problem(env, dtypeKey, QString::fromStdString(*v), what));
         }
+    }
+    const QString backendKey = QString::fromLatin1(kBackendEnv);
+    if (const auto v = given(env, backendKey)) {
+        if (isBackendSetting(*v))
+            o.backend = QString::fromStdString(*v);
+        else
+            out.problems.insert(backendKey,
+                                problem(env, backendKey, QString::fromStdString(*v),
+                                        QCoreApplication::translate("EngineSettings", "give auto, cpu or cuda.")));
     }
     o.skipGpuSelftest = env.value(QStringLiteral("SKIP_OVERLAY_VERIFY")) == QLatin1String("1");
     return out;

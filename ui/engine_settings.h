@@ -1,6 +1,7 @@
 // The engine settings of a model load (LoadOptions) and where the control center takes them from: the
 // deployment .env's runtime block — MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS, MAX_MODEL_LEN, GPU_MEM_UTIL,
-// KV_CACHE_DTYPE, TwinSpark's TS_KV_BUDGET_MIB and TS_MAX_CONCURRENT_REQUESTS, and SKIP_OVERLAY_VERIFY — through EnvStore (command line,
+// KV_CACHE_DTYPE, TwinSpark's TS_KV_BUDGET_MIB, TS_MAX_CONCURRENT_REQUESTS and TWINSPARK_BACKEND, and
+// SKIP_OVERLAY_VERIFY — through EnvStore (command line,
 // environment, file), by the rules of runtime/runtime_settings.h, which `twinspark-cli serve` applies too.
 // A value neither accepts is reported with where it came from; the model is not loaded with a default in
 // its place.
@@ -23,6 +24,7 @@ struct LoadOptions {
     double gpuMemUtil = 0.87;   // GPU_MEM_UTIL (the recipe's default)
     bool kvFp32 = false;        // fp8 (the recipe's) unless an exact comparison is wanted
     bool skipGpuSelftest = false;  // SKIP_OVERLAY_VERIFY=1: serve without checking the GPU's kernels first
+    QString backend = QStringLiteral("auto");  // TWINSPARK_BACKEND: auto, cpu or cuda
 };
 
 struct EngineSettings {

@@ -88,7 +88,8 @@ void printUsage() {
         "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics,\n"
         "/tokenize, /detokenize) until SIGINT/SIGTERM. Environment defaults: PORT, MAX_NUM_SEQS,\n"
         "MAX_NUM_BATCHED_TOKENS, MAX_MODEL_LEN, KV_CACHE_DTYPE, GPU_MEM_UTIL, VLLM_API_KEY, MODEL_PATH, and\n"
-        "TwinSpark's own TS_KV_BUDGET_MIB (--kv-budget-mib) and TS_MAX_CONCURRENT_REQUESTS (--max-concurrent-requests).\n"
+        "TwinSpark's own TS_KV_BUDGET_MIB (--kv-budget-mib), TS_MAX_CONCURRENT_REQUESTS (--max-concurrent-requests)\n"
+        "and TWINSPARK_BACKEND (--backend).\n"
         "They are also read from the deployment .env the control center writes (--env FILE, else $TWINSPARK_ENV,\n"
         "./.env, or ~/.config/TwinSpark/TwinSpark/.env); the environment wins over the file, options over both.\n"
         "Without --model or MODEL_PATH the embedded default model is served.\n"
@@ -135,7 +136,10 @@ int cmdServe(const Args& args) {
     else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype (or KV_CACHE_DTYPE) must be " + why + ", got '" + dt + "'");
     const double gpuMemUtil = parseGpuMemUtil(envOr(args, "gpu-mem-util", kGpuMemUtilEnv).value_or("0.87"),
                                               "--gpu-mem-util (or GPU_MEM_UTIL)");
-    const std::string backendName = args.get("backend").value_or("auto");
+    const std::string backendName = envOr(args, "backend", kBackendEnv).value_or("auto");
+    if (!isBackendSetting(backendName))
+        fail(ErrorKind::InvalidArgument,
+             "--backend (or TWINSPARK_BACKEND) must be auto, cpu or cuda, got '" + backendName + "'");
     checkBackendName(backendName);  // before listening: also "cuda" in a build or on a host without it
     const int64_t threads = args.getInt("threads", 0, 0, 1024);
     if (threads > 0) ThreadPool::setGlobalThreads(int(threads));

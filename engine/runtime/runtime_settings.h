@@ -32,6 +32,9 @@ inline constexpr IntSetting kMaxConcurrentRequestsSetting{"TS_MAX_CONCURRENT_REQ
 inline constexpr const char* kGpuMemUtilEnv = "GPU_MEM_UTIL";
 inline constexpr double kGpuMemUtilDefault = 0.87;  // the recipe's share of the GPU's memory
 inline constexpr const char* kKvCacheDtypeEnv = "KV_CACHE_DTYPE";
+// The backend (serve's --backend): auto (CUDA when a device exists, else the CPU), cpu or cuda.
+inline constexpr const char* kBackendEnv = "TWINSPARK_BACKEND";
+inline bool isBackendSetting(const std::string& v) { return v == "auto" || v == "cpu" || v == "cuda"; }
 
 // Each parses one value as written (no trimming). On a value it does not accept: nullopt, and *why says what it
 // accepts ("an integer in [1, 4096]", "in (0, 1]", …) for the caller to put after "<name> must be ".

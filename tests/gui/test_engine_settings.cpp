@@ -40,7 +40,7 @@ const QStringList kKeys = {QStringLiteral("MAX_NUM_SEQS"),     QStringLiteral("M
                            QStringLiteral("MAX_MODEL_LEN"),    QStringLiteral("GPU_MEM_UTIL"),
                            QStringLiteral("KV_CACHE_DTYPE"),   QStringLiteral("TS_KV_BUDGET_MIB"),
                            QStringLiteral("SKIP_OVERLAY_VERIFY"), QStringLiteral("TS_MAX_CONCURRENT_REQUESTS"),
-                           QStringLiteral("VLLM_API_KEY")};
+                           QStringLiteral("TWINSPARK_BACKEND"),   QStringLiteral("VLLM_API_KEY")};
 
 void writeFile(const QString& path, const QString& text) {
     QFile f(path);
@@ -102,7 +102,8 @@ const QString kRuntimeEnv = QStringLiteral(
     "GPU_MEM_UTIL=0.5\n"
     "KV_CACHE_DTYPE=fp32\n"
     "TS_KV_BUDGET_MIB=256\n"
-    "SKIP_OVERLAY_VERIFY=1\n");
+    "SKIP_OVERLAY_VERIFY=1\n"
+    "TWINSPARK_BACKEND=cpu\n");
 
 }  // namespace
 
@@ -126,6 +127,7 @@ private slots:
             QCOMPARE(e.options.kvFp32, false);
             QCOMPARE(e.options.kvBudgetMiB, qint64(2048));
             QCOMPARE(e.options.skipGpuSelftest, false);
+            QCOMPARE(e.options.backend, QStringLiteral("auto"));
         }
     }
 
@@ -141,6 +143,7 @@ private slots:
         QCOMPARE(e.options.kvBudgetMiB, qint64(256));
         QCOMPARE(e.options.skipGpuSelftest, true);
         QCOMPARE(e.maxConcurrentRequests, 64);
+        QCOMPARE(e.options.backend, QStringLiteral("cpu"));
         // fp8_ds_mla is the recipe's name for fp8.
         Store ds(QStringLiteral("KV_CACHE_DTYPE=fp8_ds_mla\n"));
         QCOMPARE(engineSettings(ds.env).options.kvFp32, false);
@@ -181,6 +184,7 @@ private slots:
         QTest::newRow("kv bf16") << "KV_CACHE_DTYPE" << "bf16" << "sparse MLA kernels";
         QTest::newRow("kv nvfp4") << "KV_CACHE_DTYPE" << "nvfp4" << "sparse MLA kernels";
         QTest::newRow("kv other") << "KV_CACHE_DTYPE" << "int4" << "give fp8";
+        QTest::newRow("backend") << "TWINSPARK_BACKEND" << "gpu" << "give auto, cpu or cuda";
     }
     void unusableValuesAreNamed() {
         QFETCH(QString, key);
