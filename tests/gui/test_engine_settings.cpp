@@ -15,6 +15,7 @@
 #include <QtTest>
 
 #include <arpa/inet.h>
+#include <optional>
 #include <atomic>
 #include <thread>
 #include <netinet/in.h>
@@ -24,6 +25,7 @@
 #include <httplib.h>
 
 #include "../common/cli_runner.h"
+#include "../common/comma_locale.h"
 #include "gui_spy.h"
 #include "ui/api_server.h"
 #include "ui/engine_controller.h"
@@ -104,6 +106,30 @@ const QString kRuntimeEnv = QStringLiteral(
     "TS_KV_BUDGET_MIB=256\n"
     "SKIP_OVERLAY_VERIFY=1\n"
     "TWINSPARK_BACKEND=cpu\n");
+
+// A Server page over its own controller (with the in-process API) that reads `env`; load() loads the chat model.
+struct PageUnderTest {
+    EngineController controller;
+    ServerPage page{&controller};
+    explicit PageUnderTest(const EnvStore& env) {
+        controller.setApiServer(makeApiServer());
+        page.setEnvStore(&env);
+        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
+    }
+    ~PageUnderTest() { controller.shutdown(); }
+    // The loaded model's info, or nullopt when none came within a minute.
+    std::optional<ModelInfo> load() {
+        GuiSpy loaded(&controller, &EngineController::modelLoaded);
+        page.loadModel();
+        if (!loaded.wait(60000)) return std::nullopt;
+        return loaded.first().at(0).value<ModelInfo>();
+    }
+    template <class W>
+    W* child(const char* name) const {
+        return page.findChild<W*>(QLatin1String(name));
+    }
+    QString log() const { return child<QPlainTextEdit>("log")->toPlainText(); }
+};
 
 }  // namespace
 
@@ -217,83 +243,60 @@ private slots:
     // from it, and the engine gets them (the controller's log and the model's limits say so).
     void serverPageLoadsWithTheEnvsSettings() {
         Store s(QStringLiteral("MAX_NUM_SEQS=3\nMAX_MODEL_LEN=4096\nTS_KV_BUDGET_MIB=96\nMAX_NUM_BATCHED_TOKENS=256\n"));
-        EngineController controller;
-        ServerPage page(&controller);
-        page.setEnvStore(&s.env);
-        QCOMPARE(page.findChild<QSpinBox*>(QStringLiteral("maxSeqs"))->value(), 3);
-        QCOMPARE(page.findChild<QSpinBox*>(QStringLiteral("kvBudget"))->value(), 96);
-        GuiSpy loaded(&controller, &EngineController::modelLoaded);
-        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
-        page.loadModel();
-        QVERIFY(loaded.wait(60000));
-        QCOMPARE(loaded.first().at(0).value<ModelInfo>().maxModelLen, qint64(4096));
-        const QString log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"))->toPlainText();
-        QVERIFY2(log.contains(QStringLiteral("Engine: up to 3 sequences at once, 256 tokens per step, 4096 tokens per "
-                                             "request at most, KV cache fp8")),
-                 qPrintable(log));
-        controller.shutdown();
+        PageUnderTest t(s.env);
+        QCOMPARE(t.child<QSpinBox>("maxSeqs")->value(), 3);
+        QCOMPARE(t.child<QSpinBox>("kvBudget")->value(), 96);
+        const auto info = t.load();
+        QVERIFY(info);
+        QCOMPARE(info->maxModelLen, qint64(4096));
+        QVERIFY2(t.log().contains(QStringLiteral("Engine: up to 3 sequences at once, 256 tokens per step, 4096 tokens "
+                                                 "per request at most, KV cache fp8")),
+                 qPrintable(t.log()));
     }
 
     // A bad value stops the load before anything is asked of the engine, and the page says which and why.
     void serverPageRefusesToLoadWithABadValue() {
         Store s(QStringLiteral("MAX_MODEL_LEN=lots\n"));
-        EngineController controller;
-        ServerPage page(&controller);
-        page.setEnvStore(&s.env);
-        GuiSpy states(&controller, &EngineController::stateChanged);
-        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
-        page.loadModel();
-        const QString status = page.findChild<QLabel*>(QStringLiteral("modelStatus"))->text();
+        PageUnderTest t(s.env);
+        GuiSpy states(&t.controller, &EngineController::stateChanged);
+        t.page.loadModel();
+        const QString status = t.child<QLabel>("modelStatus")->text();
         QVERIFY2(status.startsWith(QStringLiteral("Not loaded: MAX_MODEL_LEN 'lots'")) && status.contains(s.path),
                  qPrintable(status));
         QTest::qWait(200);
         QCOMPARE(states.count(), 0);
-        QCOMPARE(controller.state(), EngineController::State::Empty);
-        controller.shutdown();
+        QCOMPARE(t.controller.state(), EngineController::State::Empty);
     }
 
     // MAX_NUM_SEQS only starts the page's control, which the load takes: a bad one is logged and the control's value
     // loads. A bad TS_MAX_CONCURRENT_REQUESTS keeps the API off, with the reason on the page.
     void badControlValuesDoNotBlockTheLoad() {
         Store s(QStringLiteral("MAX_NUM_SEQS=0\nTS_MAX_CONCURRENT_REQUESTS=many\n"));
-        EngineController controller;
-        controller.setApiServer(makeApiServer());
-        ServerPage page(&controller);
-        page.setEnvStore(&s.env);
-        QCOMPARE(page.findChild<QSpinBox*>(QStringLiteral("maxSeqs"))->value(), 4);
-        GuiSpy loaded(&controller, &EngineController::modelLoaded);
-        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
-        page.loadModel();
-        QVERIFY(loaded.wait(60000));
-        const QString log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"))->toPlainText();
-        QVERIFY2(log.contains(QStringLiteral("MAX_NUM_SEQS '0'")) && log.contains(QStringLiteral("This page's value is used.")) &&
-                     log.contains(QStringLiteral("Engine: up to 4 sequences at once")),
-                 qPrintable(log));
-        GuiSpy http(&controller, &EngineController::httpStateChanged);
-        page.setHttpDefaults(QStringLiteral("127.0.0.1"), 0, QString());
-        page.setHttpEnabled(true);
+        PageUnderTest t(s.env);
+        QCOMPARE(t.child<QSpinBox>("maxSeqs")->value(), 4);
+        QVERIFY(t.load());
+        QVERIFY2(t.log().contains(QStringLiteral("MAX_NUM_SEQS '0'")) &&
+                     t.log().contains(QStringLiteral("This page's value is used.")) &&
+                     t.log().contains(QStringLiteral("Engine: up to 4 sequences at once")),
+                 qPrintable(t.log()));
+        GuiSpy http(&t.controller, &EngineController::httpStateChanged);
+        t.page.setHttpDefaults(QStringLiteral("127.0.0.1"), 0, QString());
+        t.page.setHttpEnabled(true);
         QTest::qWait(300);
         QCOMPARE(http.count(), 0);  // nothing was asked of the controller
-        QVERIFY(!page.findChild<QCheckBox*>(QStringLiteral("httpOn"))->isChecked());
-        const QString status = page.findChild<QLabel*>(QStringLiteral("httpStatus"))->text();
+        QVERIFY(!t.child<QCheckBox>("httpOn")->isChecked());
+        const QString status = t.child<QLabel>("httpStatus")->text();
         QVERIFY2(status.startsWith(QStringLiteral("Not started: TS_MAX_CONCURRENT_REQUESTS 'many'")), qPrintable(status));
-        controller.shutdown();
     }
 
     // TS_MAX_CONCURRENT_REQUESTS reaches the in-process API: at 1, a request while a stream holds the slot gets 503.
     void concurrencyLimitReachesTheApi() {
         Store s(QStringLiteral("TS_MAX_CONCURRENT_REQUESTS=1\n"));
-        EngineController controller;
-        controller.setApiServer(makeApiServer());
-        ServerPage page(&controller);
-        page.setEnvStore(&s.env);
-        GuiSpy loaded(&controller, &EngineController::modelLoaded);
-        page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
-        page.loadModel();
-        QVERIFY(loaded.wait(60000));
-        GuiSpy http(&controller, &EngineController::httpStateChanged);
-        page.setHttpDefaults(QStringLiteral("127.0.0.1"), 0, QString());
-        page.setHttpEnabled(true);
+        PageUnderTest t(s.env);
+        QVERIFY(t.load());
+        GuiSpy http(&t.controller, &EngineController::httpStateChanged);
+        t.page.setHttpDefaults(QStringLiteral("127.0.0.1"), 0, QString());
+        t.page.setHttpEnabled(true);
         QVERIFY(http.wait(10000));
         QVERIFY2(http.first().at(0).toBool(), qPrintable(http.first().at(2).toString()));
         const int port = QUrl(http.first().at(1).toString()).port();
@@ -314,10 +317,10 @@ private slots:
         std::string metrics;
         std::thread client([&] {
             httplib::Client c("127.0.0.1", port);
-            QElapsedTimer t;
-            t.start();
+            QElapsedTimer clock;
+            clock.start();
             // Once the holder is in flight, one more generation request must be refused.
-            while (t.elapsed() < 10000) {
+            while (clock.elapsed() < 10000) {
                 const auto m = c.Get("/metrics");
                 if (m) metrics = m->body;
                 if (m && inFlight(m->body) == 1) break;
@@ -331,7 +334,6 @@ private slots:
         client.join();
         ::close(holder);
         QVERIFY2(second == 503, qPrintable(QStringLiteral("second request: %1\n%2").arg(second).arg(QString::fromStdString(metrics))));
-        controller.shutdown();
     }
 
     // The control center under a decimal-comma locale (de_DE.UTF-8, compiled into a temporary folder): the .env's
@@ -339,10 +341,7 @@ private slots:
     // their C form ("0.001", not "0,001"), as Prometheus and vLLM's clients read them.
     void controlCenterUnderADecimalCommaLocale() {
         QTemporaryDir dir;
-        QProcess def;
-        def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"),
-                                                QStringLiteral("UTF-8"), dir.filePath(QStringLiteral("de_DE.UTF-8"))});
-        if (!def.waitForFinished(60000) || def.exitStatus() != QProcess::NormalExit || def.exitCode() > 1)
+        if (!ts::test::compileCommaLocale(dir.path()))
             QSKIP("no de_DE locale source (the Debian package `locales`, which scripts/install-deps.sh installs)");
         const int port = freePort();
         QVERIFY(port > 0);
@@ -356,7 +355,7 @@ private slots:
         pe.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
         pe.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("xdg")));
         pe.insert(QStringLiteral("LOCPATH"), dir.path());
-        pe.insert(QStringLiteral("LC_ALL"), QStringLiteral("de_DE.UTF-8"));
+        pe.insert(QStringLiteral("LC_ALL"), QLatin1String(ts::test::kCommaLocale));
         app.setProcessEnvironment(pe);
         app.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), env, QStringLiteral("--model"),
                                                 QStringLiteral(TS_GUI_CHAT_MODEL), QStringLiteral("--serve"),

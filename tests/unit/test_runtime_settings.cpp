@@ -2,7 +2,6 @@
 // each accepted value parses to itself, and the edges, stray characters and vLLM's other KV dtypes are refused
 // with what is accepted — also under a decimal-comma locale, where the control center runs for many users (there
 // the chat templates' numbers keep their C form too).
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -12,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/comma_locale.h"
 #include "runtime/runtime_settings.h"
 #include "text/jinja_template.h"
 
@@ -70,14 +70,11 @@ private slots:
     // then reads and prints "0,87". The settings and the chat templates' numbers must not follow it.
     void decimalCommaLocale() {
         QTemporaryDir dir;
-        QProcess def;
-        def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"),
-                                                QStringLiteral("UTF-8"), dir.filePath(QStringLiteral("de_DE.UTF-8"))});
-        if (!def.waitForFinished(60000) || def.exitStatus() != QProcess::NormalExit || def.exitCode() > 1)
+        if (!test::compileCommaLocale(dir.path()))
             QSKIP("no de_DE locale source (the Debian package `locales`, which scripts/install-deps.sh installs)");
         const std::string before = std::setlocale(LC_NUMERIC, nullptr);
         ::setenv("LOCPATH", dir.path().toLocal8Bit().constData(), 1);
-        const bool set = std::setlocale(LC_NUMERIC, "de_DE.UTF-8") != nullptr;
+        const bool set = std::setlocale(LC_NUMERIC, test::kCommaLocale) != nullptr;
         ::unsetenv("LOCPATH");
         QVERIFY2(set, "localedef wrote the locale, but setlocale cannot load it");
         // The locale is in effect: the C library's own parse stops at the '.'.
