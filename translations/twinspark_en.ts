@@ -368,7 +368,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Correct this in the .env file or the environment and start the control center again. Until then the model is not loaded (a bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the Server page&apos;s value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API off).</source>
+        <source>Until this is corrected the model is not loaded: correct it in the .env file and load the model on the Server page (a value from the environment or --set needs a restart). A bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the Server page&apos;s value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API off.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1041,11 +1041,15 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Not loaded: %1 Correct it in the .env file or the environment and start the control center again (KV_CACHE_DTYPE can be set on the Setup page).</source>
+        <source>Not started: %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Not started: %1</source>
+        <source>The .env file could not be read again (%1): its values as read before are used.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Not loaded: %1 Correct it in the .env file and load again (a value from the environment or --set needs a restart of the control center).</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -368,8 +368,8 @@
         <translation>API ishga tushirilmadi. PORT muhit oʻzgaruvchisini tuzating yoki olib tashlang, yoki «Server» sahifasida port tanlab, API ni oʻsha yerda yoqing.</translation>
     </message>
     <message>
-        <source>Correct this in the .env file or the environment and start the control center again. Until then the model is not loaded (a bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the Server page&apos;s value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API off).</source>
-        <translation>Buni .env faylida yoki muhit oʻzgaruvchisida tuzating va boshqaruv markazini qayta ishga tushiring. Shungacha model yuklanmaydi (notoʻgʻri MAX_NUM_SEQS yoki TS_KV_BUDGET_MIB faqat «Server» sahifasidagi qiymatni qoldiradi; notoʻgʻri TS_MAX_CONCURRENT_REQUESTS API ni oʻchiq qoldiradi).</translation>
+        <source>Until this is corrected the model is not loaded: correct it in the .env file and load the model on the Server page (a value from the environment or --set needs a restart). A bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the Server page&apos;s value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API off.</source>
+        <translation>Bu tuzatilmaguncha model yuklanmaydi: uni .env faylida tuzating va modelni «Server» sahifasida yuklang (muhit oʻzgaruvchisidan yoki --set dan kelgan qiymat uchun qayta ishga tushirish kerak). Notoʻgʻri MAX_NUM_SEQS yoki TS_KV_BUDGET_MIB faqat «Server» sahifasidagi qiymatni qoldiradi; notoʻgʻri TS_MAX_CONCURRENT_REQUESTS API ni oʻchiq qoldiradi.</translation>
     </message>
 </context>
 <context>
@@ -1041,12 +1041,16 @@
         <translation>%1 Ushbu sahifadagi qiymat ishlatiladi.</translation>
     </message>
     <message>
-        <source>Not loaded: %1 Correct it in the .env file or the environment and start the control center again (KV_CACHE_DTYPE can be set on the Setup page).</source>
-        <translation>Yuklanmadi: %1 Uni .env faylida yoki muhit oʻzgaruvchisida tuzating va boshqaruv markazini qayta ishga tushiring (KV_CACHE_DTYPE ni «Sozlash» sahifasida ham oʻrnatish mumkin).</translation>
-    </message>
-    <message>
         <source>Not started: %1</source>
         <translation>Ishga tushirilmadi: %1</translation>
+    </message>
+    <message>
+        <source>The .env file could not be read again (%1): its values as read before are used.</source>
+        <translation>.env faylini qayta oʻqib boʻlmadi (%1): avval oʻqilgan qiymatlar ishlatiladi.</translation>
+    </message>
+    <message>
+        <source>Not loaded: %1 Correct it in the .env file and load again (a value from the environment or --set needs a restart of the control center).</source>
+        <translation>Yuklanmadi: %1 Uni .env faylida tuzatib, qayta yuklang (muhit oʻzgaruvchisidan yoki --set dan kelgan qiymat uchun boshqaruv markazini qayta ishga tushirish kerak).</translation>
     </message>
 </context>
 <context>

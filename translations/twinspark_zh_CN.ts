@@ -368,8 +368,8 @@
         <translation>API 未启动。请更正或取消设置 PORT 环境变量，或在“服务器”页面选择端口并在那里开启 API。</translation>
     </message>
     <message>
-        <source>Correct this in the .env file or the environment and start the control center again. Until then the model is not loaded (a bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the Server page&apos;s value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API off).</source>
-        <translation>请在 .env 文件或环境变量中更正，然后重新启动控制中心。在此之前不会加载模型（MAX_NUM_SEQS 或 TS_KV_BUDGET_MIB 无效时只沿用“服务器”页面上的值；TS_MAX_CONCURRENT_REQUESTS 无效时 API 保持关闭）。</translation>
+        <source>Until this is corrected the model is not loaded: correct it in the .env file and load the model on the Server page (a value from the environment or --set needs a restart). A bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the Server page&apos;s value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API off.</source>
+        <translation>更正之前不会加载模型：请在 .env 文件中更正，然后在“服务器”页面加载模型（来自环境变量或 --set 的值需要重新启动）。MAX_NUM_SEQS 或 TS_KV_BUDGET_MIB 无效时只沿用“服务器”页面上的值；TS_MAX_CONCURRENT_REQUESTS 无效时 API 保持关闭。</translation>
     </message>
 </context>
 <context>
@@ -1040,12 +1040,16 @@
         <translation>%1 将使用本页面上的值。</translation>
     </message>
     <message>
-        <source>Not loaded: %1 Correct it in the .env file or the environment and start the control center again (KV_CACHE_DTYPE can be set on the Setup page).</source>
-        <translation>未加载：%1 请在 .env 文件或环境变量中更正，然后重新启动控制中心（KV_CACHE_DTYPE 也可在“设置”页面修改）。</translation>
-    </message>
-    <message>
         <source>Not started: %1</source>
         <translation>未启动：%1</translation>
+    </message>
+    <message>
+        <source>The .env file could not be read again (%1): its values as read before are used.</source>
+        <translation>无法重新读取 .env 文件（%1）：将沿用之前读取的值。</translation>
+    </message>
+    <message>
+        <source>Not loaded: %1 Correct it in the .env file and load again (a value from the environment or --set needs a restart of the control center).</source>
+        <translation>未加载：%1 请在 .env 文件中更正后重新加载（来自环境变量或 --set 的值需要重新启动控制中心）。</translation>
     </message>
 </context>
 <context>

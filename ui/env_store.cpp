@@ -110,6 +110,16 @@ bool EnvStore::set(const QString& key, const QString& value, QString* error) {
     return true;
 }
 
+bool EnvStore::reload(QString* error) {
+    try {
+        m_file = DotEnv::load(m_path.toStdString());
+    } catch (const std::exception& e) {
+        *error = QString::fromUtf8(e.what());
+        return false;
+    }
+    return true;
+}
+
 bool EnvStore::save(QString* error) {
     try {
         m_file.save(m_path.toStdString());

@@ -46,6 +46,10 @@ public:
     // where it came from, so the caller can refuse it instead of serving on a port nobody asked for.
     int apiPort(QString* problem = nullptr) const;
     bool save(QString* error);
+    // Reads the file again (edited since, by hand or another program; the overrides stay as they were read at start:
+    // a process's environment does not change). False with *error when it cannot be read; the values as last read
+    // stay then. Everything set here is saved at once (SetupWizard::writeEnv), so nothing unsaved is dropped.
+    bool reload(QString* error);
     std::string serialize() const { return m_file.serialize(); }
 
 private:

@@ -188,7 +188,7 @@ void ServerPage::setHttpDefaults(const QString& host, int port, const QString& a
     updateCurl();
 }
 
-void ServerPage::setEnvStore(const EnvStore* env) {
+void ServerPage::setEnvStore(EnvStore* env) {
     m_env = env;
     if (!m_env) return;
     const EngineSettings s = engineSettings(*m_env);
@@ -196,19 +196,27 @@ void ServerPage::setEnvStore(const EnvStore* env) {
     m_maxSeqs->setValue(s.options.maxNumSeqs);
 }
 
+EngineSettings ServerPage::currentEngineSettings() {
+    QString readError;
+    if (!m_env->reload(&readError))
+        appendLog(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss.zzz ")) +
+                  tr("The .env file could not be read again (%1): its values as read before are used.").arg(readError));
+    return engineSettings(*m_env);
+}
+
 void ServerPage::loadModel() {
     if (modelPath().isEmpty()) {
         m_modelStatus->setText(tr("Choose the model folder first."));
         return;
     }
-    // The .env's engine settings as they are now (the Setup page may have changed KV_CACHE_DTYPE since the start);
+    // The .env's engine settings as they are now (the file is read again: it may have been corrected since);
     // one that is not usable stops the load here, named, rather than a default standing in for it. MAX_NUM_SEQS
     // and TS_KV_BUDGET_MIB only started this page's controls, whose values the load takes: a bad one is logged.
     LoadOptions o;
     if (m_env) {
-        const EngineSettings s = engineSettings(*m_env);
-        QStringList blocking;
         const QString now = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss.zzz "));
+        const EngineSettings s = currentEngineSettings();
+        QStringList blocking;
         for (auto it = s.problems.begin(); it != s.problems.end(); ++it) {
             if (it.key() == QLatin1String("TS_MAX_CONCURRENT_REQUESTS")) continue;  // the API's, checked at its start
             if (serverPageControlKeys().contains(it.key()))
@@ -218,8 +226,8 @@ void ServerPage::loadModel() {
         }
         if (!blocking.isEmpty()) {
             m_progress->setValue(0);
-            m_modelStatus->setText(tr("Not loaded: %1 Correct it in the .env file or the environment and start the "
-                                      "control center again (KV_CACHE_DTYPE can be set on the Setup page).")
+            m_modelStatus->setText(tr("Not loaded: %1 Correct it in the .env file and load again (a value from the "
+                                      "environment or --set needs a restart of the control center).")
                                        .arg(blocking.join(QLatin1Char(' '))));
             for (const QString& p : blocking) appendLog(now + tr("Not loaded: %1").arg(p));
             return;
@@ -245,7 +253,7 @@ void ServerPage::setHttpEnabled(bool on) {
         s.port = m_port->value();
         s.apiKey = m_apiKey->text();
         if (m_env) {  // TS_MAX_CONCURRENT_REQUESTS, as `serve` takes it
-            const EngineSettings e = engineSettings(*m_env);
+            const EngineSettings e = currentEngineSettings();
             const auto bad = e.problems.constFind(QStringLiteral("TS_MAX_CONCURRENT_REQUESTS"));
             if (bad != e.problems.constEnd()) {
                 m_httpStatus->setText(tr("Not started: %1").arg(*bad));

@@ -31,8 +31,9 @@ public:
     QString modelPath() const;
     void setHttpDefaults(const QString& host, int port, const QString& apiKey);
     // The deployment .env the engine settings come from (engine_settings.h): the KV budget and parallel requests
-    // start at its values, and each load reads the rest from it — and refuses a value that is not usable.
-    void setEnvStore(const EnvStore* env);
+    // start at its values, and each load reads the file again and the rest from it — and refuses a value that is
+    // not usable.
+    void setEnvStore(EnvStore* env);
     QString curlExample() const;
 
 public slots:
@@ -50,8 +51,11 @@ private:
     QWidget* makeModelGroup();
     QWidget* makeHttpGroup();
 
+    // The .env read again (a failure logged) and its engine settings.
+    EngineSettings currentEngineSettings();
+
     EngineController* m_controller;
-    const EnvStore* m_env = nullptr;
+    EnvStore* m_env = nullptr;
     QLineEdit* m_modelPath = nullptr;
     QPushButton* m_load = nullptr;
     QPushButton* m_unload = nullptr;

@@ -37,6 +37,11 @@ void SetupPage::openWizard() {
     wizard->open();  // window-modal, but the event loop keeps running: the engine's signals still arrive
 }
 
+void SetupPage::showEvent(QShowEvent* event) {
+    refresh();
+    QWidget::showEvent(event);
+}
+
 void SetupPage::refresh() {
     m_path->setText(tr("Deployment settings: %1").arg(m_store->path()));
     QString html = QStringLiteral("<table cellspacing=6>");

@@ -24,6 +24,9 @@ public slots:
 signals:
     void envWritten(const QString& path);
 
+protected:
+    void showEvent(QShowEvent* event) override;  // the file may have been read again since (a model load does)
+
 private:
     EnvStore* m_store;
     QLabel* m_path = nullptr;

@@ -125,10 +125,11 @@ int main(int argc, char** argv) {
         const QStringList engineProblems = engineSettings(env).problems.values();
         if (!engineProblems.isEmpty())
             warnings << engineProblems.join(QLatin1Char('\n')) + QLatin1Char('\n') +
-                            QObject::tr("Correct this in the .env file or the environment and start the control center "
-                                        "again. Until then the model is not loaded (a bad MAX_NUM_SEQS or "
-                                        "TS_KV_BUDGET_MIB only leaves the Server page's value in use; a bad "
-                                        "TS_MAX_CONCURRENT_REQUESTS keeps the API off).");
+                            QObject::tr("Until this is corrected the model is not loaded: correct it in the .env file "
+                                        "and load the model on the Server page (a value from the environment or --set "
+                                        "needs a restart). A bad MAX_NUM_SEQS or TS_KV_BUDGET_MIB only leaves the "
+                                        "Server page's value in use; a bad TS_MAX_CONCURRENT_REQUESTS keeps the API "
+                                        "off.");
     }
     if (!warnings.isEmpty()) warn(warnings.join(QStringLiteral("\n\n")));
     else if (env.created()) window.setupPage()->openWizard();

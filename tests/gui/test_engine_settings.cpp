@@ -111,7 +111,7 @@ const QString kRuntimeEnv = QStringLiteral(
 struct PageUnderTest {
     EngineController controller;
     ServerPage page{&controller};
-    explicit PageUnderTest(const EnvStore& env) {
+    explicit PageUnderTest(EnvStore& env) {
         controller.setApiServer(makeApiServer());
         page.setEnvStore(&env);
         page.setModelPath(QStringLiteral(TS_GUI_CHAT_MODEL));
@@ -266,6 +266,11 @@ private slots:
         QTest::qWait(200);
         QCOMPARE(states.count(), 0);
         QCOMPARE(t.controller.state(), EngineController::State::Empty);
+        // Corrected in the file (by hand, while the control center runs): the next load reads it and loads with it.
+        writeFile(s.path, QStringLiteral("MAX_MODEL_LEN=2048\n"));
+        const auto info = t.load();
+        QVERIFY2(info, qPrintable(t.child<QLabel>("modelStatus")->text()));
+        QCOMPARE(info->maxModelLen, qint64(2048));
     }
 
     // MAX_NUM_SEQS only starts the page's control, which the load takes: a bad one is logged and the control's value
