@@ -217,9 +217,10 @@ void ServerPage::loadModel() {
         const QString now = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss.zzz "));
         const EngineSettings s = currentEngineSettings();
         QStringList blocking;
+        const QStringList controlKeys = serverPageControlKeys();
         for (auto it = s.problems.begin(); it != s.problems.end(); ++it) {
-            if (it.key() == QLatin1String("TS_MAX_CONCURRENT_REQUESTS")) continue;  // the API's, checked at its start
-            if (serverPageControlKeys().contains(it.key()))
+            if (it.key() == QLatin1String(kMaxConcurrentRequestsSetting.env)) continue;  // the API's: at its start
+            if (controlKeys.contains(it.key()))
                 appendLog(now + tr("%1 This page's value is used.").arg(it.value()));
             else
                 blocking << it.value();
@@ -254,7 +255,7 @@ void ServerPage::setHttpEnabled(bool on) {
         s.apiKey = m_apiKey->text();
         if (m_env) {  // TS_MAX_CONCURRENT_REQUESTS, as `serve` takes it
             const EngineSettings e = currentEngineSettings();
-            const auto bad = e.problems.constFind(QStringLiteral("TS_MAX_CONCURRENT_REQUESTS"));
+            const auto bad = e.problems.constFind(QLatin1String(kMaxConcurrentRequestsSetting.env));
             if (bad != e.problems.constEnd()) {
                 m_httpStatus->setText(tr("Not started: %1").arg(*bad));
                 const QSignalBlocker block(m_httpOn);  // nothing was started: nothing to stop

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "core/error.h"
 #include "runtime/engine.h"
 
@@ -96,10 +97,7 @@ int cmdPlan(const Args& args) {
     ec.maxNumBatchedTokens = args.getInt("max-num-batched-tokens", 1024, 1, int64_t(1) << 30);
     ec.snapshotSlots = int32_t(args.getInt("snapshot-slots", 8, 0, 4096));
     const int32_t tp = int32_t(args.getInt("tp", 2, 1, 8));
-    const std::string dt = args.get("kv-cache-dtype").value_or("fp8");
-    if (dt == "fp8") ec.kvDtype = KvCacheDtype::Fp8;
-    else if (dt == "fp32") ec.kvDtype = KvCacheDtype::Fp32;
-    else fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32");
+    ec.kvDtype = parseKvCacheDtype(args.get("kv-cache-dtype").value_or("fp8"));  // serve's rule
     if (mc.text.linear_num_heads % tp != 0)
         fail(ErrorKind::InvalidArgument, "--tp " + std::to_string(tp) + " does not divide linear_num_heads");
 
@@ -140,7 +138,8 @@ int cmdPlan(const Args& args) {
 
     std::printf("config: %s (%d layers: %d DSA-MLA%s, %d KDA), kv-cache-dtype %s, TP %d, KV budget %.2f GiB per rank\n",
                 path.c_str(), mc.text.num_hidden_layers, mc.text.numDsaLayers(),
-                mc.text.num_nextn_predict_layers > 0 ? " + 1 MTP" : "", mc.text.numLinearLayers(), dt.c_str(), tp,
+                mc.text.num_nextn_predict_layers > 0 ? " + 1 MTP" : "", mc.text.numLinearLayers(),
+                ec.kvDtype == KvCacheDtype::Fp32 ? "fp32" : "fp8", tp,
                 gib(p.budgetBytes));
     std::printf("\nTwinSpark (what this engine allocates, per rank):\n");
     std::printf("  per token (every rank): %lld B = %lld B MLA latent (%d layers x %zu B) + %lld B pooled indexer keys\n",

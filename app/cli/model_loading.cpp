@@ -19,9 +19,10 @@ namespace ts::cli {
 const std::set<std::string> kModelOptions = {"model", "kv-cache-dtype", "threads", "backend"};
 
 KvCacheDtype parseKvCacheDtype(const std::string& dt) {
-    if (dt == "fp8") return KvCacheDtype::Fp8;
-    if (dt == "fp32") return KvCacheDtype::Fp32;
-    fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be fp8 or fp32, got '" + dt + "'");
+    std::string why;
+    if (const auto d = parseKvCacheDtypeSetting(dt, &why)) return *d;
+    if (why.rfind("refused", 0) == 0) fail(ErrorKind::InvalidArgument, "--kv-cache-dtype '" + dt + "' is " + why);
+    fail(ErrorKind::InvalidArgument, "--kv-cache-dtype must be " + why + ", got '" + dt + "'");
 }
 
 LoadedModel loadModel(const Args& args, bool profileOps, std::optional<double> gpuMemUtil) {

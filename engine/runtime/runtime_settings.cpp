@@ -42,8 +42,8 @@ std::optional<KvCacheDtype> parseKvCacheDtypeSetting(const std::string& value, s
     if (value == "fp8" || value == "fp8_ds_mla") return KvCacheDtype::Fp8;
     if (value == "fp32") return KvCacheDtype::Fp32;
     if (value == "bf16" || value == "auto" || value == "nvfp4")
-        *why = "refused: GLM-5.3-Flash's sparse MLA kernels read fp8_ds_mla (the recipe's fp8); fp32 is the exact "
-               "reference mode";
+        *why = "refused: GLM-5.3-Flash's sparse MLA kernels read fp8_ds_mla (the recipe's fp8); give fp8 or fp32 (the "
+               "exact reference mode)";
     else
         *why = "fp8 or fp32";
     return std::nullopt;
