@@ -5,6 +5,10 @@
 #include <QRegularExpression>
 #include <QSet>
 
+#include <string>
+
+#include "runtime/runtime_settings.h"
+
 namespace ts::ui {
 
 QList<FieldSpec> EnvSchema::fields() {
@@ -115,10 +119,10 @@ Verdict EnvSchema::validate(const QString& key, const QString& value, const QMap
     case FieldKind::ModelPath: return checkModelPath(v);
     case FieldKind::IPv4: return checkIPv4(key, v, all);
     case FieldKind::Port: {
-        bool ok = false;
-        const int port = v.toInt(&ok);
-        if (!ok || port < 1 || port > 65535) return {Verdict::Error, tr("A port is a number from 1 to 65535.")};
-        if (port < 1024) return {Verdict::Warning, tr("Ports below 1024 need administrator rights.")};
+        std::string why;  // runtime_settings.h's rule, as `serve` reads PORT (QString::toInt took "+80")
+        const auto port = parseIntSetting(kPortSetting, v.toStdString(), &why);
+        if (!port) return {Verdict::Error, tr("A port is a number from 1 to 65535.")};
+        if (*port < 1024) return {Verdict::Warning, tr("Ports below 1024 need administrator rights.")};
         return {};
     }
     case FieldKind::User: {

@@ -116,7 +116,8 @@ int cmdServe(const Args& args) {
     const std::string modelDir = resolveServeModel(args, stderrNote("serve"));
     serve::ServerOptions opts;
     opts.host = args.get("host").value_or("127.0.0.1");
-    opts.port = int(intSetting(args, IntSetting{"PORT", "port", 8888, 0, 65535}));  // 0: any free port
+    opts.port = int(intSetting(args, IntSetting{kPortSetting.env, kPortSetting.option, kPortSetting.def, 0,
+                                                kPortSetting.hi}));  // 0: any free port
     opts.servedModelName = args.get("served-model-name").value_or("GLM-5.3-Flash-EXL3");
     if (opts.servedModelName.empty()) fail(ErrorKind::InvalidArgument, "--served-model-name must not be empty");
     opts.apiKey = envOr(args, "api-key", "VLLM_API_KEY").value_or("");

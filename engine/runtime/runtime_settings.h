@@ -29,6 +29,9 @@ inline constexpr IntSetting kMaxModelLenSetting{"MAX_MODEL_LEN", "max-model-len"
 inline constexpr IntSetting kKvBudgetMibSetting{"TS_KV_BUDGET_MIB", "kv-budget-mib", 2048, 1, int64_t(1) << 22};
 inline constexpr IntSetting kMaxConcurrentRequestsSetting{"TS_MAX_CONCURRENT_REQUESTS", "max-concurrent-requests", 64,
                                                           1, 4096};
+// The API's port as the deployment gives it to clients (http://HEAD:PORT/v1): the control center's rule; serve
+// also takes 0, any free port (printed), for tests and side-by-side servers.
+inline constexpr IntSetting kPortSetting{"PORT", "port", 8888, 1, 65535};
 inline constexpr const char* kGpuMemUtilEnv = "GPU_MEM_UTIL";
 inline constexpr double kGpuMemUtilDefault = 0.87;  // the recipe's share of the GPU's memory
 inline constexpr const char* kKvCacheDtypeEnv = "KV_CACHE_DTYPE";

@@ -173,6 +173,7 @@ private slots:
         QTest::newRow("port 0") << "PORT" << "0" << err;
         QTest::newRow("port big") << "PORT" << "65536" << err;
         QTest::newRow("port text") << "PORT" << "88a" << err;
+        QTest::newRow("port plus") << "PORT" << "+8080" << err;  // as serve refuses it
         QTest::newRow("port low") << "PORT" << "80" << warn;
         QTest::newRow("if ok") << "HEAD_CX7_IF" << "enp1s0f1np1" << ok;
         QTest::newRow("if empty") << "HEAD_CX7_IF" << "" << warn;
