@@ -99,11 +99,20 @@ SchedulerOutput Scheduler::schedule() {
         ++i;
     }
 
-    // 2. Running sequences still in their prefill (their blocks were allocated on admission).
+    // 2. Running sequences still in their prefill (their blocks were allocated on admission). A long prompt
+    // does not hold the others back: when more than one prefill wants this step (running ones, and a waiting
+    // request that could be admitted now), each running one takes at most an even share of what is left, so a
+    // short request's first token never waits for a long prompt's whole prefill (the end vLLM's
+    // long_prefill_token_threshold serves). Alone, a prefill takes the whole budget.
+    const int64_t prefilling = std::count_if(m_running.begin(), m_running.end(), [](Sequence* s) { return !isDecode(*s); });
+    const bool admissible = out.preempted.empty() && !m_waiting.empty() &&
+                            int32_t(m_running.size()) < m_config.maxNumSeqs && m_blocks.canAllocate(*m_waiting.front());
+    const int64_t sharers = prefilling + (admissible ? 1 : 0);
+    const int64_t share = sharers > 1 ? std::max<int64_t>(1, budget / sharers) : budget;
     for (Sequence* s : m_running) {
         if (budget == 0) break;
         if (isDecode(*s)) continue;
-        out.seqs.push_back(prefillChunk(s, budget, -1));
+        out.seqs.push_back(prefillChunk(s, std::min(budget, share), -1));
         budget -= out.seqs.back().numTokens;
     }
 

@@ -219,6 +219,57 @@ private slots:
         QCOMPARE(s->finish, FinishReason::Length);
     }
 
+    // A long prompt in its prefill shares the step with a request that arrives meanwhile (and with another
+    // running prefill): the short one is admitted at once and samples its first token long before the long
+    // prompt's prefill ends.
+    void longPrefillSharesTheStep() {
+        BlockManager bm(256, 4, 0, true);
+        Scheduler sch(smallConfig(), bm);
+        FakeModel model(bm, 4);
+        Sequence* a = make(range(1, 100), maxTok(2));
+        sch.add(a);
+        SchedulerOutput o = sch.schedule();
+        QCOMPARE(o.seqs.size(), size_t(1));
+        QCOMPARE(o.seqs[0].numTokens, int64_t(16));  // alone: the whole budget
+        sch.postprocess(o.seqs, model.run(o));
+        Sequence* b = make(range(500, 5), maxTok(2));
+        sch.add(b);
+        o = sch.schedule();
+        QCOMPARE(o.seqs.size(), size_t(2));
+        QCOMPARE(o.seqs[0].seq, a);
+        QCOMPARE(o.seqs[0].numTokens, int64_t(8));   // half, b being admissible
+        QCOMPARE(o.seqs[1].seq, b);
+        QCOMPARE(o.seqs[1].numTokens, int64_t(5));   // b's whole prompt: it samples in this step
+        QVERIFY(o.seqs[1].samples);
+        sch.postprocess(o.seqs, model.run(o));
+        QCOMPARE(b->numCompletionTokens(), int64_t(1));
+        // b decodes; c (long) arrives: a and c share what the decode leaves.
+        Sequence* c = make(range(900, 60), maxTok(2));
+        sch.add(c);
+        o = sch.schedule();
+        QCOMPARE(o.seqs.size(), size_t(3));
+        QCOMPARE(o.seqs[0].seq, b);
+        QCOMPARE(o.seqs[1].seq, a);
+        QCOMPARE(o.seqs[1].numTokens, int64_t(7));   // (16 - 1) / 2
+        QCOMPARE(o.seqs[2].seq, c);
+        QCOMPARE(o.seqs[2].numTokens, int64_t(8));
+        sch.postprocess(o.seqs, model.run(o));
+        o = sch.schedule();                           // both running now: (16 - 0) / 2 each (b finished)
+        QCOMPARE(b->finish, FinishReason::Length);
+        QCOMPARE(o.seqs.size(), size_t(2));
+        QCOMPARE(o.seqs[0].numTokens, int64_t(8));
+        QCOMPARE(o.seqs[1].numTokens, int64_t(8));
+        sch.postprocess(o.seqs, model.run(o));
+        while (sch.hasWork()) {
+            o = sch.schedule();
+            QVERIFY(total(o) <= 16);
+            sch.postprocess(o.seqs, model.run(o));
+        }
+        QCOMPARE(a->finish, FinishReason::Length);
+        QCOMPARE(c->finish, FinishReason::Length);
+        QCOMPARE(bm.numFreeBlocks(), 256);
+    }
+
     void snapshotBoundaryCut() {
         BlockManager bm(64, 4, 2, true);
         Scheduler sch(smallConfig(), bm);
