@@ -45,6 +45,11 @@ ApiError fromEngineError(const ts::Error& e, const std::string& param) {
     return ApiError(500, std::string("internal error: ") + e.what(), param);
 }
 
+ApiError unknownModelError(const std::string& asked, const std::string& served) {
+    return ApiError(404, "The model `" + asked.substr(0, 200) + "` does not exist. This server serves `" + served + "`.",
+                    "model");
+}
+
 std::string dumpJson(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace ts::serve

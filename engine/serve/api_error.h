@@ -40,6 +40,10 @@ std::string errorTypeFor(int status);
 // NotFound -> 404, Unsupported -> 400 (a valid request we do not implement), Io / Internal -> 500.
 ApiError fromEngineError(const ts::Error& e, const std::string& param = {});
 
+// A request naming a model this server does not serve: 404 (OpenAI's and vLLM's status; the official
+// clients raise NotFoundError), param "model".
+ApiError unknownModelError(const std::string& asked, const std::string& served);
+
 // Serialises a JSON value for the wire: invalid UTF-8 in strings becomes U+FFFD instead of throwing,
 // so a response is always valid JSON.
 std::string dumpJson(const json& j);

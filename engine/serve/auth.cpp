@@ -84,4 +84,28 @@ std::optional<std::string> CorsPolicy::allow(std::string_view origin) const {
     return std::string(origin);
 }
 
+std::string corsAllowHeaders(std::string_view requested) {
+    constexpr size_t kMaxNames = 64, kMaxNameBytes = 64;
+    auto isTchar = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    };
+    std::vector<std::string> names = {"authorization", "content-type"};
+    size_t taken = 0;
+    while (!requested.empty() && taken < kMaxNames) {
+        const size_t comma = requested.find(',');
+        std::string_view name = requested.substr(0, comma);
+        requested = comma == std::string_view::npos ? std::string_view() : requested.substr(comma + 1);
+        while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+        while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+        if (name.empty() || name.size() > kMaxNameBytes || !std::all_of(name.begin(), name.end(), isTchar)) continue;
+        ++taken;
+        std::string lower(name);
+        for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+        if (std::find(names.begin(), names.end(), lower) == names.end()) names.push_back(std::move(lower));
+    }
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
 }  // namespace ts::serve

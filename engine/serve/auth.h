@@ -45,4 +45,10 @@ private:
     std::vector<std::string> m_origins;
 };
 
+// Access-Control-Allow-Headers for a preflight whose Access-Control-Request-Headers is `requested`:
+// Authorization and Content-Type, then each requested name that is a valid header token (RFC 9110 tchar,
+// at most 64 names of at most 64 bytes; anything else is left out, so nothing from the request reaches
+// the reply unchecked), lower-cased and without repeats.
+std::string corsAllowHeaders(std::string_view requested);
+
 }  // namespace ts::serve

@@ -189,7 +189,7 @@ void handleCompletions(const json& body, HandlerEnv& env, httplib::Response& res
         }
         if (prompts.back().empty()) throw ApiError(400, "'prompt' encodes to no tokens", "prompt");
         promptTokens.push_back(int64_t(prompts.back().size()));
-        maxTokens.push_back(resolveMaxTokens(promptTokens.back(), req->maxTokens, ctx.maxModelLen));
+        maxTokens.push_back(resolveMaxTokens(promptTokens.back(), req->maxTokens, ctx.maxModelLen, "max_tokens", "prompt"));
         if (req->sampling.minTokens > maxTokens.back())
             throw ApiError(400, "'min_tokens' must not exceed max_tokens", "min_tokens");
     }

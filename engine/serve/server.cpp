@@ -27,10 +27,12 @@ struct RouteEntry {
     Needs needs;
     int id;
 };
-enum RouteId { kHealth, kModels, kChat, kCompletions, kTokenize, kDetokenize, kMetrics, kVersion };
+enum RouteId { kHealth, kModels, kModel, kChat, kCompletions, kTokenize, kDetokenize, kMetrics, kVersion };
+// A path ending in "/*" matches any non-empty rest (the rest is the route's argument).
 constexpr RouteEntry kRoutes[] = {
     {"GET", "/health", Access::Public, Needs::Nothing, kHealth},
     {"GET", "/v1/models", Access::Key, Needs::Model, kModels},
+    {"GET", "/v1/models/*", Access::Key, Needs::Model, kModel},
     {"POST", "/v1/chat/completions", Access::Key, Needs::ModelAndOpen, kChat},
     {"POST", "/v1/completions", Access::Key, Needs::ModelAndOpen, kCompletions},
     {"POST", "/tokenize", Access::Key, Needs::Model, kTokenize},
@@ -38,6 +40,14 @@ constexpr RouteEntry kRoutes[] = {
     {"GET", "/metrics", Access::Key, Needs::Model, kMetrics},
     {"GET", "/version", Access::Key, Needs::Nothing, kVersion},
 };
+
+bool pathMatches(std::string_view pattern, std::string_view path) {
+    if (pattern.size() >= 2 && pattern.substr(pattern.size() - 2) == "/*") {
+        const std::string_view prefix = pattern.substr(0, pattern.size() - 1);
+        return path.size() > prefix.size() && path.substr(0, prefix.size()) == prefix;
+    }
+    return pattern == path;
+}
 
 void sendError(httplib::Response& res, const ApiError& e) {
     res.status = e.status();
@@ -80,11 +90,20 @@ void HttpServer::start() {
     s.Options(".*", handler);
     // Errors cpp-httplib produces itself (413 body too large, 414 URI too long, 400 malformed request)
     // get the same JSON body; responses that already have one are left alone.
-    s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+    const size_t maxBody = lim.maxBodyBytes;
+    s.set_error_handler(httplib::Server::HandlerWithResponse([maxBody](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-        std::string msg = res.status == 413 ? "the request body is larger than the server's limit"
-                          : res.status == 414 ? "the request URI is too long"
-                                              : "malformed HTTP request";
+        std::string msg = res.status == 414 ? "the request URI is too long" : "malformed HTTP request";
+        if (res.status == 413) {
+            // cpp-httplib caps a body labelled as a form (curl -d's default type) at 8,192 bytes, far below
+            // our limit, before any handler runs: name the label, not the size, as the cause.
+            const std::string type = req.get_header_value("Content-Type");
+            msg = type.rfind("application/x-www-form-urlencoded", 0) == 0
+                      ? "the body is labelled Content-Type: application/x-www-form-urlencoded, which is limited to "
+                        "8192 bytes here; send the JSON with Content-Type: application/json (limit " +
+                            std::to_string(maxBody) + " bytes)"
+                      : "the request body is larger than the server's limit (" + std::to_string(maxBody) + " bytes)";
+        }
         sendError(res, ApiError(res.status, msg));
         return httplib::Server::HandlerResponse::Handled;
     }));
@@ -163,13 +182,16 @@ void HttpServer::route(const httplib::Request& req, httplib::Response& res) {
     if (allowed) {
         res.set_header("Access-Control-Allow-Origin", *allowed);
         res.set_header("Vary", "Origin");
+        res.set_header("Access-Control-Expose-Headers", "Retry-After");  // the 503 back-off, readable by scripts
     }
     if (req.method == "OPTIONS") {
         // Preflight: browsers send it without credentials, so it is answered before authentication,
-        // and only for listed origins.
+        // and only for listed origins. The headers asked for are allowed as asked (the official JS client
+        // sends its X-Stainless-* set; a fixed list would fail it): the origin is what is checked, and
+        // "*" would not cover Authorization.
         if (!allowed) throw ApiError(403, "CORS: origin not allowed");
         res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Allow-Headers", corsAllowHeaders(req.get_header_value("Access-Control-Request-Headers")));
         res.set_header("Access-Control-Max-Age", "600");
         res.status = 204;
         return;
@@ -177,7 +199,7 @@ void HttpServer::route(const httplib::Request& req, httplib::Response& res) {
     const RouteEntry* match = nullptr;
     std::string allow;
     for (const auto& r : kRoutes) {
-        if (req.path != r.path) continue;
+        if (!pathMatches(r.path, req.path)) continue;
         if (req.method == r.method || (req.method == "HEAD" && std::string(r.method) == "GET")) match = &r;
         allow += (allow.empty() ? "" : ", ") + std::string(r.method);
     }
@@ -218,6 +240,13 @@ void HttpServer::route(const httplib::Request& req, httplib::Response& res) {
         res.status = 200;
         res.set_content(dumpJson(modelsJson(*ctx, m_options)), "application/json");
         return;
+    case kModel: {  // OpenAI's GET /v1/models/{model}: the card, or 404 as for a request naming another model
+        const std::string id = req.path.substr(std::string_view("/v1/models/").size());
+        if (id != m_options.servedModelName) throw unknownModelError(id, m_options.servedModelName);
+        res.status = 200;
+        res.set_content(dumpJson(modelsJson(*ctx, m_options)["data"][0]), "application/json");
+        return;
+    }
     case kMetrics:
         res.status = 200;
         res.set_content(metricsText(ctx->source->metrics(), m_counters, *ctx, m_options),

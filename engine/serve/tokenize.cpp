@@ -1,5 +1,5 @@
 // /tokenize, /detokenize and /v1/models. Tokenize accepts vLLM's forms ({prompt} or {messages, tools,
-// add_generation_prompt, chat_template_kwargs}) and llama.cpp's {content}; the answer carries both
+// add_generation_prompt, chat_template_kwargs, reasoning_effort}) and llama.cpp's {content}; the answer carries both
 // vLLM's fields (count, max_model_len, tokens) and, on request, the token strings.
 #include <httplib.h>
 
@@ -22,8 +22,7 @@ void handleTokenize(const json& body, HandlerEnv& env, httplib::Response& res) {
     requireTokenizer(ctx, body.contains("messages"));
     if (auto it = body.find("model"); it != body.end() && !it->is_null() &&
                                       (!it->is_string() || *it != env.options.servedModelName))
-        throw ApiError(400, "The model `" + (it->is_string() ? it->get<std::string>() : it->dump()) + "` does not exist.",
-                       "model");
+        throw unknownModelError(it->is_string() ? it->get<std::string>() : it->dump(), env.options.servedModelName);
     auto flag = [&](const char* key, bool def) {
         auto it = body.find(key);
         if (it == body.end() || it->is_null()) return def;
@@ -34,7 +33,7 @@ void handleTokenize(const json& body, HandlerEnv& env, httplib::Response& res) {
     if (body.contains("messages")) {
         // Reuse the chat validation for messages, tools and kwargs (the sampling fields default).
         json chat = json::object();
-        for (const char* k : {"messages", "tools", "chat_template_kwargs", "add_generation_prompt"})
+        for (const char* k : {"messages", "tools", "chat_template_kwargs", "reasoning_effort", "add_generation_prompt"})
             if (body.contains(k)) chat[k] = body[k];
         ChatRequest r = parseChatRequest(chat, ctx, env.options.limits, env.options.servedModelName);
         std::string prompt;

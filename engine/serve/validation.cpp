@@ -109,9 +109,7 @@ bool depthWithin(const std::string& s, int limit) {
 
 void checkModel(Fields& f, const std::string& served) {
     // `model` may be omitted (vLLM then uses the served model); when given it must match.
-    if (auto m = f.string("model"); m && *m != served)
-        throw ApiError(400, "The model `" + *m + "` does not exist. This server serves `" + served + "`.", "model",
-                       "invalid_request_error");
+    if (auto m = f.string("model"); m && *m != served) throw unknownModelError(*m, served);
 }
 
 void parseStop(Fields& f, SamplingParams& p, const ServerLimits& lim) {
@@ -242,7 +240,9 @@ json parseMessages(const json* raw, const ServerLimits& lim) {
             bad(where + ".role", "'" + where + ".role' must be one of system, developer, user, assistant, tool; got '" +
                                      role + "'");
         json n = json::object();
-        n["role"] = role;
+        // OpenAI's `developer` role is the system role under a newer name (clients send it in its place);
+        // the chat template knows only `system`, and would drop any other role without a word.
+        n["role"] = role == "developer" ? std::string("system") : role;
         const bool hasCalls = m.contains("tool_calls") && !m["tool_calls"].is_null();
         if (!m.contains("content") || m["content"].is_null()) {
             if (role != "assistant") bad(where + ".content", "'" + where + ".content' is required for role " + role);
@@ -360,6 +360,15 @@ void parseTools(Fields& f, ChatRequest& r, const ServerLimits& lim) {
 void parseKwargs(Fields& f, ChatRequest& r) {
     r.templateKwargs = json::object();
     r.templateKwargs["enable_thinking"] = true;  // thinking is on unless the request turns it off
+    auto effort = [](const json& v, const std::string& w) {
+        if (!v.is_string() || (v != "low" && v != "medium" && v != "high"))
+            bad(w, "'" + w + "' must be \"low\", \"medium\" or \"high\"");
+        return v;
+    };
+    // OpenAI's top-level reasoning_effort reaches the template as its variable; chat_template_kwargs'
+    // own reasoning_effort, when also given, wins (it is the more specific of the two).
+    if (const json* re = f.get("reasoning_effort"); re && !re->is_null())
+        r.templateKwargs["reasoning_effort"] = effort(*re, "reasoning_effort");
     const json* kw = f.get("chat_template_kwargs");
     if (!kw) return;
     if (!kw->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
@@ -370,9 +379,7 @@ void parseKwargs(Fields& f, ChatRequest& r) {
             if (!v.is_boolean()) bad(w, "'" + w + "' must be a boolean");
             r.templateKwargs[k == "thinking" ? "enable_thinking" : k] = v;
         } else if (k == "reasoning_effort") {
-            if (!v.is_string() || (v != "low" && v != "medium" && v != "high"))
-                bad(w, "'" + w + "' must be \"low\", \"medium\" or \"high\"");
-            r.templateKwargs[k] = v;
+            r.templateKwargs[k] = effort(v, w);
         } else {
             bad(w, "'" + w + "' is not an allowed template variable (allowed: enable_thinking, thinking, "
                    "clear_thinking, reasoning_effort)");
@@ -486,12 +493,12 @@ CompletionRequest parseCompletionRequest(const json& body, const ServeContext& c
 }
 
 int32_t resolveMaxTokens(int64_t promptTokens, std::optional<int64_t> maxTokens, int64_t maxModelLen,
-                         const char* param) {
+                         const char* param, const char* promptParam) {
     const std::string head = "This model's maximum context length is " + std::to_string(maxModelLen) + " tokens. ";
     if (promptTokens >= maxModelLen)
         throw ApiError(400, head + "However, your request has " + std::to_string(promptTokens) +
                                 " input tokens. Please reduce the length of the input messages.",
-                       "messages");
+                       promptParam);
     if (!maxTokens) return int32_t(std::min<int64_t>(maxModelLen - promptTokens, INT32_MAX));
     if (promptTokens + *maxTokens > maxModelLen)
         throw ApiError(400, head + "However, you requested " + std::to_string(promptTokens + *maxTokens) + " tokens (" +

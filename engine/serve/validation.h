@@ -68,7 +68,8 @@ CompletionRequest parseCompletionRequest(const json& body, const ServeContext& c
 //   prompt + max_tokens too long: "This model's maximum context length is N tokens. However, you
 //     requested M tokens (P in the messages, C in the completion). Please reduce the length of the
 //     messages or completion."
+// `promptParam` names the input in the first error ("messages" or "prompt"), `param` the limit in the second.
 int32_t resolveMaxTokens(int64_t promptTokens, std::optional<int64_t> maxTokens, int64_t maxModelLen,
-                         const char* param = "max_tokens");
+                         const char* param = "max_tokens", const char* promptParam = "messages");
 
 }  // namespace ts::serve

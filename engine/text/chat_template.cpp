@@ -138,12 +138,17 @@ ojson ChatTemplate::normalizeMessages(const ojson& messages) {
             ojson* fn = tc.is_object() && tc.contains("function") && tc["function"].is_object() ? &tc["function"] : &tc;
             if (!fn->is_object() || !fn->contains("arguments") || !(*fn)["arguments"].is_string()) continue;
             const std::string text = (*fn)["arguments"].get<std::string>();
+            const std::string where =
+                "messages[" + std::to_string(i) + "].tool_calls[" + std::to_string(j) + "].function.arguments";
             try {
                 (*fn)["arguments"] = ojson::parse(text);
             } catch (const ojson::exception&) {
-                fail(ErrorKind::InvalidArgument, "messages[" + std::to_string(i) + "].tool_calls[" + std::to_string(j) +
-                                                     "].function.arguments is not valid JSON: " + text.substr(0, 200));
+                fail(ErrorKind::InvalidArgument, where + " is not valid JSON: " + text.substr(0, 200));
             }
+            // A call's arguments are named (the template renders them key by value): "[1,2]" or "3" is JSON,
+            // but not arguments.
+            if (!(*fn)["arguments"].is_object())
+                fail(ErrorKind::InvalidArgument, where + " must be a JSON object, not " + text.substr(0, 200));
         }
     }
     return out;

@@ -56,6 +56,9 @@ test('models.list', async () => {
   assert.equal(page.data.length, 1);
   assert.equal(page.data[0].id, MODEL);
   assert.equal(page.data[0].max_model_len, 2048);
+  const card = await client.models.retrieve(MODEL);
+  assert.equal(card.id, MODEL);
+  await assert.rejects(client.models.retrieve('gpt-4o'), (e) => e instanceof OpenAI.NotFoundError);
 });
 
 test('chat, non-streaming', async () => {
@@ -124,7 +127,7 @@ test('errors surface as the right exception classes', async () => {
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
   await assert.rejects(
     client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }),
-    (e) => e instanceof OpenAI.BadRequestError && /does not exist/.test(e.message));
+    (e) => e instanceof OpenAI.NotFoundError && /does not exist/.test(e.message));
   await assert.rejects(
     client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 5000 }),
     (e) => e instanceof OpenAI.BadRequestError &&

@@ -205,6 +205,55 @@ private slots:
         QCOMPARE(a["choices"][0]["message"].dump(), c["choices"][0]["message"].dump());
     }
 
+    // OpenAI's newer spellings reach the template: `developer` is the system role, top-level reasoning_effort
+    // is the template's variable (chat_template_kwargs' own wins).
+    void developerRoleAndReasoningEffort() {
+        auto render = [&](const json& extra) {
+            json b = {{"messages", json::array({json{{"role", "system"}, {"content", "be terse"}},
+                                                json{{"role", "user"}, {"content", "hi"}}})}};
+            for (auto& [k, v] : extra.items()) b[k] = v;
+            const json t = postJson("/tokenize", b, 200);
+            return postJson("/detokenize", json{{"tokens", t["tokens"]}}, 200)["prompt"].get<std::string>();
+        };
+        // The test model's template, as GLM-5.3-Flash's, knows no `developer` role.
+        const std::string system = render(json::object());
+        QVERIFY2(system.find("be terse") != std::string::npos, system.c_str());
+        json asDeveloper = {{"role", "developer"}, {"content", "be terse"}};
+        json dev = {{"messages", json::array({asDeveloper, json{{"role", "user"}, {"content", "hi"}}})}};
+        const json t = postJson("/tokenize", dev, 200);
+        QCOMPARE(postJson("/detokenize", json{{"tokens", t["tokens"]}}, 200)["prompt"].get<std::string>(), system);
+        QVERIFY2(system.find("Reasoning Effort") == std::string::npos, system.c_str());
+        const std::string low = render(json{{"reasoning_effort", "low"}});
+        QVERIFY2(low.find("Reasoning Effort: Low") != std::string::npos, low.c_str());
+        const std::string high = render(json{{"reasoning_effort", "low"},
+                                             {"chat_template_kwargs", json{{"reasoning_effort", "high"}}}});
+        QVERIFY2(high.find("Reasoning Effort: High") != std::string::npos && high.find("Low") == std::string::npos,
+                 high.c_str());
+        json e = expectError("/v1/chat/completions",
+                             R"({"messages":[{"role":"user","content":"x"}],"reasoning_effort":"extreme"})");
+        QCOMPARE(e["param"], "reasoning_effort");
+    }
+
+    // GET /v1/models/{id}: the card of the served model, 404 for another name (as a request naming it).
+    void retrieveModel() {
+        auto r = m_srv.client().Get("/v1/models/GLM-5.3-Flash-EXL3", kAuth);
+        QVERIFY(r);
+        QCOMPARE(r->status, 200);
+        const json j = json::parse(r->body);
+        QCOMPARE(j["id"], "GLM-5.3-Flash-EXL3");
+        QCOMPARE(j["object"], "model");
+        r = m_srv.client().Get("/v1/models/gpt-4", kAuth);
+        QVERIFY(r);
+        QCOMPARE(r->status, 404);
+        QCOMPARE(json::parse(r->body)["error"]["param"], "model");
+        r = m_srv.client().Get("/v1/models/GLM-5.3-Flash-EXL3");  // the key is still required
+        QCOMPARE(r->status, 401);
+        json e = expectError("/v1/chat/completions", R"({"model":"gpt-4","messages":[{"role":"user","content":"x"}]})", 404);
+        QCOMPARE(e["param"], "model");
+        e = expectError("/v1/completions", R"({"model":"gpt-4","prompt":"x"})", 404);
+        e = expectError("/tokenize", R"({"model":"gpt-4","prompt":"x"})", 404);
+    }
+
     void maxCompletionTokens() {
         json b = chatBody("x", 100);
         b.erase("max_tokens");
@@ -378,6 +427,15 @@ private slots:
         QCOMPARE(r->status, 204);
         QCOMPARE(r->get_header_value("Access-Control-Allow-Origin"), std::string("http://localhost:3000"));
         QVERIFY(!r->has_header("Access-Control-Allow-Credentials"));
+        // The official JS client's preflight asks for its X-Stainless-* headers: each must be allowed.
+        r = m_srv.client().Options("/v1/chat/completions",
+                                   {{"Origin", "http://localhost:3000"}, {"Access-Control-Request-Method", "POST"},
+                                    {"Access-Control-Request-Headers", "authorization,content-type,x-stainless-os,"
+                                                                       "x-stainless-retry-count"}});
+        QCOMPARE(r->status, 204);
+        QCOMPARE(r->get_header_value("Access-Control-Allow-Headers"),
+                 std::string("authorization, content-type, x-stainless-os, x-stainless-retry-count"));
+        QCOMPARE(r->get_header_value("Access-Control-Expose-Headers"), std::string("Retry-After"));
         r = m_srv.client().Options("/v1/chat/completions", {{"Origin", "https://evil.example"}});
         QCOMPARE(r->status, 403);
         QVERIFY(!r->has_header("Access-Control-Allow-Origin"));
@@ -395,6 +453,13 @@ private slots:
         QVERIFY(r);
         QCOMPARE(r->status, 413);
         QVERIFY(json::parse(r->body)["error"]["message"].is_string());
+        // curl -d's default label caps the body at 8 KiB in the HTTP layer: the message names the label.
+        r = m_srv.client().Post("/v1/chat/completions", kAuth, chatBody(std::string(9000, 'x'), 1).dump(),
+                                "application/x-www-form-urlencoded");
+        QVERIFY(r);
+        QCOMPARE(r->status, 413);
+        QVERIFY2(json::parse(r->body)["error"]["message"].get<std::string>().find("Content-Type: application/json") !=
+                     std::string::npos, r->body.c_str());
         httplib::Headers many = kAuth;
         for (int i = 0; i < 100; ++i) many.emplace("X-Pad-" + std::to_string(i), "1");
         auto c = m_srv.clientPtr();
@@ -555,7 +620,6 @@ void addBadParameterRows() {
     row("stop empty", R"("stop":[""])", "stop");
     row("stop number", R"("stop":5)", "stop");
     row("stop_token_ids >= vocab", R"("stop_token_ids":[999999])", "");
-    row("model unknown", R"("model":"gpt-4")", "model");
     row("stream_options without stream", R"("stream_options":{"include_usage":true})", "stream_options");
     row("logit_bias", R"("logit_bias":{"1":5})", "logit_bias");
     row("response_format json_schema", R"("response_format":{"type":"json_schema","json_schema":{}})", "response_format");
@@ -583,6 +647,9 @@ void addBadParameterRows() {
                                 << "messages[0].content";
     QTest::newRow("bad tool_call arguments")
         << R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{not json"}}]}]})"
+        << "messages";
+    QTest::newRow("tool_call arguments not an object")
+        << R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"[1,2]"}}]}]})"
         << "messages";
     QTest::newRow("malformed json") << R"({"messages":[)" << "";
     QTest::newRow("not an object") << R"([1,2,3])" << "";

@@ -303,6 +303,16 @@ private slots:
         QVERIFY(cors.allow("http://localhost:3000"));
         QVERIFY(!cors.allow("http://localhost:3001"));
         QVERIFY(!CorsPolicy().allow("http://localhost:3000"));
+        // Preflight headers: what the official JS client asks for is allowed, malformed names are left out.
+        QCOMPARE(corsAllowHeaders(""), std::string("authorization, content-type"));
+        QCOMPARE(corsAllowHeaders("Authorization, Content-Type, X-Stainless-OS,x-stainless-lang , x-stainless-os"),
+                 std::string("authorization, content-type, x-stainless-os, x-stainless-lang"));
+        QCOMPARE(corsAllowHeaders("bad name, (x), " + std::string(65, 'a') + ",,x-ok"),
+                 std::string("authorization, content-type, x-ok"));
+        std::string many;
+        for (int i = 0; i < 100; ++i) many += "x-" + std::to_string(i) + ",";
+        const std::string capped = corsAllowHeaders(many);
+        QVERIFY(capped.find("x-63") != std::string::npos && capped.find("x-64") == std::string::npos);
     }
 
     void contextWording() {
