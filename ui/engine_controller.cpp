@@ -44,6 +44,7 @@ QString reasonName(FinishReason r) {
     case FinishReason::Stop: return QStringLiteral("stop");
     case FinishReason::Length: return QStringLiteral("length");
     case FinishReason::Abort: return QStringLiteral("abort");
+    case FinishReason::Error: return QStringLiteral("error");
     case FinishReason::None: break;
     }
     return QStringLiteral("stop");
@@ -327,6 +328,7 @@ void EngineController::onEngineEvent(const std::shared_ptr<ChatStream>& s, const
         s->pending.content += QString::fromStdString(rest.content);
         s->finished = true;
         s->finish.reason = reasonName(finished->reason);
+        s->finish.error = QString::fromStdString(finished->error);
         s->finish.promptTokens = finished->promptTokens;
         s->finish.completionTokens = finished->completionTokens;
         s->finish.cachedPromptTokens = finished->cachedPromptTokens;

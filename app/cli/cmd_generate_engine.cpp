@@ -164,6 +164,7 @@ int generateWithEngine(const Args& args) {
     std::vector<int64_t> counts(static_cast<size_t>(concurrency), 0);
     std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(concurrency));
     std::vector<std::string> reasons(static_cast<size_t>(concurrency));
+    std::vector<std::string> errors;  // requests the engine failed (numerical error, a step that threw)
     std::vector<std::vector<double>> arrivals(static_cast<size_t>(concurrency));  // seconds since t0, per token
     std::vector<int64_t> reqIds;
     const auto t0 = std::chrono::steady_clock::now();
@@ -189,7 +190,11 @@ int generateWithEngine(const Args& args) {
                 }
             } else {
                 if (concurrency == 1 && tok) std::fputs(e.text.c_str(), stdout);
-                reasons[size_t(i)] = e.reason == FinishReason::Stop ? "stop" : e.reason == FinishReason::Length ? "length" : "abort";
+                reasons[size_t(i)] = e.reason == FinishReason::Stop     ? "stop"
+                                     : e.reason == FinishReason::Length ? "length"
+                                     : e.reason == FinishReason::Error  ? "error"
+                                                                        : "abort";
+                if (e.reason == FinishReason::Error) errors.push_back("request " + std::to_string(i) + ": " + e.error);
             }
         }});
     }
@@ -241,6 +246,9 @@ int generateWithEngine(const Args& args) {
         f << j.dump(2) << "\n";
         if (!f) fail(ErrorKind::Io, "cannot write " + *json);
     }
+    if (!errors.empty())  // the others' results stand (printed and written above); the exit status says it failed
+        fail(ErrorKind::Internal, std::to_string(errors.size()) + " of " + std::to_string(concurrency) +
+                                      " request(s) failed; " + errors.front());
     return 0;
 }
 

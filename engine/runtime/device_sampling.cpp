@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
+
 namespace ts {
 
 DeviceSampleRequest deviceSampleRequest(const SamplingParams& p, int64_t row, double uniform,
@@ -63,7 +65,13 @@ std::vector<SampleResult> sampleLogitRows(Backend& backend, const Buffer& logits
         }
         host.resize(size_t(vocab));
         backend.download(logits, host.data(), host.size() * 4, size_t(rows[i].row * vocab) * 4);
-        results.push_back(sampleWithUniform(host.data(), vocab, seq, uniform[i], rows[i].suppressStop, eosIds));
+        try {
+            results.push_back(sampleWithUniform(host.data(), vocab, seq, uniform[i], rows[i].suppressStop, eosIds));
+        } catch (const Error& e) {  // this row's logits (NaN / +inf): its sequence fails, the batch goes on
+            SampleResult failed;
+            failed.error = e.what();
+            results.push_back(std::move(failed));
+        }
     }
     return results;
 }

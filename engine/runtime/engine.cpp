@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <exception>
 
@@ -235,9 +236,22 @@ void Engine::emitFinished(Request& r, std::vector<std::pair<Callback, EngineEven
     e.promptTokens = r.seq->numPromptTokens();
     e.completionTokens = r.seq->numCompletionTokens();
     e.cachedPromptTokens = std::max<int64_t>(0, r.cachedPrompt);
+    e.error = r.error;
     if (e.reason == FinishReason::Abort) ++m_metrics.requestsAborted;
+    else if (e.reason == FinishReason::Error) ++m_metrics.requestsFailed;
     else ++m_metrics.requestsFinished;
     out.emplace_back(r.cb, std::move(e));
+}
+
+void Engine::failRequest(int64_t id, const std::string& why, std::vector<std::pair<Callback, EngineEvent>>& out) {
+    auto it = m_requests.find(id);
+    if (it == m_requests.end()) return;
+    Request& r = *it->second;
+    if (r.seq->status != SeqStatus::Finished) m_scheduler.finish(id, FinishReason::Error);  // frees its blocks
+    r.seq->finish = FinishReason::Error;
+    r.error = why;
+    emitFinished(r, out);
+    m_requests.erase(it);
 }
 
 void Engine::refreshGauges() {
@@ -295,9 +309,39 @@ void Engine::loop() {
             Request& r = *m_requests.at(s.seq->id());
             if (r.cachedPrompt < 0) r.cachedPrompt = s.seq->numCachedPrompt;
         }
-        std::vector<SampleResult> sampled = m_runner.step(out, [this](const Sequence& s) -> SamplerRng& {
-            return m_requests.at(s.id())->rng;  // engine thread: the map only changes under this thread's control
-        });
+        std::vector<SampleResult> sampled;
+        try {
+            sampled = m_runner.step(out, [this](const Sequence& s) -> SamplerRng& {
+                return m_requests.at(s.id())->rng;  // engine thread: the map only changes under this thread's control
+            });
+        } catch (const std::exception& e) {
+            // A step that threw (a device fault, memory): its requests fail with the reason, the engine and the
+            // requests it did not schedule go on. Nothing of the step is committed.
+            const std::string why = std::string("the engine step failed: ") + e.what();
+            std::fprintf(stderr, "engine: %s (%zu request(s) failed)\n", why.c_str(), out.seqs.size());
+            {
+                std::lock_guard<std::mutex> lock(m_mutex);
+                for (const ScheduledSeq& s : out.seqs) failRequest(s.seq->id(), why, events);
+                refreshGauges();
+            }
+            for (auto& [cb, ev] : events) if (cb) cb(ev);
+            events.clear();
+            continue;
+        }
+        // A row that could not be sampled (NaN / +inf logits) fails its one request before the step is
+        // committed: postprocess skips it, the other rows go on.
+        std::vector<std::pair<int64_t, std::string>> failures;
+        {
+            size_t k = 0;
+            for (const ScheduledSeq& s : out.seqs) {
+                if (!s.samples) continue;
+                if (!sampled[k].error.empty()) {
+                    failures.emplace_back(s.seq->id(), sampled[k].error);
+                    m_scheduler.finish(s.seq->id(), FinishReason::Error);
+                }
+                ++k;
+            }
+        }
         std::vector<int32_t> tokens;
         for (const auto& s : sampled) tokens.push_back(s.token);
         int64_t promptDone = 0;
@@ -312,6 +356,10 @@ void Engine::loop() {
         size_t k = 0;
         for (const ScheduledSeq& s : out.seqs) {
             if (!s.samples) continue;
+            if (!sampled[k].error.empty()) {
+                ++k;
+                continue;  // failed above; its Finished event follows
+            }
             Request& r = *m_requests.at(s.seq->id());
             EngineEvent e;
             e.requestId = s.seq->id();
@@ -334,6 +382,10 @@ void Engine::loop() {
                 emitFinished(r, events);
                 m_requests.erase(id);
             }
+        }
+        for (const auto& [fid, why] : failures) {
+            std::fprintf(stderr, "engine: request %lld failed: %s\n", static_cast<long long>(fid), why.c_str());
+            failRequest(fid, why, events);
         }
         for (int64_t fid : finishedIds) {
             auto it = m_requests.find(fid);

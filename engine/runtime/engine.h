@@ -61,6 +61,7 @@ struct EngineEvent {
     std::string stopString;   // the stop string that ended the request (FinishReason::Stop)
     int32_t stopToken = -1;   // or the eos / stop token id that did
     int64_t promptTokens = 0, completionTokens = 0, cachedPromptTokens = 0;
+    std::string error;        // FinishReason::Error: what failed ("numerical error: logit of token 7 is NaN")
 };
 
 class Engine {
@@ -111,6 +112,7 @@ private:
         std::string text;   // output text so far (stop strings are searched here)
         size_t sent = 0;    // bytes of `text` already emitted
         std::string stopString;
+        std::string error;  // why it failed (FinishReason::Error)
     };
     // Appends a token's text, checks stop strings; returns the text to emit now. Sets r.stopString and
     // returns true in *stopped when a stop string matched.
@@ -119,6 +121,8 @@ private:
     void loop();
     void refreshGauges();  // under m_mutex
     void emitFinished(Request& r, std::vector<std::pair<Callback, EngineEvent>>& out);
+    // Ends request `id` with FinishReason::Error (its blocks freed, the others untouched); under m_mutex.
+    void failRequest(int64_t id, const std::string& why, std::vector<std::pair<Callback, EngineEvent>>& out);
 
     const Glm5NextModel& m_model;
     const Tokenizer* m_tokenizer;

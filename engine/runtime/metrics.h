@@ -27,7 +27,7 @@ struct EngineMetrics {
     int64_t kvBlocks = 0, kvFreeBlocks = 0, kvTokenCapacity = 0;
     int64_t prefixQueries = 0, prefixHits = 0;  // tokens
     int64_t promptTokens = 0, generationTokens = 0;
-    int64_t requestsFinished = 0, requestsAborted = 0, preemptions = 0;
+    int64_t requestsFinished = 0, requestsAborted = 0, requestsFailed = 0, preemptions = 0;
     double promptTokensPerSecond = 0, generationTokensPerSecond = 0;  // over the last 2 s, as of the snapshot
     // Decode steps replayed from CUDA graphs and batch sizes captured (Backend::graphStats; 0 on the CPU).
     int64_t graphReplays = 0, graphCaptures = 0;

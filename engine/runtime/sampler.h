@@ -47,6 +47,8 @@ struct SampleResult {
     // the params.logprobs most likely raw tokens, best first (ties: lower id first).
     float logprob = 0.0f;
     std::vector<std::pair<int32_t, float>> top;
+    // Set (token -1) when this row could not be sampled: sampleLogitRows fails that one row, not the batch.
+    std::string error;
 };
 
 // Throws ts::Error(InvalidArgument) naming the first bad field. vocab > 0 also range-checks stop token ids.
@@ -65,7 +67,7 @@ std::vector<std::pair<int32_t, double>> samplingDistribution(const float* logits
 // Samples the next token of `seq` from `logits` (vocab floats: the model's last-position row).
 // suppressStop: min_tokens is not reached yet, so eos / stop token ids must not be sampled.
 // A NaN or +inf logit (corrupt weights, overflow) throws ts::Error(Internal, "numerical error ..."): the
-// caller fails that one sequence; nothing is resampled.
+// caller fails that one sequence; nothing is resampled (sampleLogitRows returns it as SampleResult::error).
 SampleResult sample(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng& rng, bool suppressStop,
                     const std::vector<int32_t>& eosIds);
 

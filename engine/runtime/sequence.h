@@ -10,7 +10,8 @@
 namespace ts {
 
 enum class SeqStatus : uint8_t { Waiting, Running, Finished };
-enum class FinishReason : uint8_t { None, Stop, Length, Abort };
+// Error: the request failed in the engine (a NaN / +inf logit, a step that threw); EngineEvent::error says why.
+enum class FinishReason : uint8_t { None, Stop, Length, Abort, Error };
 
 // Per-request sampling parameters (OpenAI / vLLM names). Defaults come from generation_config.json and
 // are overridden per request by the caller.

@@ -64,6 +64,13 @@ struct ChoiceEvent {
     EngineEvent event;
 };
 
+// The reason when `ev` ends its choice with an engine failure (FinishReason::Error: NaN logits, a step
+// that threw), else null. The request answers 500 with it; its other choices are aborted.
+inline const std::string* engineFailure(const ChoiceEvent& ev) {
+    return ev.event.type == EngineEvent::Type::Finished && ev.event.reason == FinishReason::Error ? &ev.event.error
+                                                                                                   : nullptr;
+}
+
 // Bounded hand-over from the source's thread to one HTTP thread. Shared by the request and the
 // callbacks it registered, so a callback that fires after the request is gone lands harmlessly.
 class EventChannel {

@@ -41,6 +41,7 @@ const char* finishReasonName(FinishReason r) {
     case FinishReason::Stop: return "stop";
     case FinishReason::Length: return "length";
     case FinishReason::Abort: return "abort";
+    case FinishReason::Error: return "error";
     case FinishReason::None: break;
     }
     return "abort";

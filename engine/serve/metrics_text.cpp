@@ -78,6 +78,7 @@ std::string metricsText(const EngineMetrics& m, const ServerCounters& c, const S
     w.sample("vllm:request_success_total", double(c.finishedStop.load()), "finished_reason=\"stop\"");
     w.sample("vllm:request_success_total", double(c.finishedLength.load()), "finished_reason=\"length\"");
     w.sample("vllm:request_success_total", double(m.requestsAborted), "finished_reason=\"abort\"");
+    w.sample("vllm:request_success_total", double(m.requestsFailed), "finished_reason=\"error\"");
     w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft);
     w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m.itl);
     w.gauge("twinspark:kv_cache_blocks", "Blocks in the paged KV pool.", double(m.kvBlocks));

@@ -26,7 +26,10 @@ void respond(std::shared_ptr<void> request, std::shared_ptr<Generation> gen, std
             const auto w = gen->next(ev, std::chrono::milliseconds(100));
             if (w == Generation::Wait::Shutdown) throw ApiError(503, "the server is shutting down; the request was aborted");
             if (w == Generation::Wait::Overflow) throw ApiError(500, "too many buffered events; the request was aborted");
-            if (w == Generation::Wait::Event) assembler->onEvent(ev, nullptr, counters);
+            if (w == Generation::Wait::Event) {
+                if (const std::string* why = engineFailure(ev)) throw ApiError(500, *why);  // the others are aborted
+                assembler->onEvent(ev, nullptr, counters);
+            }
         }
         res.status = 200;
         res.set_content(dumpJson(assembler->response()), "application/json");

@@ -52,6 +52,12 @@ StreamEnd pumpStream(Generation& gen, StreamHandler& handler, const std::functio
             }
             continue;
         }
+        if (const std::string* why = engineFailure(ev)) {
+            // What was already sent stands; the stream ends with the error event, as on shutdown.
+            flush();
+            endWithError(500, *why);
+            return StreamEnd::EngineError;
+        }
         handler.onEvent(ev, chunks);
         if (!flush()) {
             gen.abortAll();

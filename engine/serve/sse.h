@@ -31,11 +31,11 @@ struct StreamHandler {
     std::function<void(std::vector<json>& out)> onComplete;
 };
 
-enum class StreamEnd { Complete, ClientGone, Shutdown, Overflow };
+enum class StreamEnd { Complete, ClientGone, Shutdown, Overflow, EngineError };
 
 // Drives `gen` to completion, writing SSE through `write` (false = the client is gone). Every way out
 // aborts what is still running (Generation's destructor does the same, for the paths that throw).
-// On Shutdown / Overflow an error event and [DONE] are written before returning.
+// On Shutdown / Overflow / EngineError an error event and [DONE] are written before returning.
 StreamEnd pumpStream(Generation& gen, StreamHandler& handler, const std::function<bool(std::string_view)>& write,
                      std::chrono::milliseconds heartbeat);
 

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "../common/golden_data.h"
+#include "../common/poisoned_model.h"
 #include "core/error.h"
 #include "runtime/engine.h"
 
@@ -26,6 +27,7 @@ struct Result {
     std::vector<float> logprobs;
     std::vector<std::vector<std::pair<int32_t, float>>> tops;
     FinishReason reason = FinishReason::None;
+    std::string error;
     int64_t cached = 0;
     bool done = false;
 };
@@ -45,6 +47,7 @@ struct Collector {
                 r.tops.push_back(e.top);
             } else {
                 r.reason = e.reason;
+                r.error = e.error;
                 r.stopString = e.stopString;
                 r.cached = e.cachedPromptTokens;
                 r.done = true;
@@ -193,6 +196,46 @@ private slots:
         QCOMPARE(m.kvFreeBlocks, m.kvBlocks);
         QCOMPARE(m.requestsAborted, int64_t(1));
         QVERIFY(col.results[id].reason == FinishReason::Abort);
+    }
+
+    // A NaN logit (here: a NaN embedding row, as corrupt weights give) fails that one request with the reason;
+    // a request batched with it finishes with the tokens it gets alone, and the engine serves on.
+    void numericalErrorFailsOneRequest() {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const int64_t bad = 7;
+        const std::string err = test::copyModelWithNanEmbeddingRow(kModel, tmp.path(), bad);
+        QVERIFY2(err.empty(), err.c_str());
+        Glm5NextModel poisoned(tmp.path().toStdString(), *m_backend);
+        const int V = poisoned.text().vocab_size;
+        std::vector<int32_t> good = prompt(60, 12, V);
+        good.erase(std::remove(good.begin(), good.end(), int32_t(bad)), good.end());
+        std::vector<int32_t> nanPrompt = prompt(61, 12, V);
+        nanPrompt[5] = int32_t(bad);
+        const Result alone = runAlone(poisoned, good, greedy(6));
+        QCOMPARE(alone.reason, FinishReason::Length);
+
+        Engine e(poisoned, smallConfig());
+        Collector col;
+        const std::vector<int64_t> ids = e.submitAll({{nanPrompt, greedy(6), col.cb()}, {good, greedy(6), col.cb()}});
+        e.waitIdle();
+        const Result& failed = col.results[ids[0]];
+        QVERIFY(failed.done);
+        QCOMPARE(failed.reason, FinishReason::Error);
+        QVERIFY2(failed.error.find("numerical error") != std::string::npos, failed.error.c_str());
+        QVERIFY(failed.tokens.empty());
+        const Result& ok = col.results[ids[1]];
+        QCOMPARE(ok.reason, FinishReason::Length);
+        QCOMPARE(ok.tokens, alone.tokens);
+        EngineMetrics m = e.metrics();
+        QCOMPARE(m.requestsFailed, int64_t(1));
+        QCOMPARE(m.requestsFinished, int64_t(1));
+        QCOMPARE(m.kvFreeBlocks, m.kvBlocks);
+        QCOMPARE(m.running, 0);
+        // The engine goes on: the next request is served.
+        const int64_t again = e.submit(good, greedy(6), col.cb());
+        e.waitIdle();
+        QCOMPARE(col.results[again].tokens, alone.tokens);
     }
 
     void refusesBadRequests() {

@@ -10,6 +10,7 @@
 
 #include <thread>
 
+#include "../common/poisoned_model.h"
 #include "server_process.h"
 
 using namespace tstest;
@@ -85,6 +86,50 @@ private slots:
         QCOMPARE(s.data.back(), std::string("[DONE]"));
         json err = json::parse(s.data[s.data.size() - 2]);
         QVERIFY2(err.contains("error"), s.data[s.data.size() - 2].c_str());
+    }
+
+    // A request whose logits come out NaN (corrupt weights) answers 500 "numerical error" — as a body, or as
+    // the stream's error event — while the server, and a request running beside it, go on.
+    void numericalErrorFailsOneRequestOnly() {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const std::string err = ts::test::copyModelWithNanEmbeddingRow(chatModelDir(), tmp.path(), 100);
+        QVERIFY2(err.empty(), err.c_str());
+        ServerProcess srv;
+        srv.withoutModel();
+        QVERIFY2(srv.start({"--model", tmp.path()}), qPrintable(srv.log()));
+        SseResult longStream;
+        std::thread t([&] {
+            auto c = srv.clientPtr();
+            longStream = postStream(*c, "/v1/completions",
+                                    json{{"prompt", json::array({1, 2, 3})}, {"max_tokens", 200}, {"ignore_eos", true},
+                                         {"stream", true}});
+        });
+        QThread::msleep(200);
+        auto r = srv.client().Post("/v1/completions", json{{"prompt", json::array({1, 100, 3})}, {"max_tokens", 5}}.dump(),
+                                   "application/json");
+        QVERIFY(r);
+        QCOMPARE(r->status, 500);
+        QVERIFY2(r->body.find("numerical error") != std::string::npos, r->body.c_str());
+        auto c = srv.clientPtr();
+        const SseResult s = postStream(*c, "/v1/completions",
+                                       json{{"prompt", json::array({100})}, {"max_tokens", 5}, {"stream", true}});
+        QCOMPARE(s.status, 200);
+        QVERIFY(s.data.size() >= 2);
+        QCOMPARE(s.data.back(), std::string("[DONE]"));
+        const json ev = json::parse(s.data[s.data.size() - 2]);
+        QVERIFY2(ev.contains("error") && ev["error"]["code"] == 500, s.data[s.data.size() - 2].c_str());
+        t.join();
+        QCOMPARE(longStream.status, 200);
+        QCOMPARE(longStream.data.back(), std::string("[DONE]"));
+        const json last = json::parse(longStream.data[longStream.data.size() - 2]);
+        QVERIFY2(!last.contains("error"), longStream.data[longStream.data.size() - 2].c_str());
+        auto h = srv.client().Get("/health");
+        QVERIFY(h && h->status == 200);
+        auto m = srv.client().Get("/metrics");
+        QVERIFY(m);
+        QVERIFY2(m->body.find(",finished_reason=\"error\"} 2\n") != std::string::npos, m->body.c_str());
+        QCOMPARE(srv.stop(), 0);
     }
 
     void refusesLanWithoutKey() {
