@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "core/thread_pool.h"
 #include "quant/exl3_gemm.h"
 
@@ -84,9 +85,7 @@ int cmdBenchExl3(const Args& args) {
                                {"mweights_per_s", wps / 1e6}});
     }
     if (auto j = args.get("json")) {
-        std::ofstream f(*j);
-        f << out.dump(2) << "\n";
-        if (!f) fail(ErrorKind::Io, "cannot write " + *j);
+        writeFileAtomically(*j, out.dump(2) + "\n");
     }
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "cli/bench_cuda.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "cuda/sm_limits.h"
 
 namespace ts::cli {
@@ -73,10 +74,14 @@ int cmdBenchDevice(const Args& args) {
         what.push_back(item);
     }
     // Opened before the benchmarks: a bad path is reported at once, not after minutes of timing.
-    std::ofstream jsonOut;
+    // The report replaces an older one only when complete (io/atomic_file.h): an interrupted run leaves it as it was.
+    std::optional<AtomicFileWriter> jsonOut;
     if (auto path = args.get("json")) {
-        jsonOut.open(*path);
-        if (!jsonOut) fail(ErrorKind::Io, "--json: cannot write " + *path);
+        try {
+            jsonOut.emplace(*path);
+        } catch (const Error& e) {
+            fail(ErrorKind::Io, std::string("--json: ") + e.what());
+        }
     }
     // With --sms or --sm-limits, "auto" is "cuda": a partition the driver refuses is then reported as such, not as a
     // CPU fallback.
@@ -125,7 +130,10 @@ int cmdBenchDevice(const Args& args) {
         if (w == "gemv") out["gemv"] = benchGemv(*backend, reps, copyBw);
         if (w == "upload") out["upload"] = benchUpload(*backend, reps);
     }
-    if (jsonOut.is_open()) jsonOut << out.dump(1) << "\n";
+    if (jsonOut) {
+        jsonOut->write(out.dump(1) + "\n");
+        jsonOut->commit();
+    }
     return 0;
 }
 

@@ -21,6 +21,7 @@
 
 #include "cli/model_loading.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "core/thread_pool.h"
 #include "runtime/device_budget.h"
 #include "runtime/engine.h"
@@ -242,9 +243,7 @@ int generateWithEngine(const Args& args) {
                                         {"eager_regions", gs.eagerRegions}, {"invalidations", gs.invalidations},
                                         {"graphs_per_replay", gs.lastSegments},
                                         {"eager_ops_per_replay", gs.lastEagerOps}}}};
-        std::ofstream f(*json);
-        f << j.dump(2) << "\n";
-        if (!f) fail(ErrorKind::Io, "cannot write " + *json);
+        writeFileAtomically(*json, j.dump(2) + "\n");
     }
     if (!errors.empty())  // the others' results stand (printed and written above); the exit status says it failed
         fail(ErrorKind::Internal, std::to_string(errors.size()) + " of " + std::to_string(concurrency) +

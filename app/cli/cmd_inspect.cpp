@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
 #include "model/glm5_next.h"
@@ -112,9 +113,7 @@ int heldReport(const std::string& dir, bool listTensors, const std::optional<std
             t.push_back({{"name", h.name}, {"form", heldFormName(h.form)}, {"bytes", h.bytes}});
         j["held"] = std::move(t);
         j["not_held"] = notHeld;
-        std::ofstream o(*jsonOut);
-        o << j.dump(1) << "\n";
-        if (!o) fail(ErrorKind::Io, "cannot write " + *jsonOut);
+        writeFileAtomically(*jsonOut, j.dump(1) + "\n");
     }
     return 0;
 }

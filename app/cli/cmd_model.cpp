@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
 #include "model/glm5_next.h"
@@ -187,9 +188,7 @@ int cmdGenerate(const Args& args) {
                             {"prefill_s", prefillS},       {"decode_tokens", decoded}, {"decode_s", decodeS},
                             {"decode_tok_s", decodeTps},   {"threads", ThreadPool::global().size()},
                             {"prefill_chunk", chunk}};
-        std::ofstream f(*json);
-        f << j.dump(2) << "\n";
-        if (!f) fail(ErrorKind::Io, "cannot write " + *json);
+        writeFileAtomically(*json, j.dump(2) + "\n");
     }
     return 0;
 }

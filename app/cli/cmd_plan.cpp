@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "runtime/engine.h"
 
 namespace ts::cli {
@@ -195,9 +196,7 @@ int cmdPlan(const Args& args) {
                             {"full_length_requests", p.fullLengthRequests}, {"tp", tp},
                             {"vllm", vllmJson(v, vin.drafter)}};
         if (vo) r["vllm_other_drafter"] = vllmJson(*vo, other.drafter);
-        std::ofstream o(*out);
-        o << r.dump(2) << "\n";
-        if (!o) fail(ErrorKind::Io, "cannot write " + *out);
+        writeFileAtomically(*out, r.dump(2) + "\n");
     }
     if (p.numBlocks < 1) fail(ErrorKind::InvalidArgument, "the KV budget does not even hold the state slots");
     return 0;

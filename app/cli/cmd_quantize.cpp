@@ -32,6 +32,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
 #include "model/glm5_next.h"
@@ -95,16 +96,8 @@ std::string readFile(const fs::path& p) {
     return s.str();
 }
 
-// Writes via a temporary file + rename, so a reader never sees half a file under `p`.
-void writeFileAtomic(const fs::path& p, const std::string& text) {
-    const fs::path tmp = p.string() + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        if (!out.flush()) fail(ErrorKind::Io, "cannot write " + tmp.string());
-    }
-    fs::rename(tmp, p);
-}
+// Via a temporary file + rename (io/atomic_file.h), so a reader never sees half a file under `p`.
+void writeFileAtomic(const fs::path& p, const std::string& text) { writeFileAtomically(p.string(), text); }
 
 uint64_t fnv1a(const std::string& s) {
     uint64_t h = 0xcbf29ce484222325ull;

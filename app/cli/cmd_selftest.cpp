@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "core/error.h"
+#include "io/atomic_file.h"
 #include "cache/kv_pool.h"
 #include "exl3_tune.h"
 #include "io/default_paths.h"
@@ -261,10 +263,14 @@ int cmdSelftest(const Args& args) {
     }
 
     // Opened now: a bad --json path is bad input, found before minutes of checks rather than after.
-    std::ofstream jsonOut;
+    // The report replaces an older one only when complete (io/atomic_file.h): an interrupted run leaves it as it was.
+    std::optional<AtomicFileWriter> jsonOut;
     if (auto path = args.get("json")) {
-        jsonOut.open(*path);
-        if (!jsonOut) fail(ErrorKind::Io, "--json: cannot write " + *path);
+        try {
+            jsonOut.emplace(*path);
+        } catch (const Error& e) {
+            fail(ErrorKind::Io, std::string("--json: ") + e.what());
+        }
     }
 
     auto ref = makeCpuBackend();
@@ -392,7 +398,10 @@ int cmdSelftest(const Args& args) {
         }
     }
     report["failures"] = failures;
-    if (jsonOut.is_open()) jsonOut << report.dump(1) << "\n";
+    if (jsonOut) {
+        jsonOut->write(report.dump(1) + "\n");
+        jsonOut->commit();
+    }
     std::printf("selftest: %s\n", failures ? "FAILED" : "passed");
     return failures ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 
 namespace ts {
 
@@ -148,12 +149,23 @@ DotEnv DotEnv::parse(std::string_view text) {
 
 DotEnv DotEnv::load(const std::filesystem::path& path) {
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) fail(ErrorKind::NotFound, ".env not found: " + path.string());
+    const std::filesystem::file_status st = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(st)) fail(ErrorKind::NotFound, ".env not found: " + path.string());
+    // A pipe would block the start until something writes to it; a folder is no file. /dev/null (an empty
+    // .env, which the tests use) and other devices are read up to the size limit.
+    if (std::filesystem::is_directory(st) || std::filesystem::is_fifo(st) || std::filesystem::is_socket(st))
+        fail(ErrorKind::Io, "cannot read " + path.string() + ": it is a " +
+                                (std::filesystem::is_directory(st) ? "folder" : "pipe or socket") + ", not a .env file");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(ErrorKind::Io, "cannot read " + path.string() + ": " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return parse(ss.str());
+    constexpr size_t kMaxBytes = 1 << 20;  // a deployment .env is a few KB
+    std::string text(kMaxBytes + 1, '\0');
+    in.read(text.data(), std::streamsize(text.size()));
+    text.resize(size_t(in.gcount()));
+    if (text.size() > kMaxBytes)
+        fail(ErrorKind::InvalidFile, path.string() + " is larger than 1 MiB: not a .env file");
+    if (in.bad()) fail(ErrorKind::Io, "cannot read " + path.string() + ": " + std::strerror(errno));
+    return parse(text);
 }
 
 DotEnv DotEnv::loadOrCreate(const std::filesystem::path& path, const std::filesystem::path& example, bool* created) {
@@ -225,27 +237,9 @@ std::string DotEnv::serialize() const {
 }
 
 void DotEnv::save(const std::filesystem::path& path) const {
-    static std::atomic<uint64_t> counter{0};
-    const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    const std::string text = serialize();
-    // 0600: the file may hold the API key and registry tokens.
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) fail(ErrorKind::Io, "cannot write " + tmp + ": " + std::strerror(errno));
-    size_t done = 0;
-    bool ok = true;
-    while (ok && done < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        ok = n > 0;
-        if (ok) done += static_cast<size_t>(n);
-    }
-    ok = ok && ::fsync(fd) == 0;
-    const std::string err = std::strerror(errno);
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        ::unlink(tmp.c_str());
-        fail(ErrorKind::Io, "cannot write " + path.string() + ": " + err);
-    }
+    // 0600 for a new file: it may hold the API key and registry tokens. A symlinked .env stays a link (its
+    // target is rewritten); an existing file keeps its permissions.
+    writeFileAtomically(path.string(), serialize(), 0600);
 }
 
 std::map<std::string, std::string> DotEnv::effective(const std::map<std::string, std::string>& overrides) const {

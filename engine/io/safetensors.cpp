@@ -1,6 +1,7 @@
 #include "io/safetensors.h"
 
 #include "core/error.h"
+#include "io/atomic_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -480,36 +481,12 @@ void writeSafetensors(const std::string& path, const std::vector<TensorToWrite>&
     text.append((8 - text.size() % 8) % 8, ' ');
     const uint64_t n = text.size();
 
-    // Same directory as the target, so that rename() is atomic; pid + counter keep concurrent writers apart.
-    static std::atomic<uint64_t> counter{0};
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) fail(ErrorKind::Io, "cannot create " + tmp + ": " + sysError());
-    const auto writeAll = [&](const void* src, uint64_t len) {
-        const auto* p = static_cast<const uint8_t*>(src);
-        while (len > 0) {
-            const ssize_t w = ::write(fd, p, size_t(std::min<uint64_t>(len, 1u << 30)));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) return false;
-            p += w;
-            len -= uint64_t(w);
-        }
-        return true;
-    };
-    bool ok = writeAll(&n, 8) && writeAll(text.data(), n);
-    for (size_t i = 0; ok && i < tensors.size(); ++i) ok = writeAll(tensors[i].data, sizes[i]);
-    ok = ok && ::fsync(fd) == 0;
-    const std::string err = ok ? std::string() : sysError();
-    if (::close(fd) != 0 && ok) ok = false;
-    if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
-        const std::string e = sysError();
-        ::unlink(tmp.c_str());
-        fail(ErrorKind::Io, "cannot rename " + tmp + " to " + path + ": " + e);
-    }
-    if (!ok) {
-        ::unlink(tmp.c_str());
-        fail(ErrorKind::Io, "cannot write " + path + ": " + (err.empty() ? sysError() : err));
-    }
+    // A temporary file renamed over the target (io/atomic_file.h): a reader never sees half a file.
+    AtomicFileWriter out(path);
+    out.write(&n, 8);
+    out.write(text.data(), n);
+    for (size_t i = 0; i < tensors.size(); ++i) out.write(tensors[i].data, sizes[i]);
+    out.commit();
 }
 
 }  // namespace ts
