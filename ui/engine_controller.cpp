@@ -81,7 +81,16 @@ EngineController::EngineController() {
 EngineController::~EngineController() { shutdown(); }
 
 void EngineController::shutdown() {
-    if (m_shutDown) return;
+    // The controller's own thread cannot wait for itself to end: a call from there (a signal connected with
+    // the controller as context) would return at once and leave the thread running into the destructor.
+    if (QThread::currentThread() == &m_thread) {
+        qWarning("EngineController::shutdown() called on the controller's own thread; call it from the GUI thread");
+        return;
+    }
+    if (m_shutDown) {
+        m_thread.wait();  // a second call (the destructor's) still returns only once the thread has ended
+        return;
+    }
     m_shutDown = true;
     QMetaObject::invokeMethod(this, [this] {
         doUnload();

@@ -63,8 +63,9 @@ public:
     // The metrics period (default 250 ms: ~4 Hz, the dashboard's rate).
     void setMetricsInterval(int ms);
 
-    // Stops generation, the HTTP server and the engine, and ends the thread. Called once at exit (the
-    // destructor calls it too); this is the one place that waits, and only for the engine to stop.
+    // Stops generation, the HTTP server and the engine, and ends the thread. Called at exit from the GUI thread
+    // (the destructor calls it too); this is the one place that waits, and only for the engine to stop. On the
+    // controller's own thread it does nothing but warn (it cannot wait for itself).
     void shutdown();
 
     State state() const { return m_state.load(); }

@@ -24,6 +24,7 @@
 #include "ui/env_schema.h"
 #include "ui/env_store.h"
 #include "ui/main_window.h"
+#include "ui/termination_signals.h"
 #include "ui/server_page.h"
 #include "ui/setup_page.h"
 #include "ui/translations.h"
@@ -101,7 +102,14 @@ int main(int argc, char** argv) {
         QSettings().setValue(QStringLiteral("server/modelPath"), info.path);
         if (cli.isSet(serveOpt) && port != 0) window.serverPage()->setHttpEnabled(true);
     });
-    QObject::connect(&app, &QCoreApplication::aboutToQuit, &controller, [&] { controller.shutdown(); });
+    // Context &app, not &controller: the controller lives on its own thread, and shutdown() must run here (on
+    // the controller's thread it would wait for itself, and the process aborted at exit with a stream running).
+    QObject::connect(&app, &QCoreApplication::aboutToQuit, &app, [&] { controller.shutdown(); });
+    // kill / Ctrl-C: the same orderly end as closing the window (ui/termination_signals.h).
+    TerminationSignals termination;
+    QObject::connect(&termination, &TerminationSignals::received, [](const QString& name) {
+        fprintf(stderr, "twinspark: %s received, shutting down\n", qPrintable(name));
+    });
 
     window.show();
     // Window-modal and not blocking (as the wizard): the model loads while the warning is read.

@@ -26,6 +26,7 @@
 
 #include "../common/cli_runner.h"
 #include "../common/comma_locale.h"
+#include "../common/free_port.h"
 #include "gui_spy.h"
 #include "ui/api_server.h"
 #include "ui/engine_controller.h"
@@ -50,20 +51,7 @@ void writeFile(const QString& path, const QString& text) {
     f.write(text.toUtf8());
 }
 
-// A TCP port nothing listens on now (bound to port 0 and released).
-int freePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-        port = ntohs(a.sin_port);
-    ::close(fd);
-    return port;
-}
+using ts::test::freePort;
 
 // The in-process API's twinspark:http_generation_requests_in_flight from a /metrics text (-1 when absent).
 int inFlight(const std::string& metrics) {
