@@ -308,7 +308,12 @@ int cmdQuantize(const Args& args) {
     const fs::path partial = out.string() + ".partial";
     if (fs::exists(out)) fail(ErrorKind::InvalidArgument, "output " + out.string() + " already exists");
     if (!fs::is_directory(in)) fail(ErrorKind::NotFound, "input checkpoint directory " + in.string() + " not found");
-    const nlohmann::json srcCfg = nlohmann::json::parse(readFile(in / "config.json"));
+    nlohmann::json srcCfg;
+    try {
+        srcCfg = nlohmann::json::parse(readFile(in / "config.json"));
+    } catch (const nlohmann::json::exception& e) {
+        fail(ErrorKind::InvalidFile, (in / "config.json").string() + ": not valid JSON (" + e.what() + ")");
+    }
     if (auto it = srcCfg.find("quantization_config"); it != srcCfg.end() && it->is_object() && it->value("quant_method", "") == "exl3")
         fail(ErrorKind::InvalidArgument, in.string() + " is already an EXL3 checkpoint");
 

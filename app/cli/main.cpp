@@ -2,6 +2,7 @@
 // registered in the table below. Errors from bad input are ts::Error: printed, exit code 2.
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <exception>
 #include <string>
 #include <vector>
@@ -55,6 +56,9 @@ int main(int argc, char** argv) {
         } catch (const ts::Error& e) {
             std::fprintf(stderr, "twinspark-cli %s: error: %s\n", c.name, e.what());
             return e.kind() == ts::ErrorKind::Internal ? 3 : 2;
+        } catch (const std::filesystem::filesystem_error& e) {  // a path that cannot be made or read: bad input
+            std::fprintf(stderr, "twinspark-cli %s: error: %s\n", c.name, e.what());
+            return 2;
         } catch (const std::exception& e) {
             std::fprintf(stderr, "twinspark-cli %s: error: %s\n", c.name, e.what());
             return 3;

@@ -256,7 +256,8 @@ TextConfig parseText(const Fields& f, bool topLevelTie) {
     t.linear_lower_bound = f.optF32("linear_lower_bound", -5.0f);
     t.hc_mult = f.i32("hc_mult", 4);
     t.hc_eps = f.f32("hc_eps", 1e-6f);
-    t.hc_sinkhorn_iters = f.i32("hc_sinkhorn_iters", 20);
+    // 20 in every published config; the bound keeps a corrupt value from making each forward endless.
+    t.hc_sinkhorn_iters = f.i32("hc_sinkhorn_iters", 20, 1, 1000);
     t.num_nextn_predict_layers = f.i32("num_nextn_predict_layers", 0, 0);
 
     // Kimi-style `linear_attn_config` overrides the linear_* fields (HF reads these four keys).

@@ -26,12 +26,13 @@ Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend, const Loa
                                            "supported (GLM-5.3-Flash always attends to the incomplete pool)");
     // EXL3 (exllamav3's format) is the one quantization read here: its linears bind packed, by tensor
     // names (`.trellis`), whatever the config lists; anything else is refused up front.
-    if (!m_cfg.quantization_config.is_null() && !loadExl3QuantConfig(dir))
+    std::optional<Exl3QuantConfig> quant;
+    if (!m_cfg.quantization_config.is_null() && !(quant = loadExl3QuantConfig(dir)))
         fail(ErrorKind::Unsupported, dir + "/config.json: quantization_config.quant_method '" +
                                          m_cfg.quantization_config.value("quant_method", std::string("?")) +
                                          "' is not supported (EXL3 checkpoints and BF16/F16/F32 ones are)");
     m_ckpt = std::make_unique<SafetensorsCheckpoint>(dir);
-    m_w = bindWeights(m_cfg, *m_ckpt, backend);
+    m_w = bindWeights(m_cfg, *m_ckpt, backend, quant ? &*quant : nullptr);
     int64_t total = 0, done = 0;
     forEachWeightView(m_w, [&](const WeightView& v) { total += weightViewBytes(v); });
     if (progress) progress(0, total);

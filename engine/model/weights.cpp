@@ -1,10 +1,12 @@
 #include "model/weights.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <unordered_set>
 
 #include "core/error.h"
+#include "quant/exl3_format.h"
 #include "quant/exl3_linear.h"
 
 namespace ts {
@@ -21,8 +23,8 @@ std::string shapeStr(const std::vector<int64_t>& s) {
 
 class Binder {
 public:
-    Binder(const SafetensorsCheckpoint& ckpt, Backend& backend, ModelWeights& owner)
-        : m_ckpt(ckpt), m_backend(backend), m_owner(owner) {}
+    Binder(const SafetensorsCheckpoint& ckpt, Backend& backend, ModelWeights& owner, const Exl3QuantConfig* quant)
+        : m_ckpt(ckpt), m_backend(backend), m_owner(owner), m_quant(quant) {}
 
     const TensorInfo* find(const std::string& name) const { return m_ckpt.find(name); }
 
@@ -54,8 +56,15 @@ public:
     // EXL3-packed one (`prefix.trellis` + `.suh`/`.svh` …) that stays packed.
     WeightView linear(const std::string& prefix, int64_t rows, int64_t cols) const {
         if (m_ckpt.find(prefix + ".weight") || !m_ckpt.find(prefix + ".trellis")) return matrix(prefix + ".weight", rows, cols);
-        auto pl = std::make_unique<Exl3PackedLinear>(bindExl3Linear(tensorLookup(m_ckpt), prefix), cols, rows);
+        const Exl3ModuleStorage* storage = nullptr;
+        if (m_quant)
+            if (auto it = m_quant->tensorStorage.find(prefix); it != m_quant->tensorStorage.end()) storage = &it->second;
+        auto pl = std::make_unique<Exl3PackedLinear>(bindExl3Linear(tensorLookup(m_ckpt), prefix, storage), cols, rows);
         const Exl3Linear& l = pl->linear();
+        ++m_exl3Linears;
+        if (m_quant && !m_quant->codebook.empty() && exl3CodebookName(l.codebook) != m_quant->codebook &&
+            m_otherCodebook++ == 0)
+            m_firstOther = prefix + " (" + std::string(exl3CodebookName(l.codebook)) + ")";
         hold(prefix + ".trellis", HeldForm::Exl3Trellis, l.packedBytes());
         // Legacy ±1 sign words are unpacked to fp32 scales like suh / svh (exl3_format.h).
         hold(prefix + (l.legacySigns ? ".su" : ".suh"), HeldForm::Fp32, l.k * 4);
@@ -89,11 +98,25 @@ public:
 
     Backend& backend() const { return m_backend; }
 
+    // The config's codebook against the tensors' flags: a warning, once, after binding.
+    void reportCodebooks() const {
+        if (m_otherCodebook == 0) return;
+        std::fprintf(stderr,
+                     "warning: %s: config.json's quantization_config says codebook %s, but %lld of %lld EXL3 linears "
+                     "carry another (first: %s). The tensors' flags are used; if a flag tensor (.mul1 / .mcg) was "
+                     "lost in a copy or an edit, those linears decode wrongly.\n",
+                     m_ckpt.path().c_str(), m_quant->codebook.c_str(), static_cast<long long>(m_otherCodebook),
+                     static_cast<long long>(m_exl3Linears), m_firstOther.c_str());
+    }
+
 private:
     const SafetensorsCheckpoint& m_ckpt;
     Backend& m_backend;
     ModelWeights& m_owner;
+    const Exl3QuantConfig* m_quant;                   // null: not an EXL3 checkpoint (or not said)
     mutable std::unordered_set<std::string> m_held;  // names already in m_owner.held
+    mutable int64_t m_exl3Linears = 0, m_otherCodebook = 0;
+    mutable std::string m_firstOther;
 };
 
 // site = "attn" | "ffn". Checkpoints name them `hc_attn_fn` (as saved by transformers and shipped);
@@ -226,10 +249,11 @@ LayerWeights bindLayer(const Binder& b, const std::string& p, const TextConfig& 
 
 }  // namespace
 
-ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend) {
+ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend,
+                         const Exl3QuantConfig* quant) {
     const TextConfig& c = cfg.text;
     ModelWeights w;
-    Binder b(ckpt, backend, w);
+    Binder b(ckpt, backend, w, quant);
     w.prefix = ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     const int64_t V = c.vocab_size, D = c.hidden_size;
     w.embed = b.matrix(w.prefix + "embed_tokens.weight", V, D);
@@ -256,6 +280,7 @@ ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ck
                          ? b.linear(m + ".shared_head.head", V, D)
                          : w.lmHead;
     }
+    b.reportCodebooks();
     return w;
 }
 

@@ -16,6 +16,8 @@
 
 namespace ts {
 
+struct Exl3QuantConfig;
+
 struct KdaWeights {
     WeightView qProj, kProj, vProj;  // [H·Dk, D]
     Buffer convW;                    // fp32 [3·H·Dk, K]: q, k, v channels
@@ -121,7 +123,12 @@ void forEachWeightView(const ModelWeights& w, const std::function<void(const Wei
 // The checkpoint bytes a view stands for: rows × cols × the dtype's size, or a packed linear's trellis.
 int64_t weightViewBytes(const WeightView& v);
 
-// Binds and validates every tensor; `ckpt` must outlive the returned views.
-ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend);
+// Binds and validates every tensor; `ckpt` must outlive the returned views. `quant` (an EXL3 checkpoint's
+// quantization_config, with its sidecar's tensor_storage when there is one): each EXL3 linear is checked
+// against its sidecar entry (K, codebook, stored shapes: a disagreement is refused), and a codebook other
+// than the config's is reported on stderr (the tensors' flags decide, as in exllamav3; a missing flag tensor
+// shows up this way).
+ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend,
+                         const Exl3QuantConfig* quant = nullptr);
 
 }  // namespace ts

@@ -211,6 +211,9 @@ std::optional<Exl3QuantConfig> parseExl3QuantConfig(const nlohmann::json& qc, co
     Exl3QuantConfig c;
     c.version = getString(qc, "version", where);
     c.bits = getNumber(qc, "bits", 0.0, where);
+    if (!(c.bits >= 0.0 && c.bits <= double(kExl3MaxBits)))  // NaN fails too
+        badFile(where + ": quantization_config.bits (the average bits per weight) must be in 0..8, got " +
+                std::to_string(c.bits));
     const double hb = getNumber(qc, "head_bits", 6.0, where);
     if (hb != std::floor(hb) || hb < 1 || (hb > kExl3MaxBits && hb != 16))
         badFile(where + ": quantization_config.head_bits must be an integer in 1..8 or 16, got " + std::to_string(hb));

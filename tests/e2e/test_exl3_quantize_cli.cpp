@@ -240,6 +240,22 @@ private slots:
         r = cli({"quantize", "--in", kTinyA, "--out", out, "--codebook", "foo"});
         QCOMPARE(r.code, 2);
         QVERIFY(r.err.contains("--codebook"));
+        // A malformed source config.json names the file (exit 2, not an internal error); an --out that cannot be
+        // made is bad input too.
+        const QString src = tmp.filePath("src");
+        QDir().mkpath(src);
+        for (const QString& n : QDir(kTinyA).entryList(QDir::Files)) QFile::copy(kTinyA + "/" + n, src + "/" + n);
+        QFile cfg(src + "/config.json");
+        QVERIFY(cfg.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        cfg.write("{\"text_config\": ");
+        cfg.close();
+        r = cli({"quantize", "--in", src, "--out", out});
+        QVERIFY2(r.code == 2 && r.err.contains(src + "/config.json"), qPrintable(r.err));
+        QFile blocker(tmp.filePath("file"));
+        QVERIFY(blocker.open(QIODevice::WriteOnly));
+        blocker.close();
+        r = cli({"quantize", "--in", kTinyA, "--out", tmp.filePath("file/sub/o"), "--no-calibration"});
+        QVERIFY2(r.code == 2, qPrintable(QString("exit %1: %2").arg(r.code).arg(r.err)));
     }
 };
 

@@ -221,6 +221,49 @@ private slots:
         QCOMPARE(m.captured(1).toLongLong(), 4 * hidden);
     }
 
+    // The quantization metadata against the tensors, at load: a sidecar entry that disagrees with its linear
+    // (here K) and a bits value no checkpoint can have are refused; a config codebook the flags contradict is a
+    // warning (the flags decide, as in exllamav3; a lost flag tensor shows up this way).
+    void exl3MetadataAgainstTheTensors() {
+        const auto [shard, prefix] = firstExl3Linear();
+        QVERIFY(!prefix.empty());
+        const SafetensorsFile f(shard.toStdString());
+        const int k = bindExl3Linear(tensorLookup(f), prefix).bits;
+        auto copyModel = [&](const QString& name) {
+            const QString dir = m_tmp.filePath(name);
+            QDir().mkpath(dir);
+            for (const QString& n : QDir(kExl3Model).entryList(QDir::Files)) QFile::copy(kExl3Model + "/" + n, dir + "/" + n);
+            return dir;
+        };
+        auto writeJson = [](const QString& path, const nlohmann::json& j) {
+            std::ofstream(path.toStdString()) << j.dump(1);
+        };
+        const QString sidecar = copyModel("sidecar");
+        nlohmann::json qc = readJson(kExl3Model + "/config.json")["quantization_config"];
+        qc["tensor_storage"] = {{prefix, {{"quant_format", "exl3"}, {"bits_per_weight", k == 4 ? 3 : 4}}}};
+        writeJson(sidecar + "/quantization_config.json", qc);
+        test::CliRun r = test::runCli({"inspect", "--model", sidecar});
+        QVERIFY2(r.code == 2 && r.err.contains("bits_per_weight") && r.err.contains(QString::fromStdString(prefix)),
+                 qPrintable(r.err));
+
+        const QString badBits = copyModel("bad-bits");
+        nlohmann::json cfg = readJson(kExl3Model + "/config.json");
+        cfg["quantization_config"]["bits"] = -3;
+        writeJson(badBits + "/config.json", cfg);
+        r = test::runCli({"inspect", "--model", badBits});
+        QVERIFY2(r.code == 2 && r.err.contains("quantization_config.bits"), qPrintable(r.err));
+
+        const QString otherCodebook = copyModel("other-codebook");
+        cfg = readJson(kExl3Model + "/config.json");
+        const std::string said = cfg["quantization_config"].value("codebook", "");
+        cfg["quantization_config"]["codebook"] = said == "mcg" ? "mul1" : "mcg";
+        writeJson(otherCodebook + "/config.json", cfg);
+        r = test::runCli({"inspect", "--model", otherCodebook});
+        QVERIFY2(r.code == 0 && r.err.contains("warning:") && r.err.contains("carry another"), qPrintable(r.err));
+        r = test::runCli({"inspect", "--model", kExl3Model});  // the shipped model: consistent, no warning
+        QVERIFY2(r.code == 0 && !r.err.contains("warning"), qPrintable(r.err));
+    }
+
     void badInput_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");

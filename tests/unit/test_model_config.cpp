@@ -277,6 +277,8 @@ private slots:
         row("kv heads divide heads", R"({"text_config":{"num_key_value_heads":5}})", "text_config.num_key_value_heads");
         row("hc_mult < 1", R"({"text_config":{"hc_mult":0}})", "text_config.hc_mult");
         row("hc_sinkhorn_iters < 1", R"({"text_config":{"hc_sinkhorn_iters":0}})", "text_config.hc_sinkhorn_iters");
+        row("hc_sinkhorn_iters endless", R"({"text_config":{"hc_sinkhorn_iters":2147483647}})",
+            "text_config.hc_sinkhorn_iters");
         row("hc_eps negative", R"({"text_config":{"hc_eps":-1}})", "text_config.hc_eps");
         row("swiglu_limit zero", R"({"text_config":{"swiglu_limit":0}})", "text_config.swiglu_limit");
         row("rms_norm_eps zero", R"({"text_config":{"rms_norm_eps":0}})", "text_config.rms_norm_eps");
