@@ -236,6 +236,12 @@ private slots:
                     R"("t":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
                     16),
             "duplicate");
+        std::string dims65 = "1";
+        for (int i = 1; i < 65; ++i) dims65 += ",1";
+        row("shape of 65 dims", rawFile(R"({"t":{"dtype":"U8","shape":[)" + dims65 + R"(],"data_offsets":[0,1]}})", 1),
+            "more than 64 entries");
+        row("nested too deep", rawFile(R"({"t":{"dtype":"F32","shape":[[2]],"data_offsets":[0,8]}})", 8),
+            "nested deeper");
         row("metadata not an object", rawFile(R"({"__metadata__":[1]})", 0), "__metadata__");
         row("metadata value not a string", rawFile(R"({"__metadata__":{"k":1}})", 0), "__metadata__");
     }
@@ -246,6 +252,19 @@ private slots:
         const std::string file = path("bad.safetensors");
         writeBytes(file, bytes.toStdString());
         EXPECT_TS_ERROR(SafetensorsFile(file), {file, needle.toStdString()});
+    }
+
+    // A header of 100,000 entries (zero-size tensors; a crafted file, far past any checkpoint's shard) is read in
+    // one linear pass: the duplicate-key check it once went through was quadratic (minutes at this size).
+    void manyEntriesLoad() {
+        std::string h = "{";
+        for (int i = 0; i < 100000; ++i)
+            h += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}";
+        h += "}";
+        const std::string file = path("many.safetensors");
+        writeBytes(file, rawFile(h, 0));
+        const SafetensorsFile f(file);
+        QCOMPARE(f.tensors().size(), size_t(100000));
     }
 
     void openErrors() {
