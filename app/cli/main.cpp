@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "io/mapped_file_fault.h"
 
 namespace {
 
@@ -44,6 +45,7 @@ void usage(FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ts::installMappedFileFaultReport();  // a model file rewritten under a running command: say so, then die
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

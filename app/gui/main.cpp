@@ -15,6 +15,7 @@
 
 #include <clocale>
 
+#include "io/mapped_file_fault.h"
 #include "ui/api_server.h"
 #include "ui/chat_page.h"
 #include "ui/conversation_store.h"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     // GPU_MEM_UTIL, chat templates' floats, /metrics) keep the C form under a decimal-comma locale. Qt's own
     // formatting follows QLocale, which this does not touch.
     std::setlocale(LC_NUMERIC, "C");
+    ts::installMappedFileFaultReport();  // a model file rewritten while loaded: the log says why the process died
     QCoreApplication::setOrganizationName(QStringLiteral("TwinSpark"));
     QCoreApplication::setApplicationName(QStringLiteral("TwinSpark"));
     QCoreApplication::setApplicationVersion(QStringLiteral("0.1.0"));

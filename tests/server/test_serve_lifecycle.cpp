@@ -132,6 +132,25 @@ private slots:
         QCOMPARE(srv.stop(), 0);
     }
 
+    // A model file truncated under a running server (CPU: the weights are read from the mapping at each step):
+    // the process still dies of SIGBUS, but its log says why.
+    void truncatedModelFileIsNamedWhenItKills() {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        for (const QFileInfo& fi : QDir(chatModelDir()).entryInfoList(QDir::Files))
+            QVERIFY(QFile::copy(fi.filePath(), tmp.filePath(fi.fileName())));
+        ServerProcess srv;
+        srv.withoutModel();
+        QVERIFY2(srv.start({"--model", tmp.path(), "--backend", "cpu"}), qPrintable(srv.log()));
+        for (const QString& shard : QDir(tmp.path()).entryList({"*.safetensors"}, QDir::Files))
+            QVERIFY(QFile::resize(tmp.filePath(shard), 4096));
+        auto r = srv.client().Post("/v1/completions", json{{"prompt", json::array({1, 2, 3})}, {"max_tokens", 2}}.dump(),
+                                   "application/json");
+        QVERIFY(!r || r->status != 200);
+        QCOMPARE(srv.stop(), -1);  // killed by the signal, not an exit
+        QVERIFY2(srv.log().contains("truncated or rewritten while loaded"), qPrintable(srv.log()));
+    }
+
     void refusesLanWithoutKey() {
         const Finished f = runCli({"serve", "--model", chatModelDir(), "--host", "0.0.0.0", "--port", "0"});
         QCOMPARE(f.exitCode, 2);
