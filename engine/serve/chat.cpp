@@ -159,6 +159,9 @@ void ChatAssembler::onEvent(const ChoiceEvent& ev, std::vector<json>* chunks, Se
     }
     if (counters) countFinish(*counters, e.reason);
     if (!chunks) return;
+    // A forced call the model did not complete: the tool parser hands back what it held as text, which starts
+    // with our own prefill ("<tool_call>name"); the error event says what happened, that text is not output.
+    if (!c.violation.empty()) delta.erase("content");
     pushDelta(*chunks, ev.choice, c, delta);
     if (!c.violation.empty()) {
         chunks->push_back(ApiError(500, c.violation).body());
