@@ -1,12 +1,17 @@
-// Runs the control center binary itself (TS_GUI_PATH, set by tests/CMakeLists.txt) for the tests of what main()
-// does before any window: refusing bad options with exit 2 and a message. Offscreen, with its own config folder
-// (never the user's saved settings) and without PORT from the test's environment.
+// Runs the control center binary itself (TS_GUI_PATH, set by tests/CMakeLists.txt): for the tests of what main()
+// does before any window (refusing bad options with exit 2 and a message; offscreen, with its own config folder,
+// never the user's saved settings, and without PORT from the test's environment), and as a serving process
+// (startServingControlCenter).
 #pragma once
 
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QString>
 #include <QStringList>
+
+#include <httplib.h>
 
 struct ControlCenterRun {
     bool finished = false;  // false: still running after the timeout (killed)
@@ -45,4 +50,25 @@ inline QString refusalOf(const QStringList& options) {
     if (!r.finished || r.status != QProcess::NormalExit || r.exitCode != 2)
         return QStringLiteral("not refused (finished %1, exit code %2): %3").arg(r.finished).arg(r.exitCode).arg(r.stderrText);
     return r.stderrText;
+}
+
+// The control center serving the GUI suites' chat model on `port`: started with `--env ENV --model … --serve
+// --lang en` under `pe`, then waited for (at most 90 s) until its in-process API answers /v1/models. False when
+// the process ended or the API never came up (its stderr tells why).
+inline bool startServingControlCenter(QProcess& app, const QString& env, const QProcessEnvironment& pe, int port) {
+    app.setProcessEnvironment(pe);
+    app.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), env, QStringLiteral("--model"),
+                                            QStringLiteral(TS_GUI_CHAT_MODEL), QStringLiteral("--serve"),
+                                            QStringLiteral("--lang"), QStringLiteral("en")});
+    if (!app.waitForStarted(10000)) return false;
+    httplib::Client client("127.0.0.1", port);
+    client.set_connection_timeout(1);
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 90000 && app.state() == QProcess::Running) {
+        const auto r = client.Get("/v1/models");
+        if (r && r->status == 200) return true;
+        QTest::qWait(250);
+    }
+    return false;
 }

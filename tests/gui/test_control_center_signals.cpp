@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "../common/free_port.h"
+#include "control_center_process.h"
 // server_process.h's SSE client; its chat model is the GUI suites' (the same fixture, built for them).
 #define TS_CHAT_MODEL_DIR TS_GUI_CHAT_MODEL
 #include "../server/server_process.h"
@@ -46,22 +47,8 @@ private slots:
         pe.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
         pe.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("xdg")));
         pe.insert(QStringLiteral("XDG_DATA_HOME"), dir.filePath(QStringLiteral("data")));
-        app.setProcessEnvironment(pe);
-        app.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), env, QStringLiteral("--model"),
-                                                QStringLiteral(TS_GUI_CHAT_MODEL), QStringLiteral("--serve"),
-                                                QStringLiteral("--lang"), QStringLiteral("en")});
-        QVERIFY(app.waitForStarted(10000));
-        httplib::Client client("127.0.0.1", port);
-        client.set_connection_timeout(1);
-        bool up = false;
-        QElapsedTimer t;
-        t.start();
-        while (!up && t.elapsed() < 90000 && app.state() == QProcess::Running) {
-            const auto r = client.Get("/v1/models");
-            up = r && r->status == 200;
-            if (!up) QTest::qWait(250);
-        }
-        QVERIFY2(up, qPrintable(QString::fromUtf8(app.readAllStandardError()).right(2000)));
+        QVERIFY2(startServingControlCenter(app, env, pe, port),
+                 qPrintable(QString::fromUtf8(app.readAllStandardError()).right(2000)));
 
         tstest::SseResult s;
         std::thread streamer([&] {

@@ -27,6 +27,7 @@
 #include "../common/cli_runner.h"
 #include "../common/comma_locale.h"
 #include "../common/free_port.h"
+#include "control_center_process.h"
 #include "gui_spy.h"
 #include "ui/api_server.h"
 #include "ui/engine_controller.h"
@@ -349,21 +350,8 @@ private slots:
         pe.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("xdg")));
         pe.insert(QStringLiteral("LOCPATH"), dir.path());
         pe.insert(QStringLiteral("LC_ALL"), QLatin1String(ts::test::kCommaLocale));
-        app.setProcessEnvironment(pe);
-        app.start(QStringLiteral(TS_GUI_PATH), {QStringLiteral("--env"), env, QStringLiteral("--model"),
-                                                QStringLiteral(TS_GUI_CHAT_MODEL), QStringLiteral("--serve"),
-                                                QStringLiteral("--lang"), QStringLiteral("en")});
-        QVERIFY(app.waitForStarted(10000));
+        const bool up = startServingControlCenter(app, env, pe, port);
         httplib::Client client("127.0.0.1", port);
-        client.set_connection_timeout(1);
-        bool up = false;
-        QElapsedTimer t;
-        t.start();
-        while (!up && t.elapsed() < 90000 && app.state() == QProcess::Running) {
-            const auto r = client.Get("/v1/models");
-            up = r && r->status == 200;
-            if (!up) QTest::qWait(250);
-        }
         int metricsStatus = 0;
         std::string metricsBody;
         if (up)
