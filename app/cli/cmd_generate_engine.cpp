@@ -107,6 +107,8 @@ int generateWithEngine(const Args& args) {
     const int64_t concurrency = args.getInt("concurrency", 1, 1, 256);
     std::optional<double> memUtil;  // checked before the model loads: bad input is reported at once
     if (auto u = args.get("gpu-mem-util")) memUtil = parseGpuMemUtil(*u, "--gpu-mem-util");
+    std::optional<AtomicFileWriter> jsonOut;  // opened now: a bad --json path is found before the model loads
+    if (auto p = args.get("json")) jsonOut.emplace(*p);
     LoadedModel l = loadModel(args, false, memUtil);
     const std::string dir = args.require("model");
 
@@ -243,7 +245,8 @@ int generateWithEngine(const Args& args) {
                                         {"eager_regions", gs.eagerRegions}, {"invalidations", gs.invalidations},
                                         {"graphs_per_replay", gs.lastSegments},
                                         {"eager_ops_per_replay", gs.lastEagerOps}}}};
-        writeFileAtomically(*json, j.dump(2) + "\n");
+        jsonOut->write(j.dump(2) + "\n");
+        jsonOut->commit();
     }
     if (!errors.empty())  // the others' results stand (printed and written above); the exit status says it failed
         fail(ErrorKind::Internal, std::to_string(errors.size()) + " of " + std::to_string(concurrency) +

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,7 @@ int cmdLogits(const Args& args) {
     const auto ids = Args::parseIds("prompt-ids", args.requireTextOrFile("prompt-ids"));
     const std::string out = args.require("out");
     const int64_t chunk = args.getInt("chunk", 0, 0, INT32_MAX);
+    { AtomicFileWriter probe(out); }  // a place --out cannot be written is found now, not after the forward
     LoadedModel l = loadModel(args);
     l.model->checkIds(ids.data(), int64_t(ids.size()));
     auto state = l.model->newSequence(l.dt);
@@ -112,6 +114,8 @@ int cmdGenerate(const Args& args) {
     const int64_t maxTokens = args.getInt("max-tokens", 32, 1, 1 << 20);
     const bool ignoreEos = args.flag("ignore-eos");
     const int64_t chunk = args.getInt("prefill-chunk", 0, 1, 1 << 20);  // 0 (absent): the whole prompt at once
+    std::optional<AtomicFileWriter> jsonOut;  // opened now: a bad --json path is found before the model loads
+    if (auto p = args.get("json")) jsonOut.emplace(*p);
     LoadedModel l = loadModel(args, args.flag("profile-ops"));
     auto* prof = dynamic_cast<ProfilingBackend*>(l.backend.get());
     l.model->checkIds(ids.data(), int64_t(ids.size()));
@@ -188,7 +192,8 @@ int cmdGenerate(const Args& args) {
                             {"prefill_s", prefillS},       {"decode_tokens", decoded}, {"decode_s", decodeS},
                             {"decode_tok_s", decodeTps},   {"threads", ThreadPool::global().size()},
                             {"prefill_chunk", chunk}};
-        writeFileAtomically(*json, j.dump(2) + "\n");
+        jsonOut->write(j.dump(2) + "\n");
+        jsonOut->commit();
     }
     return 0;
 }

@@ -319,11 +319,13 @@ private slots:
     }
 
     void badInput_data() {
+        // Written nowhere (each row fails first); the early check of --out only needs a writable place.
+        const QString unusedOut = QDir::temp().filePath("twinspark-test-cli-unused.safetensors");
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");
-        QTest::newRow("no model dir") << QStringList{"logits", "--model", "/nonexistent/m", "--prompt-ids", "1", "--out", "/tmp/x"}
+        QTest::newRow("no model dir") << QStringList{"logits", "--model", "/nonexistent/m", "--prompt-ids", "1", "--out", unusedOut}
                                       << "/nonexistent/m";
-        QTest::newRow("id outside vocab") << QStringList{"logits", "--model", kTinyA, "--prompt-ids", "1,512", "--out", "/tmp/x"}
+        QTest::newRow("id outside vocab") << QStringList{"logits", "--model", kTinyA, "--prompt-ids", "1,512", "--out", unusedOut}
                                           << "outside the vocabulary";
         QTest::newRow("negative id") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1,-3"} << "not a token id";
         QTest::newRow("empty id") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1,,2"} << "not a token id";
@@ -332,6 +334,16 @@ private slots:
         QTest::newRow("unknown option") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--temprature", "1"}
                                         << "unknown option --temprature";
         QTest::newRow("missing out") << QStringList{"logits", "--model", kTinyA, "--prompt-ids", "1"} << "--out";
+        // An output that cannot be written is found before the model loads (the model here does not exist).
+        QTest::newRow("unwritable out") << QStringList{"logits", "--model", "/nonexistent/m", "--prompt-ids", "1",
+                                                       "--out", "/nonexistent/dir/l.safetensors"}
+                                        << "/nonexistent/dir/l.safetensors";
+        QTest::newRow("unwritable json") << QStringList{"generate", "--model", "/nonexistent/m", "--prompt-ids", "1",
+                                                        "--json", "/nonexistent/dir/r.json"}
+                                         << "/nonexistent/dir/r.json";
+        QTest::newRow("unwritable json, engine") << QStringList{"generate", "--model", "/nonexistent/m", "--prompt-ids",
+                                                                "1", "--concurrency", "2", "--json", "/nonexistent/dir/r.json"}
+                                                 << "/nonexistent/dir/r.json";
         QTest::newRow("bad max tokens") << QStringList{"generate", "--model", kTinyA, "--prompt-ids", "1", "--max-tokens", "x"}
                                         << "--max-tokens";
         QTest::newRow("unknown command") << QStringList{"frobnicate"} << "unknown command";
