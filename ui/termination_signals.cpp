@@ -3,6 +3,7 @@
 #include <QCoreApplication>
 #include <QSocketNotifier>
 
+#include <cerrno>
 #include <csignal>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,14 +15,17 @@ namespace {
 int g_pipe[2] = {-1, -1};  // [0] read by the event loop, [1] written by the handler
 
 void onSignal(int sig) {
+    const int savedErrno = errno;  // the interrupted code may be about to read it
     const unsigned char b = static_cast<unsigned char>(sig);
     [[maybe_unused]] const ssize_t n = ::write(g_pipe[1], &b, 1);  // a full pipe: a quit is already pending
+    errno = savedErrno;
 }
 
 }  // namespace
 
 TerminationSignals::TerminationSignals(QObject* parent) : QObject(parent) {
-    if (g_pipe[0] >= 0 || ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, g_pipe) != 0) return;
+    // One socket pair per process, made by the first instance and kept (see the destructor).
+    if (g_pipe[0] < 0 && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, g_pipe) != 0) return;
     m_notifier = new QSocketNotifier(g_pipe[0], QSocketNotifier::Read, this);
     connect(m_notifier, &QSocketNotifier::activated, this, &TerminationSignals::onReadable);
     struct sigaction sa {};
@@ -37,9 +41,8 @@ TerminationSignals::~TerminationSignals() {
     sa.sa_handler = SIG_DFL;
     sigemptyset(&sa.sa_mask);
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-    ::close(g_pipe[0]);
-    ::close(g_pipe[1]);
-    g_pipe[0] = g_pipe[1] = -1;
+    // The socket pair stays open until the process ends: a handler already running on another thread may
+    // still write to it, and a closed (then reused) descriptor would take its byte elsewhere.
 }
 
 void TerminationSignals::onReadable() {

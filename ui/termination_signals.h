@@ -15,7 +15,8 @@ namespace ts::ui {
 class TerminationSignals : public QObject {
     Q_OBJECT
 public:
-    // Installs the handlers; at most one instance per process (the handlers share one socket pair).
+    // Installs the handlers; one instance at a time (the handlers share one socket pair, kept for the process's
+    // life); the destructor restores the default actions.
     explicit TerminationSignals(QObject* parent = nullptr);
     ~TerminationSignals() override;
 

@@ -37,28 +37,57 @@ std::string followLinks(const std::string& path) {
     fail(ErrorKind::Io, "cannot write " + path + ": too many levels of symbolic links");
 }
 
+// The descriptor a name of one of this process's open files stands for (/dev/stdout, /dev/stderr, /dev/fd/N,
+// /proc/self/fd/N), else -1. Such a name is written through a duplicate of the descriptor: opening it anew
+// would start at offset 0 of a file the shell opened for appending, and following its link would reach a
+// "pipe:[…]" pseudo-name or replace the file the output was redirected to.
+int openDescriptorOf(const std::string& path) {
+    if (path == "/dev/stdout") return STDOUT_FILENO;
+    if (path == "/dev/stderr") return STDERR_FILENO;
+    for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+        const size_t n = std::strlen(prefix);
+        if (path.compare(0, n, prefix) != 0 || path.size() == n || path.size() > n + 9) continue;
+        int fd = 0;
+        for (size_t i = n; i < path.size(); ++i) {
+            if (path[i] < '0' || path[i] > '9') return -1;
+            fd = fd * 10 + (path[i] - '0');
+        }
+        return fd;
+    }
+    return -1;
+}
+
 }  // namespace
 
-AtomicFileWriter::AtomicFileWriter(const std::string& path, mode_t mode) : m_path(path), m_target(followLinks(path)) {
+AtomicFileWriter::AtomicFileWriter(const std::string& path, mode_t mode, bool keepExistingMode)
+    : m_path(path), m_target(path) {
     if (path.empty()) fail(ErrorKind::Io, "cannot write a file with an empty name");
-    struct stat st {};
-    const bool exists = ::stat(m_target.c_str(), &st) == 0;
-    if (exists && S_ISDIR(st.st_mode)) fail(ErrorKind::Io, "cannot write " + path + ": it is a folder");
-    if (exists && !S_ISREG(st.st_mode)) {
-        // A device, pipe or socket: in place (renaming over /dev/null would replace the device with a file).
-        m_fd = ::open(m_target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (const int fd = openDescriptorOf(path); fd >= 0) {
+        m_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (m_fd < 0) fail(ErrorKind::Io, "cannot write " + path + ": " + sysError());
         return;
     }
+    struct stat st {};
+    bool exists = ::stat(path.c_str(), &st) == 0;  // through any links
+    if (exists && S_ISDIR(st.st_mode)) fail(ErrorKind::Io, "cannot write " + path + ": it is a folder");
+    if (exists && !S_ISREG(st.st_mode)) {
+        // A device, pipe or socket: in place (renaming over /dev/null would replace the device with a file).
+        m_fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (m_fd < 0) fail(ErrorKind::Io, "cannot write " + path + ": " + sysError());
+        return;
+    }
+    m_target = followLinks(path);  // a regular file (or none yet): replace the file the links lead to
+    exists = ::stat(m_target.c_str(), &st) == 0;
     // Same folder as the target, so that rename() is atomic; pid + counter keep concurrent writers apart.
     static std::atomic<uint64_t> counter{0};
     m_tmp = m_target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, exists ? (st.st_mode & 07777) : mode);
+    const mode_t finalMode = exists && keepExistingMode ? (st.st_mode & 07777) : mode;
+    m_fd = ::open(m_tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, finalMode);
     if (m_fd < 0) {
         const std::string why = sysError();
         fail(ErrorKind::Io, "cannot write " + path + " (creating " + m_tmp + "): " + why);
     }
-    if (exists) (void)::fchmod(m_fd, st.st_mode & 07777);  // the umask narrowed open()'s mode
+    if (exists) (void)::fchmod(m_fd, finalMode);  // the umask narrowed open()'s mode
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -95,8 +124,8 @@ void AtomicFileWriter::commit() {
     m_committed = true;
 }
 
-void writeFileAtomically(const std::string& path, std::string_view bytes, mode_t mode) {
-    AtomicFileWriter w(path, mode);
+void writeFileAtomically(const std::string& path, std::string_view bytes, mode_t mode, bool keepExistingMode) {
+    AtomicFileWriter w(path, mode, keepExistingMode);
     w.write(bytes);
     w.commit();
 }

@@ -5,9 +5,13 @@
 //
 // What `path` may be:
 //   - absent, or a regular file: replaced as above; an existing file keeps its permission bits;
-//   - a symbolic link: followed to its end, and that file is replaced (the link stays a link);
-//   - a device, a pipe or a socket (/dev/stdout, /dev/null, a fifo): written in place, as a shell redirect
-//     would (nothing can be renamed over it without destroying it), with every write checked;
+//   - a symbolic link to a regular file (or to none yet): followed to its end, and that file is replaced (the
+//     link stays a link);
+//   - one of this process's open files by name (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N): written
+//     through a duplicate of that descriptor, so `--json /dev/stdout | jq` and `>> log` work as a shell user
+//     expects;
+//   - a device, a pipe or a socket (/dev/null, a fifo): written in place, as a shell redirect would (nothing can
+//     be renamed over it without destroying it), with every write checked;
 //   - a folder: refused (ErrorKind::Io).
 #pragma once
 
@@ -22,8 +26,9 @@ namespace ts {
 class AtomicFileWriter {
 public:
     // Opens the temporary file at once, so that an unwritable place is reported before any long work.
-    // `mode`: the permissions of a file that does not exist yet (0644; 0600 for files holding secrets).
-    explicit AtomicFileWriter(const std::string& path, mode_t mode = 0644);
+    // `mode`: the permissions of a file that does not exist yet (0644); with keepExistingMode false, of the
+    // file whatever it had (0600 for files holding secrets: a copied 0644 .env does not stay readable).
+    explicit AtomicFileWriter(const std::string& path, mode_t mode = 0644, bool keepExistingMode = true);
     // Without commit(): the temporary file is removed, the target is left as it was.
     ~AtomicFileWriter();
     AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -47,6 +52,7 @@ private:
 };
 
 // The whole of `bytes` through an AtomicFileWriter.
-void writeFileAtomically(const std::string& path, std::string_view bytes, mode_t mode = 0644);
+void writeFileAtomically(const std::string& path, std::string_view bytes, mode_t mode = 0644,
+                         bool keepExistingMode = true);
 
 }  // namespace ts

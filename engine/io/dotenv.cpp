@@ -237,9 +237,9 @@ std::string DotEnv::serialize() const {
 }
 
 void DotEnv::save(const std::filesystem::path& path) const {
-    // 0600 for a new file: it may hold the API key and registry tokens. A symlinked .env stays a link (its
-    // target is rewritten); an existing file keeps its permissions.
-    writeFileAtomically(path.string(), serialize(), 0600);
+    // 0600 whatever the file had: it may hold the API key and registry tokens (a .env copied from the 0644
+    // example must not stay readable by all). A symlinked .env stays a link (its target is rewritten).
+    writeFileAtomically(path.string(), serialize(), 0600, false);
 }
 
 std::map<std::string, std::string> DotEnv::effective(const std::map<std::string, std::string>& overrides) const {

@@ -394,7 +394,7 @@ void Engine::loop() {
             m_requests.erase(it);
         }
         m_metrics.promptTokens += promptDone;
-        m_metrics.generationTokens += int64_t(tokens.size());
+        m_metrics.generationTokens += int64_t(tokens.size() - failures.size());  // failed rows generated nothing
         refreshGauges();
         m_metrics.prefixQueries = m_blocks.prefixQueries();
         m_metrics.prefixHits = m_blocks.prefixHits();

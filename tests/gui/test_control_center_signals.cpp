@@ -3,6 +3,7 @@
 // process logs the signal and exits 0.
 #include <QElapsedTimer>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -58,8 +59,17 @@ private slots:
                                    json{{"messages", json::array({json{{"role", "user"}, {"content", "x"}}})},
                                         {"max_tokens", 100000}, {"ignore_eos", true}, {"stream", true}});
         });
-        // The signal once the stream is under way (its first chunks arrived).
-        for (int i = 0; i < 200 && s.data.empty() && s.raw.empty(); ++i) QTest::qWait(25);
+        // The signal once the stream is under way: the engine counts it running (asked over HTTP; the streamer's
+        // result is only read after join).
+        httplib::Client probe("127.0.0.1", port);
+        static const QRegularExpression running(QStringLiteral("vllm:num_requests_running\\{[^}]*\\} 1\\b"));
+        bool underway = false;
+        for (int i = 0; i < 200 && !underway; ++i) {
+            const auto m = probe.Get("/metrics");
+            underway = m && m->status == 200 && running.match(QString::fromStdString(m->body)).hasMatch();
+            if (!underway) QTest::qWait(25);
+        }
+        QVERIFY(underway);
         QTest::qWait(200);
         ::kill(pid_t(app.processId()), sig);
         const bool ended = app.waitForFinished(20000);

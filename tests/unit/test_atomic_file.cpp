@@ -5,6 +5,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -100,6 +101,46 @@ private slots:
             QCOMPARE(e.kind(), ErrorKind::Io);
             QVERIFY2(std::string(e.what()).find("/dev/full") != std::string::npos, e.what());
         }
+    }
+
+    // A name of an open descriptor (/dev/fd/N, as /dev/stdout is for 1) is written through that descriptor: into
+    // a pipe, and appended to a file opened for appending (the file is not replaced, nor written from offset 0).
+    void descriptorNamesWriteThroughTheDescriptor() {
+        int p[2];
+        QVERIFY(::pipe(p) == 0);
+        writeFileAtomically("/dev/fd/" + std::to_string(p[1]), "through the pipe");
+        ::close(p[1]);
+        char buf[64] = {};
+        QCOMPARE(::read(p[0], buf, sizeof buf), ssize_t(16));
+        ::close(p[0]);
+        QCOMPARE(std::string(buf), std::string("through the pipe"));
+        QTemporaryDir dir;
+        const QString log = dir.filePath("log.txt");
+        writeRaw(log, "earlier\n");
+        struct stat before {};
+        QVERIFY(::stat(log.toLocal8Bit().constData(), &before) == 0);
+        const int fd = ::open(log.toLocal8Bit().constData(), O_WRONLY | O_APPEND);
+        QVERIFY(fd >= 0);
+        writeFileAtomically("/proc/self/fd/" + std::to_string(fd), "report\n");
+        ::close(fd);
+        QCOMPARE(readAll(log), std::string("earlier\nreport\n"));
+        struct stat after {};
+        QVERIFY(::stat(log.toLocal8Bit().constData(), &after) == 0);
+        QCOMPARE(after.st_ino, before.st_ino);
+    }
+
+    // The .env holds secrets: saved, it is 0600 even when it was a copy of the 0644 example.
+    void dotenvSaveIsPrivateEvenOverAPublicFile() {
+        QTemporaryDir dir;
+        const QString p = dir.filePath(".env");
+        writeRaw(p, "A=1\n");
+        QVERIFY(::chmod(p.toLocal8Bit().constData(), 0644) == 0);
+        DotEnv env = DotEnv::parse("A=1\n");
+        env.set("VLLM_API_KEY", "secret");
+        env.save(p.toStdString());
+        struct stat st {};
+        QVERIFY(::stat(p.toLocal8Bit().constData(), &st) == 0);
+        QCOMPARE(int(st.st_mode & 0777), 0600);
     }
 
     void refusesFoldersAndMissingParents() {
