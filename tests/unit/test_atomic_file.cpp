@@ -2,6 +2,7 @@
 // written in place (never replaced by a file), folders refused, write errors reported with the old file kept.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -93,7 +94,9 @@ private slots:
         struct stat st {};
         QVERIFY(::stat("/dev/null", &st) == 0);
         QVERIFY(S_ISCHR(st.st_mode));
-        // /dev/full: every write fails with ENOSPC, which is reported.
+        // /dev/full: every write fails with ENOSPC, which is reported (failedWriteKeepsTheOldFile covers a failing
+        // write where a container has no /dev/full).
+        if (!QFileInfo::exists(QStringLiteral("/dev/full"))) QSKIP("no /dev/full here");
         try {
             writeFileAtomically("/dev/full", "x");
             QFAIL("writing /dev/full did not fail");
