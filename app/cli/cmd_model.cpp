@@ -1,10 +1,8 @@
 // `logits` and `generate`: run the CPU reference forward of a checkpoint directory.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <limits>
 #include <memory>
 #include <optional>
 
@@ -16,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
 #include "model/glm5_next.h"
+#include "runtime/sampler.h"
 #include "cli/model_loading.h"
 #include "profiling_backend.h"
 
@@ -119,13 +118,10 @@ int cmdGenerate(const Args& args) {
     LoadedModel l = loadModel(args, args.flag("profile-ops"));
     auto* prof = dynamic_cast<ProfilingBackend*>(l.backend.get());
     l.model->checkIds(ids.data(), int64_t(ids.size()));
-    // Greedy, as the engine's sampler: a NaN / +inf logit is a numerical error (max_element would pick a
-    // token from it without a word).
+    // Greedy, checked as the engine's sampler checks: a NaN / +inf logit is a numerical error (max_element
+    // would pick a token from it without a word).
     auto argmax = [](const std::vector<float>& v) {
-        for (size_t i = 0; i < v.size(); ++i)
-            if (std::isnan(v[i]) || v[i] == std::numeric_limits<float>::infinity())
-                fail(ErrorKind::Internal, "numerical error: logit of token " + std::to_string(i) + " is " +
-                                              (std::isnan(v[i]) ? "NaN" : "+inf"));
+        checkFiniteLogits(v.data(), int64_t(v.size()));
         return int32_t(std::max_element(v.begin(), v.end()) - v.begin());
     };
     // The prompt's prefill: one forward, or forwards of at most `chunk` tokens (the last one's logits are the

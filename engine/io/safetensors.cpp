@@ -167,7 +167,7 @@ namespace {
 
 // One pass over the header's JSON events, holding nothing but the top-level keys: refuses a duplicate
 // top-level key, nesting deeper than a header has (top object > entry > shape / data_offsets array) and an
-// array longer than any shape (64 entries; a crafted 12M-entry shape took 729 MB of DOM).
+// array longer than any shape (64 entries; the DOM of a crafted 4M-entry shape took ~100 MB).
 struct HeaderScan : nlohmann::json_sax<json> {
     static constexpr size_t kMaxDepth = 3, kMaxArray = 64;
     std::set<std::string> topKeys;
@@ -234,7 +234,9 @@ void SafetensorsFile::parseHeader() {
 
     // A streaming pass first (HeaderScan): duplicate top-level keys, which would silently shadow each other in
     // the DOM, and shapes no tensor has are refused before any DOM is built. (nlohmann's callback parser, used
-    // for the duplicates before, took time quadratic in the entry count: 123 s for a crafted 4.5 MB header.)
+    // for the duplicates before, took time quadratic in the entry count: `inspect --file` of a header of 25,000 /
+    // 50,000 empty tensors took 4.0 / 16.0 s, now 0.45 / 0.57 s; an 8 MB header holding one 4M-entry shape added
+    // ~100 MB of peak memory before it was refused, now nothing.)
     HeaderScan scan;
     if (!json::sax_parse(hdr, hdr + n, &scan)) invalid(m_path, scan.error);
     json header;

@@ -9,6 +9,15 @@
 
 namespace ts {
 
+void checkFiniteLogits(const float* logits, int64_t vocab) {
+    TS_CHECK(vocab > 0 && vocab <= std::numeric_limits<int32_t>::max(), "sampler: bad vocab size");
+    for (int64_t i = 0; i < vocab; ++i) {
+        if (std::isnan(logits[i]) || logits[i] == std::numeric_limits<float>::infinity())
+            fail(ErrorKind::Internal, "numerical error: logit of token " + std::to_string(i) + " is " +
+                                          (std::isnan(logits[i]) ? "NaN" : "+inf"));
+    }
+}
+
 namespace {
 
 // vLLM's _SAMPLING_EPS: below it a temperature means greedy (dividing by it would overflow to inf).
@@ -28,15 +37,6 @@ bool moreProbable(const Cand& a, const Cand& b) { return a.logit > b.logit || (a
 
 [[noreturn]] void invalid(const std::string& field, const std::string& why) {
     fail(ErrorKind::InvalidArgument, "sampling parameter '" + field + "' " + why);
-}
-
-void checkLogits(const float* logits, int64_t vocab) {
-    TS_CHECK(vocab > 0 && vocab <= std::numeric_limits<int32_t>::max(), "sampler: bad vocab size");
-    for (int64_t i = 0; i < vocab; ++i) {
-        if (std::isnan(logits[i]) || logits[i] == std::numeric_limits<float>::infinity())
-            fail(ErrorKind::Internal, "numerical error: logit of token " + std::to_string(i) + " is " +
-                                          (std::isnan(logits[i]) ? "NaN" : "+inf"));
-    }
 }
 
 // frequency · count + presence, as vLLM computes it on float32 (one site: the device path ships this value).
@@ -182,7 +182,7 @@ void validateSamplingParams(const SamplingParams& p, int64_t vocab) {
 
 std::vector<std::pair<int32_t, double>> samplingDistribution(const float* logits, int64_t vocab, const Sequence& seq,
                                                             bool suppressStop, const std::vector<int32_t>& eosIds) {
-    checkLogits(logits, vocab);
+    checkFiniteLogits(logits, vocab);
     const std::vector<float> x = penalised(logits, vocab, seq, suppressStop, eosIds);
     if (seq.params().temperature < kGreedyTemperature) return {{argmaxLowestId(x), 1.0}};
     double maxLogit = 0.0;
@@ -202,7 +202,7 @@ namespace {
 // margins (optional): filled as SampleMargins says.
 SampleResult sampleImpl(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng* rng, double uniform,
                         bool suppressStop, const std::vector<int32_t>& eosIds, SampleMargins* margins = nullptr) {
-    checkLogits(logits, vocab);
+    checkFiniteLogits(logits, vocab);
     const SamplingParams& p = seq.params();
     const std::vector<float> x = penalised(logits, vocab, seq, suppressStop, eosIds);
 

@@ -71,6 +71,10 @@ std::vector<std::pair<int32_t, double>> samplingDistribution(const float* logits
 SampleResult sample(const float* logits, int64_t vocab, const Sequence& seq, SamplerRng& rng, bool suppressStop,
                     const std::vector<int32_t>& eosIds);
 
+// The check sample() starts with: a NaN or +inf among `vocab` logits throws that numerical error. Shared with
+// the CLI's greedy reference path, so both refuse a corrupt model's output in the same words.
+void checkFiniteLogits(const float* logits, int64_t vocab);
+
 // Whether sampling with these parameters draws a uniform number: every token but a greedy one does.
 bool drawsUniform(const SamplingParams& p);
 

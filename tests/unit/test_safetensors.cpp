@@ -255,7 +255,9 @@ private slots:
     }
 
     // A header of 100,000 entries (zero-size tensors; a crafted file, far past any checkpoint's shard) is read in
-    // one linear pass: the duplicate-key check it once went through was quadratic (minutes at this size).
+    // one linear pass. The duplicate-key check it once went through was quadratic (16 s at 50,000 entries,
+    // measured; about a minute here): this test then still passes, only slower — the speed itself is not asserted
+    // (no timed unit tests); what fails here is a header this size being refused or mis-read.
     void manyEntriesLoad() {
         std::string h = "{";
         for (int i = 0; i < 100000; ++i)
