@@ -96,8 +96,6 @@ std::string readFile(const fs::path& p) {
     return s.str();
 }
 
-// Via a temporary file + rename (io/atomic_file.h), so a reader never sees half a file under `p`.
-void writeFileAtomic(const fs::path& p, const std::string& text) { writeFileAtomically(p.string(), text); }
 
 uint64_t fnv1a(const std::string& s) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -387,7 +385,7 @@ int cmdQuantize(const Args& args) {
     auto saveState = [&] {
         nlohmann::json st = {{"args", fingerprint}, {"done", nlohmann::json::array()}};
         for (const auto& s : done) st["done"].push_back(s);
-        writeFileAtomic(partial / kStateFile, st.dump(2));
+        writeFileAtomically((partial / kStateFile).string(), st.dump(2));
     };
     saveState();
 
@@ -489,7 +487,7 @@ int cmdQuantize(const Args& args) {
         }
     }
     index["metadata"]["total_size"] = total;
-    writeFileAtomic(partial / "model.safetensors.index.json", index.dump(2));
+    writeFileAtomically((partial / "model.safetensors.index.json").string(), index.dump(2));
     nlohmann::json cfg = srcCfg;
     if (cfg.contains("quantization_config")) cfg["original_quantization_config"] = cfg["quantization_config"];
     bool headQuantized = false;
@@ -503,7 +501,7 @@ int cmdQuantize(const Args& args) {
         {"calibration", {{"rows", int64_t(calib.size())}, {"cols", calib.empty() ? 0 : int64_t(calib[0].size())}, {"source", calibDesc}}},
         {"out_scales", "always"},
         {"codebook", cbName}};
-    writeFileAtomic(partial / "config.json", cfg.dump(2));
+    writeFileAtomically((partial / "config.json").string(), cfg.dump(2));
     for (const auto& e : fs::directory_iterator(in)) {
         const std::string fn = e.path().filename().string();
         if (!e.is_regular_file() || fn.empty() || fn[0] == '.' || endsWith(fn, ".safetensors") || fn == "config.json" ||
