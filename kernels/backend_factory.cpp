@@ -1,11 +1,11 @@
 // Backend selection by name (--backend auto|cpu|cuda). The CUDA half exists only in builds with
 // TS_HAVE_CUDA (kernels/cuda); "auto" falls back to the CPU when no device is visible. Also the CUDA
 // kernels' run-time switches of exl3_tune.h (no-ops without CUDA).
-#include <cstdio>
 #include <string>
 
 #include "backend.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "exl3_tune.h"
 
 namespace ts {
@@ -220,7 +220,7 @@ std::unique_ptr<Backend> makeBackend(const std::string& name) {
             if (e.kind() == ErrorKind::InvalidArgument) throw;
             // "auto": a visible device that cannot be opened (busy, exclusive mode, out of memory) is not
             // a reason to refuse to run; say so and use the CPU.
-            std::fprintf(stderr, "warning: --backend auto: the CUDA device could not be opened (%s); using the CPU\n",
+            logf(LogLevel::Warning, "warning: --backend auto: the CUDA device could not be opened (%s); using the CPU",
                          e.what());
         }
     }

@@ -11,6 +11,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "runtime/device_budget.h"
 #include "selftest/verify_backend.h"
 #include "text/reasoning_parser.h"
@@ -76,6 +77,14 @@ EngineController::EngineController() {
         connect(m_metricsTimer, &QTimer::timeout, this, &EngineController::sampleMetrics);
         m_metricsTimer->start();
     }, Qt::QueuedConnection);
+    // The engine's own messages (core/log.h: a failed request, a load warning, a CUDA note) come from any
+    // thread: each is kept on the terminal (stderr) and posted to the controller
+    // thread for the log pane. Restored in shutdown(), after which the sink can no longer run.
+    m_previousSink = setLogSink([this](LogLevel, std::string_view message) {
+        logToStderr(message);
+        const QString line = QString::fromUtf8(message.data(), qsizetype(message.size()));
+        QMetaObject::invokeMethod(this, [this, line] { log(line); }, Qt::QueuedConnection);
+    });
 }
 
 EngineController::~EngineController() { shutdown(); }
@@ -100,6 +109,7 @@ void EngineController::shutdown() {
         m_thread.quit();
     }, Qt::QueuedConnection);
     m_thread.wait();
+    setLogSink(std::move(m_previousSink));
 }
 
 ModelInfo EngineController::modelInfo() const {

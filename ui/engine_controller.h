@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/log.h"
 #include "ui/engine_settings.h"  // LoadOptions
 #include "ui/engine_types.h"
 
@@ -65,7 +66,8 @@ public:
 
     // Stops generation, the HTTP server and the engine, and ends the thread. Called at exit from the GUI thread
     // (the destructor calls it too); this is the one place that waits, and only for the engine to stop. On the
-    // controller's own thread it does nothing but warn (it cannot wait for itself).
+    // controller's own thread it does nothing but warn (it cannot wait for itself). It also hands the process's
+    // log sink back (one controller per process: it takes the engine's messages, core/log.h, while it lives).
     void shutdown();
 
     State state() const { return m_state.load(); }
@@ -82,6 +84,8 @@ signals:
     void chatFinished(quint64 ticket, const ts::ui::ChatFinish& finish);
     void metricsUpdated(const ts::ui::MetricsSample& sample);
     void httpStateChanged(bool running, const QString& baseUrl, const QString& error);
+    // A timestamped line for the log pane: the controller's own steps and every engine message (core/log.h),
+    // whichever thread logged it.
     void logMessage(const QString& line);
 
 private:
@@ -113,6 +117,8 @@ private:
     QElapsedTimer m_clock;
     double m_prevTtftSum = 0;
     quint64 m_prevTtftCount = 0;
+
+    LogSink m_previousSink;  // the process's log sink before this controller's (restored in shutdown)
 
     mutable std::mutex m_infoMutex;
     ModelInfo m_info;  // guarded by m_infoMutex

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <deque>
 #include <exception>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace ts {
 
@@ -318,7 +318,7 @@ void Engine::loop() {
             // A step that threw (a device fault, memory): its requests fail with the reason, the engine and the
             // requests it did not schedule go on. Nothing of the step is committed.
             const std::string why = std::string("the engine step failed: ") + e.what();
-            std::fprintf(stderr, "engine: %s (%zu request(s) failed)\n", why.c_str(), out.seqs.size());
+            logf(LogLevel::Error, "engine: %s (%zu request(s) failed)", why.c_str(), out.seqs.size());
             {
                 std::lock_guard<std::mutex> lock(m_mutex);
                 for (const ScheduledSeq& s : out.seqs) failRequest(s.seq->id(), why, events);
@@ -384,7 +384,7 @@ void Engine::loop() {
             }
         }
         for (const auto& [fid, why] : failures) {
-            std::fprintf(stderr, "engine: request %lld failed: %s\n", static_cast<long long>(fid), why.c_str());
+            logf(LogLevel::Error, "engine: request %lld failed: %s", static_cast<long long>(fid), why.c_str());
             failRequest(fid, why, events);
         }
         for (int64_t fid : finishedIds) {

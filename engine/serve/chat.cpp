@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "serve/api_error.h"
 #include "serve/respond.h"
 #include "serve/sse.h"
@@ -233,7 +234,7 @@ void handleChat(const json& body, HandlerEnv& env, httplib::Response& res) {
     if (!req->ignoredFields.empty()) {
         std::string list;
         for (const auto& k : req->ignoredFields) list += (list.empty() ? "" : ", ") + k;
-        std::fprintf(stderr, "serve: /v1/chat/completions: ignoring unknown fields: %s\n", list.c_str());
+        logf(LogLevel::Warning, "serve: /v1/chat/completions: ignoring unknown fields: %s", list.c_str());
     }
     std::string prompt;
     try {

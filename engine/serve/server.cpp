@@ -1,12 +1,12 @@
 #include "serve/server.h"
 
 #include <chrono>
-#include <cstdio>
 #include <vector>
 
 #include <httplib.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "serve/api_error.h"
 #include "serve/handlers.h"
 #include "serve/validation.h"
@@ -164,7 +164,7 @@ void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
     }
     if (m_options.logRequests) {
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        std::fprintf(stderr, "serve: %s %s %d (%.1f ms)\n", req.method.c_str(), req.path.substr(0, 200).c_str(),
+        logf(LogLevel::Info, "serve: %s %s %d (%.1f ms)", req.method.c_str(), req.path.substr(0, 200).c_str(),
                      res.status, ms);
     }
 }

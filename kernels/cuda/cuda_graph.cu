@@ -25,7 +25,6 @@
 // been replayed). Benchmark: the slice's decode tok/s with TS_CUDA_GRAPHS=1 / 0
 // (scripts/gpu/decode_step_ab.sh, AB_VARS).
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -33,6 +32,7 @@
 
 #include "core/env_switch.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_graph.cuh"
 
@@ -198,7 +198,7 @@ void CudaBackend::endGraphRegion(bool completed) {
         const bool midSegment = mode == GraphState::kReplay && g.nextSegment < e.segments.size() &&
                                 e.segments[g.nextSegment].first < g.op;
         if (midSegment)
-            std::fprintf(stderr, "twinspark: CUDA graphs: a replayed decode step stopped inside a graph segment "
+            logf(LogLevel::Warning, "twinspark: CUDA graphs: a replayed decode step stopped inside a graph segment "
                                  "(op #%d); the rest of that segment was not run\n", g.op);
         if (mode != GraphState::kReplay) e.stage = GraphRegionEntry::kBroken;
         g.cur = nullptr;

@@ -31,6 +31,7 @@
 
 #include "core/env_switch.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/host_memory.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
@@ -44,8 +45,8 @@ void CudaBackend::openMemoryAccounting() {
     m_unified = m_props.integrated != 0 || (host && looksUnified(int64_t(freeB), int64_t(totalB), *host));
     m_unified = envSwitch("TS_UNIFIED_MEMORY", m_unified);
     if (m_unified && !host)
-        std::fprintf(stderr, "warning: %s shares the system's memory but /proc/meminfo cannot be read: its free memory "
-                             "is taken from cudaMemGetInfo, which counts the page cache as used\n", m_props.name);
+        logf(LogLevel::Warning, "warning: %s shares the system's memory but /proc/meminfo cannot be read: its free memory "
+                             "is taken from cudaMemGetInfo, which counts the page cache as used", m_props.name);
     m_freeAtOpen = freeBytesNow();
 }
 

@@ -47,6 +47,7 @@
 
 #include "core/env_switch.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/sm_limits.h"
@@ -83,7 +84,7 @@ void CudaBackend::openSmPartition(int greatestPriority) {
     const int whole = m_props.multiProcessorCount;
     if (asked <= 0) return;  // unset or 0: the whole device, the primary context's streams
     if (asked >= whole) {
-        std::fprintf(stderr, "CUDA: TS_CUDA_SMS=%lld is the whole %s (%d SMs): no partition\n",
+        logf(LogLevel::Info, "CUDA: TS_CUDA_SMS=%lld is the whole %s (%d SMs): no partition",
                      static_cast<long long>(asked), m_props.name, whole);
         return;
     }
@@ -128,7 +129,7 @@ void CudaBackend::openSmPartition(int greatestPriority) {
     m_greenDestroy = reinterpret_cast<void*>(greenDestroy);
     m_props.multiProcessorCount = int(part.sm.smCount);
     m_partitionOf = whole;
-    std::fprintf(stderr, "CUDA: running on %d of the %s's %d SMs (TS_CUDA_SMS=%lld, a green context)\n",
+    logf(LogLevel::Info, "CUDA: running on %d of the %s's %d SMs (TS_CUDA_SMS=%lld, a green context)",
                  int(part.sm.smCount), m_props.name, whole, static_cast<long long>(asked));
 }
 
@@ -293,9 +294,9 @@ void CudaBackend::openSmLimits() {
     m_props.sharedMemPerMultiprocessor = size_t(shape->smemPerSm);
     m_props.sharedMemPerBlockOptin = size_t(cuda::limitedBlockOptin(*shape, int64_t(m_props.sharedMemPerBlockOptin)));
     m_props.maxThreadsPerMultiProcessor = shape->threadsPerSm;
-    std::fprintf(stderr,
+    logf(LogLevel::Info,
                  "CUDA: each SM limited to a %s SM's %lld KiB of shared memory (%zu KiB per block) and %d threads "
-                 "(TS_CUDA_SM_LIMITS; the %s's own: %lld KiB, %d threads)\n",
+                 "(TS_CUDA_SM_LIMITS; the %s's own: %lld KiB, %d threads)",
                  shape->name, static_cast<long long>(shape->smemPerSm / 1024), m_props.sharedMemPerBlockOptin / 1024,
                  shape->threadsPerSm, m_props.name, static_cast<long long>(devSmem / 1024), devThreads);
 }
