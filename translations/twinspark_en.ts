@@ -778,6 +778,10 @@
         <source>Engine: up to %1 sequences at once, %2 tokens per step, %3 tokens per request at most, KV cache %4</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>The engine has stopped: %1. Nothing more runs on this GPU until TwinSpark is restarted; unload the model (the CPU backend still works).</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::MainWindow</name>
@@ -1050,6 +1054,10 @@
     </message>
     <message>
         <source>Not loaded: %1 Correct it in the .env file and load again (a value from the environment or --set needs a restart of the control center).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Engine stopped: %1. Restart TwinSpark to use the GPU again.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

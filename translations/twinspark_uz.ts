@@ -778,6 +778,10 @@
         <source>Engine: up to %1 sequences at once, %2 tokens per step, %3 tokens per request at most, KV cache %4</source>
         <translation>Dvigatel: bir vaqtda %1 tagacha ketma-ketlik, har qadamda %2 token, har soʻrovga koʻpi bilan %3 token, KV kesh %4</translation>
     </message>
+    <message>
+        <source>The engine has stopped: %1. Nothing more runs on this GPU until TwinSpark is restarted; unload the model (the CPU backend still works).</source>
+        <translation>Dvigatel toʻxtadi: %1. TwinSpark qayta ishga tushirilmaguncha bu GPU’da boshqa hech narsa ishlamaydi; modelni yuklab tashlang (CPU backend ishlashda davom etadi).</translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::MainWindow</name>
@@ -1051,6 +1055,10 @@
     <message>
         <source>Not loaded: %1 Correct it in the .env file and load again (a value from the environment or --set needs a restart of the control center).</source>
         <translation>Yuklanmadi: %1 Uni .env faylida tuzatib, qayta yuklang (muhit oʻzgaruvchisidan yoki --set dan kelgan qiymat uchun boshqaruv markazini qayta ishga tushirish kerak).</translation>
+    </message>
+    <message>
+        <source>Engine stopped: %1. Restart TwinSpark to use the GPU again.</source>
+        <translation>Dvigatel toʻxtadi: %1. GPU’dan yana foydalanish uchun TwinSpark’ni qayta ishga tushiring.</translation>
     </message>
 </context>
 <context>

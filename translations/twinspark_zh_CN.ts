@@ -777,6 +777,10 @@
         <source>Engine: up to %1 sequences at once, %2 tokens per step, %3 tokens per request at most, KV cache %4</source>
         <translation>引擎：最多同时 %1 个序列，每步 %2 个 token，每个请求最多 %3 个 token，KV 缓存 %4</translation>
     </message>
+    <message>
+        <source>The engine has stopped: %1. Nothing more runs on this GPU until TwinSpark is restarted; unload the model (the CPU backend still works).</source>
+        <translation>引擎已停止：%1。在重新启动 TwinSpark 之前，此 GPU 上无法再运行任何任务；请卸载模型（CPU 后端仍可使用）。</translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::MainWindow</name>
@@ -1050,6 +1054,10 @@
     <message>
         <source>Not loaded: %1 Correct it in the .env file and load again (a value from the environment or --set needs a restart of the control center).</source>
         <translation>未加载：%1 请在 .env 文件中更正后重新加载（来自环境变量或 --set 的值需要重新启动控制中心）。</translation>
+    </message>
+    <message>
+        <source>Engine stopped: %1. Restart TwinSpark to use the GPU again.</source>
+        <translation>引擎已停止：%1。请重新启动 TwinSpark 以再次使用 GPU。</translation>
     </message>
 </context>
 <context>

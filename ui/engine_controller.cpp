@@ -254,6 +254,7 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
     info.randomWeights = looksLikeTestCheckpoint(m_engine->model->config());
     m_prevTtftSum = 0;
     m_prevTtftCount = 0;
+    m_failureReported = false;
     {
         std::lock_guard<std::mutex> lock(m_infoMutex);
         m_info = info;
@@ -459,6 +460,12 @@ void EngineController::sampleMetrics() {
     if (m.ttft.count > 0) s.ttftMeanSeconds = m.ttft.sum / double(m.ttft.count);
     m_prevTtftSum = m.ttft.sum;
     m_prevTtftCount = m.ttft.count;
+    s.engineFailure = QString::fromStdString(m_engine->engine->deviceFailure());
+    if (!s.engineFailure.isEmpty() && !m_failureReported) {
+        m_failureReported = true;
+        log(tr("The engine has stopped: %1. Nothing more runs on this GPU until TwinSpark is restarted; unload the "
+               "model (the CPU backend still works).").arg(s.engineFailure));
+    }
     emit metricsUpdated(s);
 }
 

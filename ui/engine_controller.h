@@ -115,6 +115,7 @@ private:
     QHash<quint64, std::shared_ptr<ChatStream>> m_active;
     QTimer* m_metricsTimer = nullptr;
     QElapsedTimer m_clock;
+    bool m_failureReported = false;  // the engine's device failure is logged once per load
     double m_prevTtftSum = 0;
     quint64 m_prevTtftCount = 0;
 

@@ -44,6 +44,9 @@ struct MetricsSample {
     // negative when none did (the chart then shows no point rather than a fake zero).
     double ttftSeconds = -1;
     double ttftMeanSeconds = 0;  // over the whole run
+    // Empty while the engine runs; after a lost GPU (Engine::deviceFailure) why it stopped: every request failed,
+    // no new one is taken until the model is unloaded and TwinSpark restarted.
+    QString engineFailure;
 };
 
 // One chat turn to generate. `messages` is the OpenAI messages array; the controller renders it with

@@ -304,6 +304,10 @@ void ServerPage::onHttpState(bool running, const QString& baseUrl, const QString
 }
 
 void ServerPage::onMetrics(const MetricsSample& s) {
+    if (!s.engineFailure.isEmpty()) {
+        m_engineStatus->setText(tr("Engine stopped: %1. Restart TwinSpark to use the GPU again.").arg(s.engineFailure));
+        return;
+    }
     m_engineStatus->setText(tr("Engine: %1 running, %2 waiting · KV %3 % · %4 tok/s generation")
                                 .arg(s.running).arg(s.waiting).arg(s.kvUsage * 100.0, 0, 'f', 1)
                                 .arg(s.generationTokensPerSecond, 0, 'f', 1));

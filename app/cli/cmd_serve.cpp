@@ -238,6 +238,20 @@ int cmdServe(const Args& args) {
             readySet = true;
             std::fflush(stderr);
         }
+        if (readySet) {
+            // A lost GPU (Engine::deviceFailure): every request has failed and no new one can run in this
+            // process. Stop, so that a supervisor (systemd Restart=, docker --restart) starts a fresh one; until
+            // the listener closes, /health answers 503 with the reason and requests 503.
+            const std::string lost = loaded->engine->deviceFailure();
+            if (!lost.empty()) {
+                std::fprintf(stderr, "twinspark-cli serve: error: %s; the server stops (exit 3): start it again\n",
+                             lost.c_str());
+                server.shutdown();
+                std::fflush(stderr);
+                // Not the destructors: the CUDA context is gone and its teardown has nothing to save.
+                std::_Exit(3);
+            }
+        }
         if (loadState == 2) {
             server.setFailed(loadError);
             std::fprintf(stderr, "twinspark-cli serve: error: %s\n", loadError.c_str());

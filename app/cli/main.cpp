@@ -1,5 +1,6 @@
 // twinspark-cli: the headless front door. Each subcommand lives in its own file (cmd_*.cpp) and is
-// registered in the table below. Errors from bad input are ts::Error: printed, exit code 2.
+// registered in the table below. Errors from bad input are ts::Error: printed, exit code 2; an internal
+// error or a lost device (a GPU fault), exit code 3.
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
             return c.run(args);
         } catch (const ts::Error& e) {
             std::fprintf(stderr, "twinspark-cli %s: error: %s\n", c.name, e.what());
-            return e.kind() == ts::ErrorKind::Internal ? 3 : 2;
+            return e.kind() == ts::ErrorKind::Internal || e.kind() == ts::ErrorKind::DeviceLost ? 3 : 2;
         } catch (const std::filesystem::filesystem_error& e) {  // a path that cannot be made or read: bad input
             std::fprintf(stderr, "twinspark-cli %s: error: %s\n", c.name, e.what());
             return 2;

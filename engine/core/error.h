@@ -15,6 +15,8 @@ enum class ErrorKind {
     Io,               // the operating system refused (open, mmap, read)
     Unsupported,      // valid input we do not implement
     Internal,         // a broken invariant inside the engine
+    DeviceLost,       // the accelerator failed in a way this process cannot recover from (a CUDA sticky error:
+                      // illegal address, an uncorrectable ECC error): only a new process can use it again
 };
 
 class Error : public std::runtime_error {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <exception>
 
+#include "core/env_switch.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -61,6 +62,7 @@ Engine::Engine(const Glm5NextModel& model, EngineConfig config, const Tokenizer*
     m_metrics.kvBlocks = m_plan.numBlocks;
     m_metrics.kvFreeBlocks = m_plan.numBlocks;
     m_metrics.kvTokenCapacity = m_plan.tokens;
+    m_faultAtStep = envCount("TS_FAULT_DEVICE_LOST_AT_STEP", 0);
     m_thread = std::thread([this] { loop(); });
 }
 
@@ -117,6 +119,8 @@ std::vector<int64_t> Engine::submitAll(std::vector<Submission> requests) {
     std::vector<int64_t> ids;
     ids.reserve(requests.size());
     std::lock_guard<std::mutex> lock(m_mutex);
+    if (!m_deviceFailure.empty())
+        fail(ErrorKind::DeviceLost, "the engine has stopped: " + m_deviceFailure + ". Restart the process to use the device again");
     for (size_t i = 0; i < made.size(); ++i) {
         const int64_t id = m_nextId++;
         made[i]->seq = std::make_unique<Sequence>(id, std::move(requests[i].prompt), std::move(requests[i].params));
@@ -254,6 +258,24 @@ void Engine::failRequest(int64_t id, const std::string& why, std::vector<std::pa
     m_requests.erase(it);
 }
 
+void Engine::failAll(const std::string& why, std::vector<std::pair<Callback, EngineEvent>>& out) {
+    m_deviceFailure = why;
+    std::vector<int64_t> ids;
+    ids.reserve(m_requests.size());
+    for (const auto& [id, r] : m_requests) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());  // oldest first, as they came
+    // Queued requests not yet handed to the scheduler are failed here too; their ids must not reach it.
+    m_incoming.clear();
+    m_finishes.clear();
+    for (int64_t id : ids) failRequest(id, why, out);
+    refreshGauges();
+}
+
+std::string Engine::deviceFailure() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_deviceFailure;
+}
+
 void Engine::refreshGauges() {
     m_metrics.running = m_scheduler.numRunning();
     m_metrics.waiting = m_scheduler.numWaiting();
@@ -311,12 +333,30 @@ void Engine::loop() {
         }
         std::vector<SampleResult> sampled;
         try {
+            if (m_faultAtStep > 0 && ++m_steps == m_faultAtStep)
+                fail(ErrorKind::DeviceLost, "TS_FAULT_DEVICE_LOST_AT_STEP=" + std::to_string(m_faultAtStep) +
+                                                ": model step " + std::to_string(m_steps) + " failed as a lost GPU would");
             sampled = m_runner.step(out, [this](const Sequence& s) -> SamplerRng& {
                 return m_requests.at(s.id())->rng;  // engine thread: the map only changes under this thread's control
             });
         } catch (const std::exception& e) {
-            // A step that threw (a device fault, memory): its requests fail with the reason, the engine and the
-            // requests it did not schedule go on. Nothing of the step is committed.
+            const auto* te = dynamic_cast<const Error*>(&e);
+            if (te && te->kind() == ErrorKind::DeviceLost) {
+                // The device cannot run anything again in this process: every request fails now, with the reason,
+                // instead of each failing one step later; submit() refuses from here on.
+                const std::string why = std::string("the GPU failed: ") + e.what();
+                {
+                    std::lock_guard<std::mutex> lock(m_mutex);
+                    logf(LogLevel::Error, "engine: %s (%zu request(s) failed; no further request is accepted: restart "
+                                          "the process to use the device again)", why.c_str(), m_requests.size());
+                    failAll(why, events);
+                }
+                for (auto& [cb, ev] : events) if (cb) cb(ev);
+                events.clear();
+                continue;
+            }
+            // Any other step that threw (a device fault the context survives, memory): its requests fail with the
+            // reason, the engine and the requests it did not schedule go on. Nothing of the step is committed.
             const std::string why = std::string("the engine step failed: ") + e.what();
             logf(LogLevel::Error, "engine: %s (%zu request(s) failed)", why.c_str(), out.seqs.size());
             {

@@ -93,6 +93,12 @@ public:
     bool abort(int64_t id) { return finish(id, FinishReason::Abort); }
     bool finish(int64_t id, FinishReason reason);
     EngineMetrics metrics() const;
+    // Empty while the engine can run. After a step failed with ErrorKind::DeviceLost (the GPU's context is gone:
+    // every later call would fail the same way), the reason: every request it held has failed with it, submit()
+    // refuses with DeviceLost, and only a new process can use the device again — `serve` stops (exit 3) so a
+    // supervisor restarts it; the control center says so. TS_FAULT_DEVICE_LOST_AT_STEP=N (tests) makes the Nth
+    // model step fail this way on any backend.
+    std::string deviceFailure() const;
     // Blocks until no request is waiting or running (tests, shutdown).
     void waitIdle();
     // Consistency check for tests: no request holds blocks or slots once idle.
@@ -123,6 +129,8 @@ private:
     void emitFinished(Request& r, std::vector<std::pair<Callback, EngineEvent>>& out);
     // Ends request `id` with FinishReason::Error (its blocks freed, the others untouched); under m_mutex.
     void failRequest(int64_t id, const std::string& why, std::vector<std::pair<Callback, EngineEvent>>& out);
+    // The device is lost: records why and fails every request, queued or running; under m_mutex.
+    void failAll(const std::string& why, std::vector<std::pair<Callback, EngineEvent>>& out);
 
     const Glm5NextModel& m_model;
     const Tokenizer* m_tokenizer;
@@ -141,6 +149,9 @@ private:
     int64_t m_nextId = 1;
     bool m_stop = false;
     bool m_busy = false;
+    std::string m_deviceFailure;  // under m_mutex; see deviceFailure()
+    int64_t m_faultAtStep = 0;    // TS_FAULT_DEVICE_LOST_AT_STEP (0: off)
+    int64_t m_steps = 0;          // model steps started (engine thread)
     EngineMetrics m_metrics;
     mutable std::deque<std::tuple<double, int64_t, int64_t>> m_rates;  // per step: time, prompt, generated tokens
     std::thread m_thread;

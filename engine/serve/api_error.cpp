@@ -39,6 +39,7 @@ ApiError fromEngineError(const ts::Error& e, const std::string& param) {
     case ErrorKind::InvalidFile:
     case ErrorKind::Unsupported: return ApiError(400, e.what(), param);
     case ErrorKind::NotFound: return ApiError(404, e.what(), param);
+    case ErrorKind::DeviceLost: return ApiError(503, e.what(), param);  // the server is stopping; retry elsewhere / later
     case ErrorKind::Io:
     case ErrorKind::Internal: break;
     }

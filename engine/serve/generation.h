@@ -41,6 +41,9 @@ public:
     }
     virtual bool abort(int64_t id) = 0;
     virtual EngineMetrics metrics() const = 0;
+    // Empty while the source can generate; after a fault it cannot recover from (a lost GPU), why: /health
+    // answers 503 with it and the server stops (Engine::deviceFailure).
+    virtual std::string failure() const { return {}; }
 };
 
 class EngineSource final : public GenerationSource {
@@ -54,6 +57,7 @@ public:
     }
     bool abort(int64_t id) override { return m_engine.abort(id); }
     EngineMetrics metrics() const override { return m_engine.metrics(); }
+    std::string failure() const override { return m_engine.deviceFailure(); }
 
 private:
     Engine& m_engine;

@@ -223,6 +223,8 @@ void HttpServer::route(const httplib::Request& req, httplib::Response& res) {
         if (m_shutdown) throw ApiError(503, "Shutting down");
         if (!failure.empty()) throw ApiError(503, "Model failed to load: " + failure);
         if (!ctx) throw ApiError(503, "Loading model");
+        if (const std::string lost = ctx->source->failure(); !lost.empty())
+            throw ApiError(503, "The engine stopped: " + lost);
         res.status = 200;
         res.set_content(R"({"status":"ok"})", "application/json");
         return;

@@ -20,6 +20,35 @@ void throwCuda(const char* what, const char* detail, const char* file, int line)
     fail(ErrorKind::Internal, std::string("CUDA: ") + what + " failed: " + detail + " (" + file + ":" +
                                   std::to_string(line) + ")");
 }
+
+bool isStickyError(cudaError_t e) {
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorContained:
+    case cudaErrorMpsClientTerminated:
+    case cudaErrorExternalDevice:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorNvlinkUncorrectable: return true;
+    default: return false;
+    }
+}
+
+void throwCuda(cudaError_t e, const char* what, const char* file, int line) {
+    const std::string text = std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(e) + " (" + file + ":" +
+                             std::to_string(line) + ")";
+    if (isStickyError(e))
+        fail(ErrorKind::DeviceLost, text + "; this process's GPU context is lost (a CUDA sticky error)");
+    fail(ErrorKind::Internal, text);
+}
 }  // namespace cuda
 
 // The caching allocator behind alloc()/upload(). The model allocates its step buffers per op call
@@ -61,6 +90,7 @@ void* mallocOrThrow(DevicePool& pool, size_t n, size_t bytes) {
         pool.releaseCached();  // takes the pool's lock: callers must not hold it
         e = cudaMalloc(&p, n);
     }
+    if (cuda::isStickyError(e)) cuda::throwCuda(e, "cudaMalloc", __FILE__, __LINE__);  // not a full device: a lost one
     if (e != cudaSuccess)
         fail(ErrorKind::Io, "CUDA: cannot allocate " + std::to_string(bytes) + " bytes of device memory (" +
                                 cudaGetErrorString(e) + ")");

@@ -14,13 +14,12 @@
 #include <utility>
 
 #include "core/error.h"
+#include "cuda/cuda_error.h"
 
 namespace ts::cuda {
 
-[[noreturn]] void throwCuda(const char* what, const char* detail, const char* file, int line);
-
 inline void check(cudaError_t e, const char* what, const char* file, int line) {
-    if (e != cudaSuccess) throwCuda(what, cudaGetErrorString(e), file, line);
+    if (e != cudaSuccess) throwCuda(e, what, file, line);
 }
 inline void check(cublasStatus_t s, const char* what, const char* file, int line) {
     if (s != CUBLAS_STATUS_SUCCESS) throwCuda(what, cublasGetStatusString(s), file, line);

@@ -215,7 +215,7 @@ void launchFailed(cudaError_t e, const void* fn) {
         (void)cudaGetLastError();
         name = "a kernel";
     }
-    throwCuda((std::string("launch of ") + name).c_str(), cudaGetErrorString(e), __FILE__, __LINE__);
+    throwCuda(e, (std::string("launch of ") + name).c_str(), __FILE__, __LINE__);
 }
 
 size_t limitedLaunchSmem(const void* fn, int threads, size_t dynSmem) {

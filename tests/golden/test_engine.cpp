@@ -238,6 +238,52 @@ private slots:
         QCOMPARE(col.results[again].tokens, alone.tokens);
     }
 
+    // A lost GPU (a CUDA sticky error: ErrorKind::DeviceLost; here TS_FAULT_DEVICE_LOST_AT_STEP makes the third
+    // model step fail that way): every request fails at once with the reason — the running ones and the one still
+    // waiting for a slot — nothing stays held, and the engine refuses new requests instead of failing each later.
+    void deviceLostFailsEveryRequestAndStopsTakingMore() {
+        qputenv("TS_FAULT_DEVICE_LOST_AT_STEP", "3");
+        EngineConfig ec = smallConfig();
+        ec.maxNumSeqs = 2;  // the third request waits
+        Engine e(*m_model, ec);
+        qunsetenv("TS_FAULT_DEVICE_LOST_AT_STEP");
+        const int V = m_model->text().vocab_size;
+        Collector col;
+        const std::vector<int64_t> ids = e.submitAll({{prompt(70, 10, V), greedy(20), col.cb()},
+                                                      {prompt(71, 10, V), greedy(20), col.cb()},
+                                                      {prompt(72, 10, V), greedy(20), col.cb()}});
+        e.waitIdle();
+        for (int64_t id : ids) {
+            const Result& r = col.results[id];
+            QVERIFY(r.done);
+            QCOMPARE(r.reason, FinishReason::Error);
+            QVERIFY2(r.error.find("the GPU failed") != std::string::npos &&
+                         r.error.find("TS_FAULT_DEVICE_LOST_AT_STEP") != std::string::npos,
+                     r.error.c_str());
+            QVERIFY(r.tokens.size() < 3);  // stopped at the third step, not run to max_tokens
+        }
+        QVERIFY2(e.deviceFailure().find("the GPU failed") != std::string::npos, e.deviceFailure().c_str());
+        const EngineMetrics m = e.metrics();
+        QCOMPARE(m.requestsFailed, int64_t(3));
+        QCOMPARE(m.running, 0);
+        QCOMPARE(m.waiting, 0);
+        QCOMPARE(m.kvFreeBlocks, m.kvBlocks);
+        e.verifyIdle();
+        try {
+            e.submit(prompt(73, 4, V), greedy(2), col.cb());
+            QFAIL("a request was taken after the device was lost");
+        } catch (const Error& err) {
+            QCOMPARE(err.kind(), ErrorKind::DeviceLost);
+            QVERIFY2(std::string(err.what()).find("Restart the process") != std::string::npos, err.what());
+        }
+        // Any other step failure leaves the engine running (numericalErrorFailsOneRequest); so does a fresh engine.
+        Engine fresh(*m_model, ec);
+        QVERIFY(fresh.deviceFailure().empty());
+        const int64_t ok = fresh.submit(prompt(74, 4, V), greedy(2), col.cb());
+        fresh.waitIdle();
+        QCOMPARE(col.results[ok].reason, FinishReason::Length);
+    }
+
     void refusesBadRequests() {
         Engine e(*m_model, smallConfig());
         const int V = m_model->text().vocab_size;

@@ -1,11 +1,15 @@
 // The engine's own messages reach the control center's log pane (core/log.h through the EngineController's
 // sink), not only the terminal: loading a copy of the embedded EXL3 model whose config.json names a codebook
 // the tensors contradict raises the engine's warning on a loader thread, and the Server page's log shows it
-// (and the terminal still gets it). When the controller shuts down, the process's sink is handed back.
+// (and the terminal still gets it). When the controller shuts down, the process's sink is handed back. A lost
+// GPU (TS_FAULT_DEVICE_LOST_AT_STEP fails a model step as a CUDA sticky error would) ends the chat with the reason,
+// the log and the engine status say the engine has stopped, and a new chat is refused with what to do.
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QPlainTextEdit>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -62,6 +66,48 @@ private slots:
         // Handed back: the default (empty, stderr) sink is current again.
         const ts::LogSink now = ts::setLogSink({});
         QVERIFY(!now);
+    }
+
+    void lostDeviceIsShown() {
+        EngineController controller;
+        ServerPage page(&controller);
+        auto* log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"));
+        auto* status = page.findChild<QLabel*>(QStringLiteral("engineStatus"));
+        QVERIFY(log && status);
+        GuiSpy loaded(&controller, &EngineController::modelLoaded);
+        GuiSpy failed(&controller, &EngineController::loadFailed);
+        GuiSpy finished(&controller, &EngineController::chatFinished);
+        LoadOptions o;
+        o.kvBudgetMiB = 64;
+        o.backend = QStringLiteral("cpu");
+        qputenv("TS_FAULT_DEVICE_LOST_AT_STEP", "3");  // read when the engine is made, during the load
+        controller.requestLoad(QStringLiteral(TS_GUI_CHAT_MODEL), o);
+        QTRY_VERIFY_WITH_TIMEOUT(loaded.count() + failed.count() > 0, 60000);
+        qunsetenv("TS_FAULT_DEVICE_LOST_AT_STEP");
+        QVERIFY(failed.isEmpty());
+        ChatRequest r;
+        r.messages = QJsonArray{QJsonObject{{QStringLiteral("role"), QStringLiteral("user")},
+                                            {QStringLiteral("content"), QStringLiteral("Hello")}}};
+        r.maxTokens = 50;
+        r.ignoreEos = true;
+        const quint64 first = controller.requestChat(r);
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 30000);
+        QCOMPARE(finished.first().first().toULongLong(), first);
+        const ChatFinish f = finished.first().at(1).value<ChatFinish>();
+        QCOMPARE(f.reason, QStringLiteral("error"));
+        QVERIFY2(f.error.contains(QStringLiteral("the GPU failed")), qPrintable(f.error));
+        QVERIFY(f.completionTokens < 3);
+        QTRY_VERIFY2_WITH_TIMEOUT(log->toPlainText().contains(QStringLiteral("The engine has stopped")),
+                                  qPrintable(log->toPlainText()), 5000);
+        QVERIFY2(log->toPlainText().contains(QStringLiteral("engine: the GPU failed")), qPrintable(log->toPlainText()));
+        QTRY_VERIFY2_WITH_TIMEOUT(status->text().startsWith(QStringLiteral("Engine stopped")), qPrintable(status->text()),
+                                  5000);
+        controller.requestChat(r);
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 2, 30000);
+        const ChatFinish again = finished.at(1).at(1).value<ChatFinish>();
+        QCOMPARE(again.reason, QStringLiteral("error"));
+        QVERIFY2(again.error.contains(QStringLiteral("Restart the process")), qPrintable(again.error));
+        controller.shutdown();
     }
 
     // The shipped model is consistent: loading it puts no warning in the pane.

@@ -83,6 +83,8 @@ public:
         return m_proc.exitStatus() == QProcess::NormalExit ? m_proc.exitCode() : -1;
     }
     bool running() const { return m_proc.state() == QProcess::Running; }
+    // Waits up to `timeoutMs` for the process to end by itself (no signal sent); true when it has.
+    bool waitForExit(int timeoutMs) { return m_proc.state() == QProcess::NotRunning || m_proc.waitForFinished(timeoutMs); }
     QString log() {
         m_err += QString::fromUtf8(m_proc.readAllStandardError());
         return m_err;

@@ -132,6 +132,33 @@ private slots:
         QCOMPARE(srv.stop(), 0);
     }
 
+    // A lost GPU (a CUDA sticky error; here TS_FAULT_DEVICE_LOST_AT_STEP fails the third model step that way on the
+    // CPU): the running stream ends with the reason as its error event and [DONE], and the server stops by itself
+    // with exit 3 — a supervisor's restart policy brings up a fresh process — instead of answering 500 forever
+    // while /health says 200.
+    void lostDeviceStopsTheServer() {
+        ServerProcess srv;
+        QProcessEnvironment env = ServerProcess::hermeticEnvironment();
+        env.insert(QStringLiteral("TS_FAULT_DEVICE_LOST_AT_STEP"), QStringLiteral("3"));
+        srv.setEnvironment(env);
+        QVERIFY2(srv.start({"--backend", "cpu"}), qPrintable(srv.log()));
+        auto c = srv.clientPtr();
+        const SseResult s = postStream(*c, "/v1/completions",
+                                       json{{"prompt", json::array({1, 2, 3})}, {"max_tokens", 50}, {"ignore_eos", true},
+                                            {"stream", true}});
+        QCOMPARE(s.status, 200);
+        QVERIFY(s.data.size() >= 2);
+        QCOMPARE(s.data.back(), std::string("[DONE]"));
+        const json ev = json::parse(s.data[s.data.size() - 2]);
+        QVERIFY2(ev.contains("error") && ev["error"]["message"].get<std::string>().find("the GPU failed") != std::string::npos,
+                 s.data[s.data.size() - 2].c_str());
+        QVERIFY(s.data.size() < 10);  // two tokens at most, then the error: not 50
+        QVERIFY2(srv.waitForExit(15000), qPrintable(srv.log()));
+        QCOMPARE(srv.stop(), 3);  // the exit code it ended with: nothing is sent to an ended process
+        QVERIFY2(srv.log().contains(QStringLiteral("the server stops (exit 3)")), qPrintable(srv.log()));
+        QVERIFY2(srv.log().contains(QStringLiteral("no further request is accepted")), qPrintable(srv.log()));
+    }
+
     // A model file truncated under a running server (CPU: the weights are read from the mapping at each step):
     // the process still dies of SIGBUS, but its log says why.
     void truncatedModelFileIsNamedWhenItKills() {

@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "core/error.h"
 #include "serve/api_error.h"
 #include "serve/auth.h"
 #include "serve/server.h"
@@ -32,6 +33,7 @@ public:
         for (auto& t : m_threads) t.join();
     }
     int64_t submit(std::vector<int32_t> prompt, SamplingParams params, Callback cb) override {
+        if (const std::string why = failure(); !why.empty()) fail(ErrorKind::DeviceLost, "the engine has stopped: " + why);
         const int64_t id = m_next++;
         lastPrompt = prompt;
         auto aborted = std::make_shared<std::atomic<bool>>(false);
@@ -78,10 +80,19 @@ public:
         m.running = running.load();
         return m;
     }
+    std::string failure() const override {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        return m_lost;
+    }
+    void setLost(std::string why) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_lost = std::move(why);
+    }
 
 private:
-    std::mutex m_mutex;
+    mutable std::mutex m_mutex;
     std::map<int64_t, std::shared_ptr<std::atomic<bool>>> m_aborted;
+    std::string m_lost;  // failure(): a lost device, as Engine::deviceFailure
     std::vector<std::thread> m_threads;
     std::atomic<int64_t> m_next{1};
 };
@@ -143,6 +154,24 @@ private slots:
         ctx->maxModelLen = 4096;
         ctx->vocabSize = 6144;
         m_server->setReady(ctx);
+        QCOMPARE(m_client->Get("/health")->status, 200);
+    }
+
+    // A lost device (Engine::deviceFailure): /health answers 503 with the reason, so a load balancer or a
+    // supervisor sees it; a new generation request is refused with 503 and the reason; the rest still answers.
+    void lostDeviceIsUnhealthy() {
+        m_source.setLost("the GPU failed: CUDA: launch of k failed: an illegal memory access was encountered");
+        auto h = m_client->Get("/health");
+        QVERIFY(h);
+        QCOMPARE(h->status, 503);
+        const std::string msg = json::parse(h->body)["error"]["message"];
+        QVERIFY2(msg.rfind("The engine stopped: the GPU failed", 0) == 0, msg.c_str());
+        auto r = m_client->Post("/v1/chat/completions", json{{"messages", userMessages()}}.dump(), "application/json");
+        QVERIFY(r);
+        QCOMPARE(r->status, 503);
+        QVERIFY2(r->body.find("illegal memory access") != std::string::npos, r->body.c_str());
+        QCOMPARE(m_client->Get("/v1/models")->status, 200);
+        m_source.setLost({});
         QCOMPARE(m_client->Get("/health")->status, 200);
     }
 
