@@ -272,7 +272,7 @@ void handleChat(const json& body, HandlerEnv& env, httplib::Response& res) {
     }
     auto asm_ = std::make_shared<ChatAssembler>(*req, ctx.tokenizer, env.options.servedModelName, inReasoning, forced,
                                                 int64_t(ids.size()));
-    respond(req, gen, asm_, slot, &env.counters, req->stream, env.options.limits.sseHeartbeat, res);
+    respond(req, gen, asm_, slot, &env.counters, req->stream, env.options.limits.sseHeartbeat, env.connection, res);
 }
 
 }  // namespace ts::serve

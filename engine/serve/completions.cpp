@@ -210,7 +210,7 @@ void handleCompletions(const json& body, HandlerEnv& env, httplib::Response& res
     }
     auto asm_ = std::make_shared<CompletionAssembler>(*req, ctx.tokenizer, env.options.servedModelName, echo,
                                                       promptTokens);
-    respond(req, gen, asm_, slot, &env.counters, req->stream, env.options.limits.sseHeartbeat, res);
+    respond(req, gen, asm_, slot, &env.counters, req->stream, env.options.limits.sseHeartbeat, env.connection, res);
 }
 
 }  // namespace ts::serve

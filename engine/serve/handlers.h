@@ -18,11 +18,14 @@ namespace ts::serve {
 
 using json = nlohmann::ordered_json;
 
+class ConnectionProbe;
+
 struct HandlerEnv {
     const ServeContext& ctx;
     const ServerOptions& options;
     ServerCounters& counters;
     const std::atomic<bool>& shutdown;
+    ConnectionProbe* connection = nullptr;  // the request's client (generation routes): is it still there?
 };
 
 // Holds one of the limits.maxConcurrentRequests generation slots for as long as it lives (a streaming

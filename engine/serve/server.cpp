@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "serve/api_error.h"
+#include "serve/connection_probe.h"
 #include "serve/handlers.h"
 #include "serve/validation.h"
 
@@ -257,6 +258,8 @@ void HttpServer::route(const httplib::Request& req, httplib::Response& res) {
     default: break;
     }
     const json body = parseBody(req.body, lim);
+    ConnectionProbe connection(req);  // a non-streaming answer checks it while it waits (connection_probe.h)
+    env.connection = &connection;
     switch (match->id) {
     case kChat: handleChat(body, env, res); break;
     case kCompletions: handleCompletions(body, env, res); break;

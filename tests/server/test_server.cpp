@@ -547,6 +547,27 @@ private slots:
         QCOMPARE(abortCount(metricsText()), abortsBefore + 1);
     }
 
+    // A non-streaming client that gives up (its read timeout, as the official clients have, then a retry) writes
+    // nothing the server could fail on: the server must still notice the closed connection and abort the request
+    // (serve/connection_probe.h) instead of generating its 1,900 tokens for no one.
+    void nonStreamingClientGoneAborts() {
+        QVERIFY(waitIdle(10000));
+        const double abortsBefore = abortCount(metricsText());
+        json b = chatBody("Run long", 1900);
+        b["ignore_eos"] = true;
+        {
+            auto c = m_srv.clientPtr(1);  // gives up after 1 s and closes its socket
+            auto r = c->Post("/v1/chat/completions", kAuth, b.dump(), "application/json");
+            QVERIFY(!r);  // timed out: no answer
+        }
+        QVERIFY2(waitAborts(abortsBefore + 1, 2000), metricsText().c_str());
+        const double generated = metric(metricsText(), "vllm:generation_tokens_total");
+        QThread::msleep(300);
+        QCOMPARE(metric(metricsText(), "vllm:generation_tokens_total"), generated);  // nothing more was generated
+        QVERIFY2(waitIdle(5000), metricsText().c_str());
+        QCOMPARE(abortCount(metricsText()), abortsBefore + 1);
+    }
+
     void concurrencyLimit() {
         QVERIFY(waitIdle(10000));
         // 6 slots (--max-concurrent-requests 6): hold them with long streams, the 7th gets 503
