@@ -221,7 +221,7 @@ std::unique_ptr<Backend> makeBackend(const std::string& name) {
             // "auto": a visible device that cannot be opened (busy, exclusive mode, out of memory) is not
             // a reason to refuse to run; say so and use the CPU.
             logf(LogLevel::Warning, "warning: --backend auto: the CUDA device could not be opened (%s); using the CPU",
-                         e.what());
+                 e.what());
         }
     }
 #endif

@@ -215,7 +215,7 @@ int cmdServe(const Args& args) {
             loadState = 1;
         } catch (const Error& e) {
             loadError = e.what();
-            loadInternal = e.kind() == ErrorKind::Internal;
+            loadInternal = e.kind() == ErrorKind::Internal || e.kind() == ErrorKind::DeviceLost;
             loadState = 2;
         } catch (const std::exception& e) {
             loadError = e.what();

@@ -24,7 +24,7 @@ int64_t envCount(const char* name, int64_t def) {
     const long long v = std::strtoll(e, &end, 10);
     if (*end == '\0' && v >= 0 && v <= INT32_MAX && (*e >= '0' && *e <= '9')) return int64_t(v);
     logf(LogLevel::Warning, "twinspark: %s='%s' is not a count (an integer >= 0); keeping the default (%lld)", name, e,
-                 static_cast<long long>(def));
+         static_cast<long long>(def));
     return def;
 }
 
@@ -32,7 +32,7 @@ int envMode(const char* name, int modes, int def) {
     const int64_t v = envCount(name, def);
     if (v >= modes) {
         logf(LogLevel::Warning, "twinspark: %s=%lld: expected 0..%d; keeping the default (%d)", name,
-                     static_cast<long long>(v), modes - 1, def);
+             static_cast<long long>(v), modes - 1, def);
         return def;
     }
     return int(v);
