@@ -220,8 +220,8 @@ std::unique_ptr<Backend> makeBackend(const std::string& name) {
             if (e.kind() == ErrorKind::InvalidArgument) throw;
             // "auto": a visible device that cannot be opened (busy, exclusive mode, out of memory) is not
             // a reason to refuse to run; say so and use the CPU.
-            logf(LogLevel::Warning, "warning: --backend auto: the CUDA device could not be opened (%s); using the CPU",
-                 e.what());
+            logFormat(LogLevel::Warning, "warning: --backend auto: the CUDA device could not be opened (%s); using the CPU",
+                      e.what());
         }
     }
 #endif

@@ -79,15 +79,19 @@ EngineController::EngineController() {
     }, Qt::QueuedConnection);
     // The engine's own messages (core/log.h: a failed request, a load warning, a CUDA note) come from any
     // thread: each is kept on the terminal (stderr) and posted to the controller
-    // thread for the log pane. Restored in shutdown(), after which the sink can no longer run.
-    m_previousSink = setLogSink([this](LogLevel, std::string_view message) {
+    // thread for the log pane. Removed in shutdown() (and in the destructor, whichever thread runs it), after which
+    // the sink can no longer run.
+    m_logSink = addLogSink([this](LogLevel, std::string_view message) {
         logToStderr(message);
         const QString line = QString::fromUtf8(message.data(), qsizetype(message.size()));
         QMetaObject::invokeMethod(this, [this, line] { log(line); }, Qt::QueuedConnection);
     });
 }
 
-EngineController::~EngineController() { shutdown(); }
+EngineController::~EngineController() {
+    shutdown();
+    removeLogSink(m_logSink);  // also when shutdown() could not run here (the controller's own thread)
+}
 
 void EngineController::shutdown() {
     // The controller's own thread cannot wait for itself to end: a call from there (a signal connected with
@@ -109,7 +113,7 @@ void EngineController::shutdown() {
         m_thread.quit();
     }, Qt::QueuedConnection);
     m_thread.wait();
-    setLogSink(std::move(m_previousSink));
+    removeLogSink(m_logSink);
 }
 
 ModelInfo EngineController::modelInfo() const {

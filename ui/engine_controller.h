@@ -66,8 +66,8 @@ public:
 
     // Stops generation, the HTTP server and the engine, and ends the thread. Called at exit from the GUI thread
     // (the destructor calls it too); this is the one place that waits, and only for the engine to stop. On the
-    // controller's own thread it does nothing but warn (it cannot wait for itself). It also hands the process's
-    // log sink back (one controller per process: it takes the engine's messages, core/log.h, while it lives).
+    // controller's own thread it does nothing but warn (it cannot wait for itself). It also removes the controller's
+    // sink for the engine's messages (core/log.h); with several controllers, the newest one alive gets them.
     void shutdown();
 
     State state() const { return m_state.load(); }
@@ -119,7 +119,7 @@ private:
     double m_prevTtftSum = 0;
     quint64 m_prevTtftCount = 0;
 
-    LogSink m_previousSink;  // the process's log sink before this controller's (restored in shutdown)
+    uint64_t m_logSink = 0;  // this controller's sink for the engine's messages (core/log.h), removed in shutdown
 
     mutable std::mutex m_infoMutex;
     ModelInfo m_info;  // guarded by m_infoMutex

@@ -246,6 +246,11 @@ int cmdServe(const Args& args) {
             if (!lost.empty()) {
                 std::fprintf(stderr, "twinspark-cli serve: error: %s; the server stops (exit 3): start it again\n",
                              lost.c_str());
+                // The failed requests' handlers first deliver their error (the GPU's, not "shutting down"): they
+                // hold no engine work, so this takes milliseconds; 5 s bounds a client that reads slowly.
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                while (server.counters().inFlight.load() > 0 && std::chrono::steady_clock::now() < until)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
                 server.shutdown();
                 std::fflush(stderr);
                 // Not the destructors: the CUDA context is gone and its teardown has nothing to save.

@@ -101,12 +101,12 @@ public:
     // The config's codebook against the tensors' flags: a warning, once, after binding.
     void reportCodebooks() const {
         if (m_otherCodebook == 0) return;
-        logf(LogLevel::Warning,
-             "warning: %s: config.json's quantization_config says codebook %s, but %lld of %lld EXL3 linears "
-             "carry another (first: %s). The tensors' flags are used; if a flag tensor (.mul1 / .mcg) was "
-             "lost in a copy or an edit, those linears decode wrongly.",
-             m_ckpt.path().c_str(), m_quant->codebook.c_str(), static_cast<long long>(m_otherCodebook),
-             static_cast<long long>(m_exl3Linears), m_firstOther.c_str());
+        logFormat(LogLevel::Warning,
+                  "warning: %s: config.json's quantization_config says codebook %s, but %lld of %lld EXL3 linears "
+                  "carry another (first: %s). The tensors' flags are used; if a flag tensor (.mul1 / .mcg) was "
+                  "lost in a copy or an edit, those linears decode wrongly.",
+                  m_ckpt.path().c_str(), m_quant->codebook.c_str(), static_cast<long long>(m_otherCodebook),
+                  static_cast<long long>(m_exl3Linears), m_firstOther.c_str());
     }
 
 private:

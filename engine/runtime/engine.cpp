@@ -345,12 +345,15 @@ void Engine::loop() {
                 // The device cannot run anything again in this process: every request fails now, with the reason,
                 // instead of each failing one step later; submit() refuses from here on.
                 const std::string why = std::string("the GPU failed: ") + e.what();
+                size_t held = 0;
                 {
                     std::lock_guard<std::mutex> lock(m_mutex);
-                    logf(LogLevel::Error, "engine: %s (%zu request(s) failed; no further request is accepted: restart "
-                                          "the process to use the device again)", why.c_str(), m_requests.size());
+                    held = m_requests.size();
                     failAll(why, events);
                 }
+                // Logged without the lock: a sink that blocks (a full stderr pipe) must not stall submit or /health.
+                logFormat(LogLevel::Error, "engine: %s (%zu request(s) failed; no further request is accepted: restart the "
+                                           "process to use the device again)", why.c_str(), held);
                 for (auto& [cb, ev] : events) if (cb) cb(ev);
                 events.clear();
                 continue;
@@ -358,7 +361,7 @@ void Engine::loop() {
             // Any other step that threw (a device fault the context survives, memory): its requests fail with the
             // reason, the engine and the requests it did not schedule go on. Nothing of the step is committed.
             const std::string why = std::string("the engine step failed: ") + e.what();
-            logf(LogLevel::Error, "engine: %s (%zu request(s) failed)", why.c_str(), out.seqs.size());
+            logFormat(LogLevel::Error, "engine: %s (%zu request(s) failed)", why.c_str(), out.seqs.size());
             {
                 std::lock_guard<std::mutex> lock(m_mutex);
                 for (const ScheduledSeq& s : out.seqs) failRequest(s.seq->id(), why, events);
@@ -423,10 +426,7 @@ void Engine::loop() {
                 m_requests.erase(id);
             }
         }
-        for (const auto& [fid, why] : failures) {
-            logf(LogLevel::Error, "engine: request %lld failed: %s", static_cast<long long>(fid), why.c_str());
-            failRequest(fid, why, events);
-        }
+        for (const auto& [fid, why] : failures) failRequest(fid, why, events);
         for (int64_t fid : finishedIds) {
             auto it = m_requests.find(fid);
             if (it == m_requests.end()) continue;  // already ended by a stop string
@@ -447,6 +447,8 @@ void Engine::loop() {
         std::vector<std::pair<Callback, EngineEvent>> toSend;
         toSend.swap(events);
         m_mutex.unlock();
+        for (const auto& [fid, why] : failures)  // logged without the lock, as the callbacks run
+            logFormat(LogLevel::Error, "engine: request %lld failed: %s", static_cast<long long>(fid), why.c_str());
         for (auto& [cb, e] : toSend) if (cb) cb(e);
         m_mutex.lock();
     }

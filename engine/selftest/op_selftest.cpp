@@ -264,6 +264,14 @@ std::vector<OpResult> run(Backend& ref, Backend& dut, uint64_t seed, const std::
         } catch (const std::exception& e) {
             OpResult r = Context::verdict(c.family, c.name, "", false, std::string("threw: ") + e.what());
             r.worst = INFINITY;
+            const auto* te = dynamic_cast<const Error*>(&e);
+            if (te && te->kind() == ErrorKind::DeviceLost) {
+                // The context is gone (a CUDA sticky error): every later case would fail the same way, and the
+                // advice to skip the self-test would be wrong. The row names the op; the error ends the run.
+                if (onResult) onResult(r);
+                fail(ErrorKind::DeviceLost, "the GPU failed in the self-test's " + c.family + " / " + c.name + ": " +
+                                                e.what());
+            }
             rs = {r};
         }
         for (OpResult& r : rs) {

@@ -234,7 +234,7 @@ void handleChat(const json& body, HandlerEnv& env, httplib::Response& res) {
     if (!req->ignoredFields.empty()) {
         std::string list;
         for (const auto& k : req->ignoredFields) list += (list.empty() ? "" : ", ") + k;
-        logf(LogLevel::Warning, "serve: /v1/chat/completions: ignoring unknown fields: %s", list.c_str());
+        logFormat(LogLevel::Warning, "serve: /v1/chat/completions: ignoring unknown fields: %s", list.c_str());
     }
     std::string prompt;
     try {

@@ -17,7 +17,7 @@
 
 namespace ts::serve {
 
-// `connection` (may be null): the client's connection, checked every 100 ms while a non-streaming answer waits;
+// `connection` (may be null): the client's connection, checked every 100 ms (of the clock) while a non-streaming answer waits;
 // when the client has gone, the generation is aborted (499, which no one reads but the access log).
 template <class Assembler>
 void respond(std::shared_ptr<void> request, std::shared_ptr<Generation> gen, std::shared_ptr<Assembler> assembler,
@@ -31,16 +31,17 @@ void respond(std::shared_ptr<void> request, std::shared_ptr<Generation> gen, std
             const auto w = gen->next(ev, kProbeEvery);
             if (w == Generation::Wait::Shutdown) throw ApiError(503, "the server is shutting down; the request was aborted");
             if (w == Generation::Wait::Overflow) throw ApiError(500, "too many buffered events; the request was aborted");
-            if (connection && std::chrono::steady_clock::now() >= nextProbe) {
+            if (w == Generation::Wait::Event) {
+                if (const std::string* why = engineFailure(ev)) throw ApiError(500, *why);  // the others are aborted
+                assembler->onEvent(ev, nullptr, counters);
+            }
+            // After the event: an answer that is complete is sent, whatever the probe would say.
+            if (connection && !gen->finished() && std::chrono::steady_clock::now() >= nextProbe) {
                 nextProbe = std::chrono::steady_clock::now() + kProbeEvery;
                 if (connection->peerClosed()) {
                     gen->abortAll();
                     throw ApiError(499, "the client closed the connection; the request was aborted");
                 }
-            }
-            if (w == Generation::Wait::Event) {
-                if (const std::string* why = engineFailure(ev)) throw ApiError(500, *why);  // the others are aborted
-                assembler->onEvent(ev, nullptr, counters);
             }
         }
         res.status = 200;

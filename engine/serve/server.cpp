@@ -165,8 +165,8 @@ void HttpServer::dispatch(const httplib::Request& req, httplib::Response& res) {
     }
     if (m_options.logRequests) {
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        logf(LogLevel::Info, "serve: %s %s %d (%.1f ms)", req.method.c_str(), req.path.substr(0, 200).c_str(),
-             res.status, ms);
+        logFormat(LogLevel::Info, "serve: %s %s %d (%.1f ms)", req.method.c_str(), req.path.substr(0, 200).c_str(),
+                  res.status, ms);
     }
 }
 

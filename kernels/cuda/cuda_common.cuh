@@ -22,7 +22,11 @@ inline void check(cudaError_t e, const char* what, const char* file, int line) {
     if (e != cudaSuccess) throwCuda(e, what, file, line);
 }
 inline void check(cublasStatus_t s, const char* what, const char* file, int line) {
-    if (s != CUBLAS_STATUS_SUCCESS) throwCuda(what, cublasGetStatusString(s), file, line);
+    if (s == CUBLAS_STATUS_SUCCESS) return;
+    // A cuBLAS failure can be the first sign of a lost context: report the runtime's sticky error as such, so the
+    // engine stops now instead of one step later.
+    if (const cudaError_t e = cudaPeekAtLastError(); isStickyError(e)) throwCuda(e, what, file, line);
+    throwCuda(what, cublasGetStatusString(s), file, line);
 }
 
 inline unsigned blocksFor(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }

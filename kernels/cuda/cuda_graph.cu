@@ -198,8 +198,8 @@ void CudaBackend::endGraphRegion(bool completed) {
         const bool midSegment = mode == GraphState::kReplay && g.nextSegment < e.segments.size() &&
                                 e.segments[g.nextSegment].first < g.op;
         if (midSegment)
-            logf(LogLevel::Warning, "twinspark: CUDA graphs: a replayed decode step stopped inside a graph segment "
-                                    "(op #%d); the rest of that segment was not run", g.op);
+            logFormat(LogLevel::Warning, "twinspark: CUDA graphs: a replayed decode step stopped inside a graph segment "
+                                         "(op #%d); the rest of that segment was not run", g.op);
         if (mode != GraphState::kReplay) e.stage = GraphRegionEntry::kBroken;
         g.cur = nullptr;
         ++g.stats.eagerRegions;

@@ -45,8 +45,8 @@ void CudaBackend::openMemoryAccounting() {
     m_unified = m_props.integrated != 0 || (host && looksUnified(int64_t(freeB), int64_t(totalB), *host));
     m_unified = envSwitch("TS_UNIFIED_MEMORY", m_unified);
     if (m_unified && !host)
-        logf(LogLevel::Warning, "warning: %s shares the system's memory but /proc/meminfo cannot be read: its free "
-                                "memory is taken from cudaMemGetInfo, which counts the page cache as used", m_props.name);
+        logFormat(LogLevel::Warning, "warning: %s shares the system's memory but /proc/meminfo cannot be read: its free "
+                                     "memory is taken from cudaMemGetInfo, which counts the page cache as used", m_props.name);
     m_freeAtOpen = freeBytesNow();
 }
 

@@ -84,8 +84,8 @@ void CudaBackend::openSmPartition(int greatestPriority) {
     const int whole = m_props.multiProcessorCount;
     if (asked <= 0) return;  // unset or 0: the whole device, the primary context's streams
     if (asked >= whole) {
-        logf(LogLevel::Info, "CUDA: TS_CUDA_SMS=%lld is the whole %s (%d SMs): no partition",
-             static_cast<long long>(asked), m_props.name, whole);
+        logFormat(LogLevel::Info, "CUDA: TS_CUDA_SMS=%lld is the whole %s (%d SMs): no partition",
+                  static_cast<long long>(asked), m_props.name, whole);
         return;
     }
     const auto deviceGet = driverEntry<PFN_cuDeviceGet_v2000>("cuDeviceGet");
@@ -129,8 +129,8 @@ void CudaBackend::openSmPartition(int greatestPriority) {
     m_greenDestroy = reinterpret_cast<void*>(greenDestroy);
     m_props.multiProcessorCount = int(part.sm.smCount);
     m_partitionOf = whole;
-    logf(LogLevel::Info, "CUDA: running on %d of the %s's %d SMs (TS_CUDA_SMS=%lld, a green context)",
-         int(part.sm.smCount), m_props.name, whole, static_cast<long long>(asked));
+    logFormat(LogLevel::Info, "CUDA: running on %d of the %s's %d SMs (TS_CUDA_SMS=%lld, a green context)",
+              int(part.sm.smCount), m_props.name, whole, static_cast<long long>(asked));
 }
 
 void CudaBackend::closeSmPartition() {  // from the destructor, after the streams: reports nothing, throws nothing
@@ -294,11 +294,11 @@ void CudaBackend::openSmLimits() {
     m_props.sharedMemPerMultiprocessor = size_t(shape->smemPerSm);
     m_props.sharedMemPerBlockOptin = size_t(cuda::limitedBlockOptin(*shape, int64_t(m_props.sharedMemPerBlockOptin)));
     m_props.maxThreadsPerMultiProcessor = shape->threadsPerSm;
-    logf(LogLevel::Info,
-         "CUDA: each SM limited to a %s SM's %lld KiB of shared memory (%zu KiB per block) and %d threads "
-         "(TS_CUDA_SM_LIMITS; the %s's own: %lld KiB, %d threads)",
-         shape->name, static_cast<long long>(shape->smemPerSm / 1024), m_props.sharedMemPerBlockOptin / 1024,
-         shape->threadsPerSm, m_props.name, static_cast<long long>(devSmem / 1024), devThreads);
+    logFormat(LogLevel::Info,
+              "CUDA: each SM limited to a %s SM's %lld KiB of shared memory (%zu KiB per block) and %d threads "
+              "(TS_CUDA_SM_LIMITS; the %s's own: %lld KiB, %d threads)",
+              shape->name, static_cast<long long>(shape->smemPerSm / 1024), m_props.sharedMemPerBlockOptin / 1024,
+              shape->threadsPerSm, m_props.name, static_cast<long long>(devSmem / 1024), devThreads);
 }
 
 void CudaBackend::closeSmLimits() {  // from the destructor: reports nothing, throws nothing

@@ -1,8 +1,8 @@
-// The engine's message sink (core/log.h): a sink receives each message with its level, as given (logf formats
-// and drops trailing line ends); setLogSink hands back the sink it replaced and an empty one restores stderr; a
-// sink that throws loses nothing (the line goes to stderr); messages from many threads all arrive, one at a
-// time; and once setLogSink returns, the replaced sink never runs again (a sink may capture an object that is
-// destroyed right after — the control center's controller does).
+// The engine's message sinks (core/log.h): the current sink receives each message with its level, as given
+// (logFormat formats and drops trailing line ends); sinks stack, and removing one — in any order — hands the
+// messages to the newest one left, stderr under them all; a sink that throws loses nothing (the line goes to
+// stderr); messages from many threads all arrive, one at a time; and once removeLogSink returns, that sink never
+// runs again (a sink may capture an object that is destroyed right after — the control center's controller does).
 #include <QtTest>
 
 #include <atomic>
@@ -11,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -29,7 +28,10 @@ public:
         m_file = std::tmpfile();
         ::dup2(::fileno(m_file), 2);
     }
-    ~StderrCapture() { restore(); }
+    ~StderrCapture() {
+        restore();
+        std::fclose(m_file);
+    }
     std::string text() {
         restore();
         std::string out;
@@ -52,28 +54,35 @@ private:
     FILE* m_file = nullptr;
 };
 
+// Removes the sinks a test added, even when it fails half-way.
+struct Sinks {
+    std::vector<uint64_t> ids;
+    uint64_t add(LogSink s) { return ids.emplace_back(addLogSink(std::move(s))); }
+    ~Sinks() {
+        for (uint64_t id : ids) removeLogSink(id);
+    }
+};
+
 }  // namespace
 
 class TestLog : public QObject {
     Q_OBJECT
 private slots:
-    void cleanup() { setLogSink({}); }
-
     void defaultWritesOneLineToStderr() {
         StderrCapture cap;
         logMessage(LogLevel::Warning, "warning: first");
-        logf(LogLevel::Error, "engine: request %d failed: %s\n", 7, "numerical error");
+        logFormat(LogLevel::Error, "engine: request %d failed: %s\n", 7, "numerical error");
         QCOMPARE(cap.text(), std::string("warning: first\nengine: request 7 failed: numerical error\n"));
     }
 
     void sinkGetsLevelAndText() {
+        Sinks sinks;
         std::vector<std::pair<LogLevel, std::string>> got;
-        const LogSink before = setLogSink([&](LogLevel l, std::string_view m) { got.emplace_back(l, std::string(m)); });
-        QVERIFY(!before);  // the default is the empty sink
+        QVERIFY(sinks.add([&](LogLevel l, std::string_view m) { got.emplace_back(l, std::string(m)); }) != 0);
         StderrCapture cap;
-        logf(LogLevel::Info, "CUDA: running on %d of %d SMs", 48, 132);
+        logFormat(LogLevel::Info, "CUDA: running on %d of %d SMs", 48, 132);
         logMessage(LogLevel::Warning, "two\nlines");
-        logf(LogLevel::Error, "%s", "");
+        logFormat(LogLevel::Error, "%s", "");
         QCOMPARE(cap.text(), std::string());  // the sink took them; nothing on stderr
         QCOMPARE(got.size(), size_t(3));
         QCOMPARE(got[0].first, LogLevel::Info);
@@ -84,60 +93,72 @@ private slots:
         QCOMPARE(std::string(logLevelName(LogLevel::Warning)), std::string("warning"));
     }
 
-    void replacingReturnsThePreviousAndEmptyRestoresStderr() {
-        int a = 0, b = 0;
-        setLogSink([&](LogLevel, std::string_view) { ++a; });
-        LogSink prev = setLogSink([&](LogLevel, std::string_view) { ++b; });
-        logMessage(LogLevel::Info, "x");
-        QCOMPARE(a, 0);
-        QCOMPARE(b, 1);
-        QVERIFY(prev);
-        prev(LogLevel::Info, "handed back");  // the returned sink is the first one, still callable
+    // Two controllers (or a test's probe beside one) may come and go in any order: the newest sink left gets the
+    // messages, and a removed one is never called again.
+    void sinksStackAndLeaveInAnyOrder() {
+        int a = 0, b = 0, c = 0;
+        const uint64_t ia = addLogSink([&](LogLevel, std::string_view) { ++a; });
+        const uint64_t ib = addLogSink([&](LogLevel, std::string_view) { ++b; });
+        const uint64_t ic = addLogSink([&](LogLevel, std::string_view) { ++c; });
+        QVERIFY(ia != ib && ib != ic);
+        logMessage(LogLevel::Info, "to c");
+        removeLogSink(ib);  // not the top: c keeps receiving
+        logMessage(LogLevel::Info, "still c");
+        QCOMPARE(c, 2);
+        QCOMPARE(b, 0);
+        removeLogSink(ic);
+        logMessage(LogLevel::Info, "back to a");
         QCOMPARE(a, 1);
-        setLogSink({});
+        removeLogSink(ic);  // twice: ignored
+        removeLogSink(0);
+        removeLogSink(ia);
         StderrCapture cap;
         logMessage(LogLevel::Info, "back on stderr");
         QCOMPARE(cap.text(), std::string("back on stderr\n"));
-        QCOMPARE(b, 1);
+        QCOMPARE(a + b + c, 3);
     }
 
     void throwingSinkFallsBackToStderr() {
-        setLogSink([](LogLevel, std::string_view) { throw std::bad_alloc(); });
+        Sinks sinks;
+        sinks.add([](LogLevel, std::string_view) { throw std::bad_alloc(); });
         StderrCapture cap;
         logMessage(LogLevel::Error, "engine: kept");
         QCOMPARE(cap.text(), std::string("engine: kept\n"));
     }
 
     void longMessagesAreFormattedWhole() {
+        Sinks sinks;
         std::string got;
-        setLogSink([&](LogLevel, std::string_view m) { got = std::string(m); });
+        sinks.add([&](LogLevel, std::string_view m) { got = std::string(m); });
         const std::string big(100000, 'x');
-        logf(LogLevel::Info, "<%s>", big.c_str());
+        logFormat(LogLevel::Info, "<%s>", big.c_str());
         QCOMPARE(got.size(), big.size() + 2);
         QCOMPARE(got.front(), '<');
         QCOMPARE(got.back(), '>');
     }
 
-    // Four threads log while the main thread swaps sinks: every message lands in exactly one sink, and a sink
-    // that has been replaced is never called again.
+    // Four threads log while the main thread adds a second sink and removes the first: every message lands in
+    // exactly one sink, and a removed sink is never called again.
     void threadsAndReplacement() {
         std::atomic<int> first{0}, second{0}, sent{0}, lateCalls{0};
-        std::atomic<bool> firstReplaced{false}, stop{false};
-        setLogSink([&](LogLevel, std::string_view) {
-            if (firstReplaced.load()) ++lateCalls;
+        std::atomic<bool> firstRemoved{false}, stop{false};
+        const uint64_t id1 = addLogSink([&](LogLevel, std::string_view) {
+            if (firstRemoved.load()) ++lateCalls;
             ++first;
         });
         std::vector<std::thread> ts;
         for (int t = 0; t < 4; ++t)
             ts.emplace_back([&] {
                 for (int i = 0; !stop.load(); ++i) {
-                    logf(LogLevel::Info, "message %d", i);
+                    logFormat(LogLevel::Info, "message %d", i);
                     ++sent;
                 }
             });
         while (first.load() < 100) std::this_thread::yield();
-        setLogSink([&](LogLevel, std::string_view) { ++second; });
-        firstReplaced = true;  // after setLogSink returned: the first sink must not run from here on
+        Sinks sinks;
+        sinks.add([&](LogLevel, std::string_view) { ++second; });
+        removeLogSink(id1);
+        firstRemoved = true;  // after removeLogSink returned: the first sink must not run from here on
         while (second.load() < 100) std::this_thread::yield();
         stop = true;
         for (auto& t : ts) t.join();
