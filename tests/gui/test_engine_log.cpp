@@ -21,6 +21,23 @@
 
 using namespace ts::ui;
 
+namespace {
+
+// Loads `dir` with 64 MiB of KV and waits for the outcome: empty when loaded, else the error.
+QString loadModel(EngineController& controller, const QString& dir, const QString& backend = QStringLiteral("auto")) {
+    GuiSpy loaded(&controller, &EngineController::modelLoaded);
+    GuiSpy failed(&controller, &EngineController::loadFailed);
+    LoadOptions o;
+    o.kvBudgetMiB = 64;
+    o.backend = backend;
+    controller.requestLoad(dir, o);
+    if (!QTest::qWaitFor([&] { return loaded.count() + failed.count() > 0; }, 60000))
+        return QStringLiteral("no answer in 60 s");
+    return failed.isEmpty() ? QString() : failed.first().first().toString();
+}
+
+}  // namespace
+
 class TestEngineLog final : public QObject {
     Q_OBJECT
 private slots:
@@ -50,13 +67,8 @@ private slots:
             ServerPage page(&controller);
             auto* log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"));
             QVERIFY(log);
-            GuiSpy loaded(&controller, &EngineController::modelLoaded);
-            GuiSpy failed(&controller, &EngineController::loadFailed);
-            LoadOptions o;
-            o.kvBudgetMiB = 64;
-            controller.requestLoad(tmp.path(), o);
-            QTRY_VERIFY_WITH_TIMEOUT(loaded.count() + failed.count() > 0, 60000);
-            QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.first().first().toString()));
+            const QString error = loadModel(controller, tmp.path());
+            QVERIFY2(error.isEmpty(), qPrintable(error));
             QTRY_VERIFY2_WITH_TIMEOUT(log->toPlainText().contains(QStringLiteral("carry another")),
                                       qPrintable(log->toPlainText()), 5000);
             const QString text = log->toPlainText();
@@ -74,17 +86,11 @@ private slots:
         auto* log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"));
         auto* status = page.findChild<QLabel*>(QStringLiteral("engineStatus"));
         QVERIFY(log && status);
-        GuiSpy loaded(&controller, &EngineController::modelLoaded);
-        GuiSpy failed(&controller, &EngineController::loadFailed);
         GuiSpy finished(&controller, &EngineController::chatFinished);
-        LoadOptions o;
-        o.kvBudgetMiB = 64;
-        o.backend = QStringLiteral("cpu");
         qputenv("TS_FAULT_DEVICE_LOST_AT_STEP", "3");  // read when the engine is made, during the load
-        controller.requestLoad(QStringLiteral(TS_GUI_CHAT_MODEL), o);
-        QTRY_VERIFY_WITH_TIMEOUT(loaded.count() + failed.count() > 0, 60000);
+        const QString error = loadModel(controller, QStringLiteral(TS_GUI_CHAT_MODEL), QStringLiteral("cpu"));
         qunsetenv("TS_FAULT_DEVICE_LOST_AT_STEP");
-        QVERIFY(failed.isEmpty());
+        QVERIFY2(error.isEmpty(), qPrintable(error));
         ChatRequest r;
         r.messages = QJsonArray{QJsonObject{{QStringLiteral("role"), QStringLiteral("user")},
                                             {QStringLiteral("content"), QStringLiteral("Hello")}}};
@@ -116,13 +122,8 @@ private slots:
         ServerPage page(&controller);
         auto* log = page.findChild<QPlainTextEdit*>(QStringLiteral("log"));
         QVERIFY(log);
-        GuiSpy loaded(&controller, &EngineController::modelLoaded);
-        GuiSpy failed(&controller, &EngineController::loadFailed);
-        LoadOptions o;
-        o.kvBudgetMiB = 64;
-        controller.requestLoad(QStringLiteral(TS_SOURCE_DIR "/resources/models/glm5-next-tiny-exl3"), o);
-        QTRY_VERIFY_WITH_TIMEOUT(loaded.count() + failed.count() > 0, 60000);
-        QVERIFY(failed.isEmpty());
+        const QString error = loadModel(controller, QStringLiteral(TS_SOURCE_DIR "/resources/models/glm5-next-tiny-exl3"));
+        QVERIFY2(error.isEmpty(), qPrintable(error));
         QTest::qWait(200);  // anything posted during the load has arrived
         QVERIFY2(!log->toPlainText().contains(QStringLiteral("warning")), qPrintable(log->toPlainText()));
         controller.shutdown();

@@ -116,6 +116,17 @@ class TestServer : public QObject {
         return false;
     }
 
+    // After a client left: its request was aborted within 2 s of it (long before its 1,900 tokens), nothing more
+    // is generated, and its blocks are back in the pool.
+    void expectAbortedAndIdle(double abortsBefore) {
+        QVERIFY2(waitAborts(abortsBefore + 1, 2000), metricsText().c_str());
+        const double generated = metric(metricsText(), "vllm:generation_tokens_total");
+        QThread::msleep(300);
+        QCOMPARE(metric(metricsText(), "vllm:generation_tokens_total"), generated);  // nothing more was generated
+        QVERIFY2(waitIdle(5000), metricsText().c_str());
+        QCOMPARE(abortCount(metricsText()), abortsBefore + 1);
+    }
+
 private slots:
     void initTestCase() {
         QVERIFY2(m_srv.start({"--api-key", kKey, "--cors-origins", "http://localhost:3000",
@@ -537,14 +548,7 @@ private slots:
         QCOMPARE(s.status, 200);
         QCOMPARE(s.data.size(), size_t(2));
         c.reset();
-        // aborted within a second of the disconnect, long before its 1,900 tokens
-        QVERIFY2(waitAborts(abortsBefore + 1, 2000), metricsText().c_str());
-        const double generated = metric(metricsText(), "vllm:generation_tokens_total");
-        QThread::msleep(300);
-        QCOMPARE(metric(metricsText(), "vllm:generation_tokens_total"), generated);  // nothing more was generated
-        // its blocks are back in the pool
-        QVERIFY2(waitIdle(5000), metricsText().c_str());
-        QCOMPARE(abortCount(metricsText()), abortsBefore + 1);
+        expectAbortedAndIdle(abortsBefore);
     }
 
     // A non-streaming client that gives up (its read timeout, as the official clients have, then a retry) writes
@@ -560,12 +564,7 @@ private slots:
             auto r = c->Post("/v1/chat/completions", kAuth, b.dump(), "application/json");
             QVERIFY(!r);  // timed out: no answer
         }
-        QVERIFY2(waitAborts(abortsBefore + 1, 2000), metricsText().c_str());
-        const double generated = metric(metricsText(), "vllm:generation_tokens_total");
-        QThread::msleep(300);
-        QCOMPARE(metric(metricsText(), "vllm:generation_tokens_total"), generated);  // nothing more was generated
-        QVERIFY2(waitIdle(5000), metricsText().c_str());
-        QCOMPARE(abortCount(metricsText()), abortsBefore + 1);
+        expectAbortedAndIdle(abortsBefore);
     }
 
     void concurrencyLimit() {
