@@ -7,29 +7,12 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "../common/stderr_capture.h"
 #include "core/env_switch.h"
 
 using namespace ts;
 
-// What fn writes to stderr (fd 2, redirected to a temporary file meanwhile); empty if that cannot be set up.
-template <class Fn>
-QString stderrOf(Fn fn) {
-    char path[] = "/tmp/ts_env_switch_XXXXXX";
-    const int fd = ::mkstemp(path);
-    if (fd < 0) return {};
-    std::fflush(stderr);
-    const int saved = ::dup(2);
-    ::dup2(fd, 2);
-    fn();
-    std::fflush(stderr);
-    ::dup2(saved, 2);
-    ::close(saved);
-    ::close(fd);
-    QFile f(QString::fromLatin1(path));
-    const QString text = f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
-    ::unlink(path);
-    return text;
-}
+using ts::test::stderrOf;
 
 class TestEnvSwitch : public QObject {
     Q_OBJECT

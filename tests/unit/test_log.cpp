@@ -6,53 +6,18 @@
 #include <QtTest>
 
 #include <atomic>
-#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
 
+#include "../common/stderr_capture.h"
 #include "core/log.h"
 
 using namespace ts;
+using ts::test::stderrOf;
 
 namespace {
-
-// Captures what the process writes to stderr while it lives.
-class StderrCapture {
-public:
-    StderrCapture() {
-        std::fflush(stderr);
-        m_saved = ::dup(2);
-        m_file = std::tmpfile();
-        ::dup2(::fileno(m_file), 2);
-    }
-    ~StderrCapture() {
-        restore();
-        std::fclose(m_file);
-    }
-    std::string text() {
-        restore();
-        std::string out;
-        std::rewind(m_file);
-        char buf[4096];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, m_file)) > 0) out.append(buf, n);
-        return out;
-    }
-
-private:
-    void restore() {
-        if (m_saved < 0) return;
-        std::fflush(stderr);
-        ::dup2(m_saved, 2);
-        ::close(m_saved);
-        m_saved = -1;
-    }
-    int m_saved = -1;
-    FILE* m_file = nullptr;
-};
 
 // Removes the sinks a test added, even when it fails half-way.
 struct Sinks {
@@ -69,21 +34,23 @@ class TestLog : public QObject {
     Q_OBJECT
 private slots:
     void defaultWritesOneLineToStderr() {
-        StderrCapture cap;
-        logMessage(LogLevel::Warning, "warning: first");
-        logFormat(LogLevel::Error, "engine: request %d failed: %s\n", 7, "numerical error");
-        QCOMPARE(cap.text(), std::string("warning: first\nengine: request 7 failed: numerical error\n"));
+        const QString err = stderrOf([] {
+            logMessage(LogLevel::Warning, "warning: first");
+            logFormat(LogLevel::Error, "engine: request %d failed: %s\n", 7, "numerical error");
+        });
+        QCOMPARE(err, QStringLiteral("warning: first\nengine: request 7 failed: numerical error\n"));
     }
 
     void sinkGetsLevelAndText() {
         Sinks sinks;
         std::vector<std::pair<LogLevel, std::string>> got;
         QVERIFY(sinks.add([&](LogLevel l, std::string_view m) { got.emplace_back(l, std::string(m)); }) != 0);
-        StderrCapture cap;
-        logFormat(LogLevel::Info, "CUDA: running on %d of %d SMs", 48, 132);
-        logMessage(LogLevel::Warning, "two\nlines");
-        logFormat(LogLevel::Error, "%s", "");
-        QCOMPARE(cap.text(), std::string());  // the sink took them; nothing on stderr
+        const QString err = stderrOf([] {
+            logFormat(LogLevel::Info, "CUDA: running on %d of %d SMs", 48, 132);
+            logMessage(LogLevel::Warning, "two\nlines");
+            logFormat(LogLevel::Error, "%s", "");
+        });
+        QCOMPARE(err, QString());  // the sink took them; nothing on stderr
         QCOMPARE(got.size(), size_t(3));
         QCOMPARE(got[0].first, LogLevel::Info);
         QCOMPARE(got[0].second, std::string("CUDA: running on 48 of 132 SMs"));
@@ -112,18 +79,14 @@ private slots:
         removeLogSink(ic);  // twice: ignored
         removeLogSink(0);
         removeLogSink(ia);
-        StderrCapture cap;
-        logMessage(LogLevel::Info, "back on stderr");
-        QCOMPARE(cap.text(), std::string("back on stderr\n"));
+        QCOMPARE(stderrOf([] { logMessage(LogLevel::Info, "back on stderr"); }), QStringLiteral("back on stderr\n"));
         QCOMPARE(a + b + c, 3);
     }
 
     void throwingSinkFallsBackToStderr() {
         Sinks sinks;
         sinks.add([](LogLevel, std::string_view) { throw std::bad_alloc(); });
-        StderrCapture cap;
-        logMessage(LogLevel::Error, "engine: kept");
-        QCOMPARE(cap.text(), std::string("engine: kept\n"));
+        QCOMPARE(stderrOf([] { logMessage(LogLevel::Error, "engine: kept"); }), QStringLiteral("engine: kept\n"));
     }
 
     void longMessagesAreFormattedWhole() {
