@@ -463,7 +463,8 @@ std::unique_ptr<Backend> makeCpuBackend();
 
 // Backends by name: "cpu", "cuda", or "auto" (CUDA when this build has it and a device exists, else
 // CPU). Throws ts::Error(InvalidArgument) for another name and Unsupported for "cuda" when the build
-// has no CUDA backend or no device is visible. The returned backend's name() says which was chosen.
+// has no CUDA backend or no device is visible. The returned backend's name() says which was chosen. With
+// TS_FAULT_OP set (tests) it comes wrapped in a FaultBackend (fault_backend.h).
 std::unique_ptr<Backend> makeBackend(const std::string& name);
 // makeBackend's checks without opening a device (the same errors): for bad input found up front.
 void checkBackendName(const std::string& name);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "exl3_tune.h"
+#include "fault_backend.h"
 
 namespace ts {
 
@@ -206,7 +207,9 @@ void checkBackendName(const std::string& name) {
 #endif
 }
 
-std::unique_ptr<Backend> makeBackend(const std::string& name) {
+namespace {
+
+std::unique_ptr<Backend> openBackend(const std::string& name) {
     checkBackendName(name);
     if (name == "cpu") return makeCpuBackend();
 #ifdef TS_HAVE_CUDA
@@ -226,6 +229,12 @@ std::unique_ptr<Backend> makeBackend(const std::string& name) {
     }
 #endif
     return makeCpuBackend();  // "auto" without a (usable) device
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> makeBackend(const std::string& name) {
+    return withFaultInjection(openBackend(name));  // TS_FAULT_OP (tests): kernels/fault_backend.h
 }
 
 }  // namespace ts

@@ -5,7 +5,6 @@
 #include <deque>
 #include <exception>
 
-#include "core/env_switch.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -62,7 +61,6 @@ Engine::Engine(const Glm5NextModel& model, EngineConfig config, const Tokenizer*
     m_metrics.kvBlocks = m_plan.numBlocks;
     m_metrics.kvFreeBlocks = m_plan.numBlocks;
     m_metrics.kvTokenCapacity = m_plan.tokens;
-    m_faultAtStep = envCount("TS_FAULT_DEVICE_LOST_AT_STEP", 0);
     m_thread = std::thread([this] { loop(); });
 }
 
@@ -333,9 +331,6 @@ void Engine::loop() {
         }
         std::vector<SampleResult> sampled;
         try {
-            if (m_faultAtStep > 0 && ++m_steps == m_faultAtStep)
-                fail(ErrorKind::DeviceLost, "TS_FAULT_DEVICE_LOST_AT_STEP=" + std::to_string(m_faultAtStep) +
-                                                ": model step " + std::to_string(m_steps) + " failed as a lost GPU would");
             sampled = m_runner.step(out, [this](const Sequence& s) -> SamplerRng& {
                 return m_requests.at(s.id())->rng;  // engine thread: the map only changes under this thread's control
             });

@@ -96,8 +96,8 @@ public:
     // Empty while the engine can run. After a step failed with ErrorKind::DeviceLost (the GPU's context is gone:
     // every later call would fail the same way), the reason: every request it held has failed with it, submit()
     // refuses with DeviceLost, and only a new process can use the device again — `serve` stops (exit 3) so a
-    // supervisor restarts it; the control center says so. TS_FAULT_DEVICE_LOST_AT_STEP=N (tests) makes the Nth
-    // model step fail this way on any backend.
+    // supervisor restarts it; the control center says so. TS_FAULT_OP (tests; kernels/fault_backend.h) makes a chosen
+    // backend call fail this way on any backend.
     std::string deviceFailure() const;
     // Blocks until no request is waiting or running (tests, shutdown).
     void waitIdle();
@@ -150,8 +150,6 @@ private:
     bool m_stop = false;
     bool m_busy = false;
     std::string m_deviceFailure;  // under m_mutex; see deviceFailure()
-    int64_t m_faultAtStep = 0;    // TS_FAULT_DEVICE_LOST_AT_STEP (0: off)
-    int64_t m_steps = 0;          // model steps started (engine thread)
     EngineMetrics m_metrics;
     mutable std::deque<std::tuple<double, int64_t, int64_t>> m_rates;  // per step: time, prompt, generated tokens
     std::thread m_thread;

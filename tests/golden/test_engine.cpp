@@ -12,6 +12,7 @@
 #include "../common/golden_data.h"
 #include "../common/poisoned_model.h"
 #include "core/error.h"
+#include "fault_backend.h"
 #include "runtime/engine.h"
 
 using namespace ts;
@@ -238,27 +239,31 @@ private slots:
         QCOMPARE(col.results[again].tokens, alone.tokens);
     }
 
-    // A lost GPU (a CUDA sticky error: ErrorKind::DeviceLost; here TS_FAULT_DEVICE_LOST_AT_STEP makes the third
-    // model step fail that way): every request fails at once with the reason — the running ones and the one still
-    // waiting for a slot — nothing stays held, and the engine refuses new requests instead of failing each later.
+    // A lost GPU (a CUDA sticky error: ErrorKind::DeviceLost; here a FaultBackend fails the third `embedding` call,
+    // the third model step, that way, and every backend call after it): every request fails at once with the
+    // reason — the running ones and the one still waiting for a slot — nothing stays held, and the engine refuses
+    // new requests instead of failing each later.
     void deviceLostFailsEveryRequestAndStopsTakingMore() {
-        qputenv("TS_FAULT_DEVICE_LOST_AT_STEP", "3");
+        auto owned = std::make_unique<FaultBackend>(makeCpuBackend(), parseFaultPlan("embedding@3"));
+        FaultBackend& faulty = *owned;
+        const std::unique_ptr<Backend> be = std::move(owned);
+        Glm5NextModel model(kModel.toStdString(), *be);
         EngineConfig ec = smallConfig();
         ec.maxNumSeqs = 2;  // the third request waits
-        Engine e(*m_model, ec);
-        qunsetenv("TS_FAULT_DEVICE_LOST_AT_STEP");
-        const int V = m_model->text().vocab_size;
+        Engine e(model, ec);
+        const int V = model.text().vocab_size;
         Collector col;
         const std::vector<int64_t> ids = e.submitAll({{prompt(70, 10, V), greedy(20), col.cb()},
                                                       {prompt(71, 10, V), greedy(20), col.cb()},
                                                       {prompt(72, 10, V), greedy(20), col.cb()}});
         e.waitIdle();
+        QVERIFY(faulty.fired());
         for (int64_t id : ids) {
             const Result& r = col.results[id];
             QVERIFY(r.done);
             QCOMPARE(r.reason, FinishReason::Error);
             QVERIFY2(r.error.find("the GPU failed") != std::string::npos &&
-                         r.error.find("TS_FAULT_DEVICE_LOST_AT_STEP") != std::string::npos,
+                         r.error.find("call 3 of embedding") != std::string::npos,
                      r.error.c_str());
             QVERIFY(r.tokens.size() < 3);  // stopped at the third step, not run to max_tokens
         }
@@ -276,12 +281,56 @@ private slots:
             QCOMPARE(err.kind(), ErrorKind::DeviceLost);
             QVERIFY2(std::string(err.what()).find("Restart the process") != std::string::npos, err.what());
         }
-        // Any other step failure leaves the engine running (numericalErrorFailsOneRequest); so does a fresh engine.
+        // Any other step failure leaves the engine running (transientStepFailureFailsOnlyThatStep); so does a fresh
+        // engine on a working backend.
         Engine fresh(*m_model, ec);
         QVERIFY(fresh.deviceFailure().empty());
         const int64_t ok = fresh.submit(prompt(74, 4, V), greedy(2), col.cb());
         fresh.waitIdle();
         QCOMPARE(col.results[ok].reason, FinishReason::Length);
+    }
+
+    // A step whose op throws an error the device survives (out of memory, a bad launch; here the 25th linear, in
+    // the middle of the first step's layers): the requests of that step fail with the reason, the one waiting for
+    // a slot then runs and gets exactly the tokens it gets alone — nothing the failed step half-wrote reaches it —
+    // and the engine takes new requests.
+    void transientStepFailureFailsOnlyThatStep() {
+        auto owned = std::make_unique<FaultBackend>(makeCpuBackend(), parseFaultPlan("linear@25:error"));
+        FaultBackend& faulty = *owned;
+        const std::unique_ptr<Backend> be = std::move(owned);
+        Glm5NextModel model(kModel.toStdString(), *be);
+        EngineConfig ec = smallConfig();
+        ec.maxNumSeqs = 2;  // the third request waits
+        const int V = model.text().vocab_size;
+        const std::vector<int32_t> waiting = prompt(82, 10, V);
+        const Result alone = runAlone(*m_model, waiting, greedy(8), ec);
+        Engine e(model, ec);
+        Collector col;
+        const std::vector<int64_t> ids = e.submitAll({{prompt(80, 10, V), greedy(20), col.cb()},
+                                                      {prompt(81, 10, V), greedy(20), col.cb()},
+                                                      {waiting, greedy(8), col.cb()}});
+        e.waitIdle();
+        QVERIFY(faulty.fired());
+        for (int i = 0; i < 2; ++i) {
+            const Result& r = col.results[ids[size_t(i)]];
+            QCOMPARE(r.reason, FinishReason::Error);
+            QVERIFY2(r.error.find("the engine step failed") != std::string::npos &&
+                         r.error.find("call 25 of linear") != std::string::npos,
+                     r.error.c_str());
+            QVERIFY(r.tokens.size() < 20);
+        }
+        const Result& served = col.results[ids[2]];
+        QCOMPARE(served.reason, FinishReason::Length);
+        QCOMPARE(served.tokens, alone.tokens);
+        QVERIFY(e.deviceFailure().empty());
+        EngineMetrics m = e.metrics();
+        QCOMPARE(m.requestsFailed, int64_t(2));
+        QCOMPARE(m.requestsFinished, int64_t(1));
+        QCOMPARE(m.kvFreeBlocks, m.kvBlocks);
+        const int64_t again = e.submit(waiting, greedy(8), col.cb());
+        e.waitIdle();
+        QCOMPARE(col.results[again].tokens, alone.tokens);
+        e.verifyIdle();
     }
 
     void refusesBadRequests() {

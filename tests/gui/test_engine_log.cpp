@@ -2,7 +2,7 @@
 // sink), not only the terminal: loading a copy of the embedded EXL3 model whose config.json names a codebook
 // the tensors contradict raises the engine's warning on a loader thread, and the Server page's log shows it
 // (and the terminal still gets it). When the controller shuts down, its sink is removed. A lost
-// GPU (TS_FAULT_DEVICE_LOST_AT_STEP fails a model step as a CUDA sticky error would) ends the chat with the reason,
+// GPU (TS_FAULT_OP fails a model step's backend call as a CUDA sticky error would) ends the chat with the reason,
 // the log and the engine status say the engine has stopped, and a new chat is refused with what to do.
 #include <QDir>
 #include <QFile>
@@ -87,9 +87,9 @@ private slots:
         auto* status = page.findChild<QLabel*>(QStringLiteral("engineStatus"));
         QVERIFY(log && status);
         GuiSpy finished(&controller, &EngineController::chatFinished);
-        qputenv("TS_FAULT_DEVICE_LOST_AT_STEP", "3");  // read when the engine is made, during the load
+        qputenv("TS_FAULT_OP", "embedding@3");  // read when the backend is made, during the load
         const QString error = loadModel(controller, QStringLiteral(TS_GUI_CHAT_MODEL), QStringLiteral("cpu"));
-        qunsetenv("TS_FAULT_DEVICE_LOST_AT_STEP");
+        qunsetenv("TS_FAULT_OP");
         QVERIFY2(error.isEmpty(), qPrintable(error));
         ChatRequest r;
         r.messages = QJsonArray{QJsonObject{{QStringLiteral("role"), QStringLiteral("user")},

@@ -135,14 +135,14 @@ private slots:
         QCOMPARE(srv.stop(), 0);
     }
 
-    // A lost GPU (a CUDA sticky error; here TS_FAULT_DEVICE_LOST_AT_STEP fails the third model step that way on the
-    // CPU): the running stream ends with the reason as its error event and [DONE], and the server stops by itself
+    // A lost GPU (a CUDA sticky error; here TS_FAULT_OP fails the third `embedding` call — the third model step — that
+    // way on the CPU, and every backend call after it): the running stream ends with the reason as its error event and [DONE], and the server stops by itself
     // with exit 3 — a supervisor's restart policy brings up a fresh process — instead of answering 500 forever
     // while /health says 200.
     void lostDeviceStopsTheServer() {
         ServerProcess srv;
         QProcessEnvironment env = ServerProcess::hermeticEnvironment();
-        env.insert(QStringLiteral("TS_FAULT_DEVICE_LOST_AT_STEP"), QStringLiteral("3"));
+        env.insert(QStringLiteral("TS_FAULT_OP"), QStringLiteral("embedding@3"));
         srv.setEnvironment(env);
         QVERIFY2(srv.start({"--backend", "cpu"}), qPrintable(srv.log()));
         auto c = srv.clientPtr();

@@ -1,0 +1,81 @@
+#include "fault_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace ts {
+
+namespace {
+
+std::string knownOps() {
+    std::string s;
+    for (const std::string& n : ForwardingBackend::opNames()) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+
+bool matches(const std::string& planned, const char* op) {
+    if (planned == "*" || planned == op) return true;
+    // "linear" also names the packed label "linear (packed)".
+    const size_t n = planned.size();
+    return std::string(op).compare(0, n, planned) == 0 && std::string(op).compare(n, 2, " (") == 0;
+}
+
+}  // namespace
+
+FaultPlan parseFaultPlan(const std::string& value) {
+    const auto bad = [&](const std::string& why) {
+        fail(ErrorKind::InvalidArgument, "TS_FAULT_OP=" + value + ": " + why +
+                                             " (expected <op>@<call>[:device-lost|:error], e.g. embedding@3; ops: * "
+                                             "or " + knownOps() + ")");
+    };
+    FaultPlan p;
+    p.text = value;
+    const size_t at = value.find('@');
+    if (at == std::string::npos || at == 0) bad("no op and call");
+    p.op = value.substr(0, at);
+    const auto& names = ForwardingBackend::opNames();
+    if (p.op != "*" && std::find(names.begin(), names.end(), p.op) == names.end()) bad("unknown op '" + p.op + "'");
+    const size_t colon = value.find(':', at);
+    const std::string count = value.substr(at + 1, colon == std::string::npos ? std::string::npos : colon - at - 1);
+    if (count.empty() || count.size() > 12 || count.find_first_not_of("0123456789") != std::string::npos)
+        bad("the call must be a positive decimal number");
+    p.call = std::strtoll(count.c_str(), nullptr, 10);
+    if (p.call < 1) bad("the call must be a positive decimal number");
+    if (colon != std::string::npos) {
+        const std::string kind = value.substr(colon + 1);
+        if (kind == "device-lost") p.sticky = true;
+        else if (kind == "error") p.sticky = false;
+        else bad("unknown kind '" + kind + "'");
+    }
+    return p;
+}
+
+void FaultBackend::before(const char* op, OpKind /*kind*/) {
+    // After a sticky fault every call fails, as every CUDA call does on a context that met a sticky error.
+    if (m_plan.sticky && m_fired.load())
+        fail(ErrorKind::DeviceLost, std::string("TS_FAULT_OP=") + m_plan.text + ": " + op +
+                                        " after the injected loss of the device");
+    if (!matches(m_plan.op, op)) return;
+    const int64_t n = ++m_calls;
+    if (n != m_plan.call) return;
+    m_fired = true;
+    const std::string what = std::string("TS_FAULT_OP=") + m_plan.text + ": call " + std::to_string(n) + " of " +
+                             (m_plan.op == "*" ? std::string("any op (") + op + ")" : std::string(op));
+    if (m_plan.sticky) fail(ErrorKind::DeviceLost, what + " failed as on a lost GPU");
+    fail(ErrorKind::Internal, what + " failed");
+}
+
+std::unique_ptr<Backend> withFaultInjection(std::unique_ptr<Backend> b) {
+    const char* v = std::getenv("TS_FAULT_OP");
+    if (!v || !*v) return b;
+    FaultPlan plan = parseFaultPlan(v);
+    logFormat(LogLevel::Warning, "warning: TS_FAULT_OP=%s: call %lld of %s will fail (%s); a test setting, not for use",
+              plan.text.c_str(), static_cast<long long>(plan.call), plan.op == "*" ? "any op" : plan.op.c_str(),
+              plan.sticky ? "as a lost GPU, and every call after it" : "once");
+    return std::make_unique<FaultBackend>(std::move(b), std::move(plan));
+}
+
+}  // namespace ts

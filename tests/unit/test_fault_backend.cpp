@@ -1,0 +1,214 @@
+// The backend decorators (kernels/forwarding_backend.h and the two built on it): a ForwardingBackend passes every
+// call through unchanged — results, the batched forms, graph regions and the aside stream reach the wrapped
+// backend; FaultBackend fails exactly the planned call (a lost device: that one and every call after it; an
+// error: that one only), TS_FAULT_OP is parsed strictly and makeBackend wraps only when it is set; and
+// ProfilingBackend books the ops it timed, not allocations, transfers or declined calls.
+#include <QtTest>
+
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "fault_backend.h"
+#include "profiling_backend.h"
+
+using namespace ts;
+
+namespace {
+
+// Records what reaches the backend below the decorator under test.
+class RecordingBackend final : public ForwardingBackend {
+public:
+    RecordingBackend() : ForwardingBackend(makeCpuBackend()) {}
+    std::vector<std::string> calls;
+    void causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K, const Buffer& w,
+                             const Buffer* convStates, const Buffer& out) override {
+        calls.push_back("causalConvSiluBatch");
+        ForwardingBackend::causalConvSiluBatch(x, rows, nSeqs, C, K, w, convStates, out);
+    }
+    void beginGraphRegion(uint64_t key) override { calls.push_back("beginGraphRegion " + std::to_string(key)); }
+    void endGraphRegion(bool completed) override { calls.push_back(completed ? "endGraphRegion" : "endGraphRegion!"); }
+    bool setGraphsEnabled(bool on) override {
+        calls.push_back(on ? "graphs on" : "graphs off");
+        return true;
+    }
+    bool beginAside() override {
+        calls.push_back("beginAside");
+        return true;
+    }
+    void endAside() override { calls.push_back("endAside"); }
+    void joinAside() override { calls.push_back("joinAside"); }
+};
+
+Buffer randomBuffer(Backend& b, size_t n, uint32_t seed) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> h(n);
+    for (float& v : h) v = u(g);
+    return b.upload(h.data(), n * 4);
+}
+
+std::vector<float> downloaded(Backend& b, const Buffer& x, size_t n) {
+    std::vector<float> h(n);
+    b.download(x, h.data(), n * 4);
+    return h;
+}
+
+// The error a call throws, or "" with kind Internal when it returns.
+std::pair<ErrorKind, std::string> outcome(const std::function<void()>& call) {
+    try {
+        call();
+    } catch (const Error& e) {
+        return {e.kind(), e.what()};
+    }
+    return {ErrorKind::Internal, ""};
+}
+
+}  // namespace
+
+class TestFaultBackend : public QObject {
+    Q_OBJECT
+private slots:
+    void parsesPlans() {
+        FaultPlan p = parseFaultPlan("embedding@3");
+        QCOMPARE(p.op, std::string("embedding"));
+        QCOMPARE(p.call, int64_t(3));
+        QVERIFY(p.sticky);
+        p = parseFaultPlan("linear@40:error");
+        QCOMPARE(p.op, std::string("linear"));
+        QCOMPARE(p.call, int64_t(40));
+        QVERIFY(!p.sticky);
+        p = parseFaultPlan("*@1:device-lost");
+        QCOMPARE(p.op, std::string("*"));
+        QVERIFY(p.sticky);
+        for (const char* bad : {"", "embedding", "@3", "embedding@", "embedding@0", "embedding@-1", "embedding@3x",
+                                "embedding@ 3", "embeding@3", "linear (packed)@3", "embedding@3:", "embedding@3:oom",
+                                "embedding@99999999999999"}) {
+            const auto [kind, what] = outcome([&] { parseFaultPlan(bad); });
+            QVERIFY2(kind == ErrorKind::InvalidArgument && !what.empty(), bad);
+            QVERIFY2(what.find("expected <op>@<call>") != std::string::npos, what.c_str());
+            QVERIFY2(what.find("kdaRecurrentBatch") != std::string::npos, what.c_str());  // the op names are listed
+        }
+    }
+
+    void forwardsResultsAndEverythingElse() {
+        auto owned = std::make_unique<RecordingBackend>();
+        RecordingBackend& rec = *owned;
+        FaultBackend f(std::move(owned), parseFaultPlan("embedding@1000000"));
+        auto plain = makeCpuBackend();
+        QCOMPARE(f.name(), plain->name());
+
+        const int64_t T = 3, D = 64;
+        const Buffer x = randomBuffer(f, size_t(T * D), 1), w = randomBuffer(f, size_t(D), 2);
+        const Buffer y = f.alloc(size_t(T * D) * 4);
+        f.rmsnorm(x, T, D, w, 1e-6f, y);
+        const Buffer px = randomBuffer(*plain, size_t(T * D), 1), pw = randomBuffer(*plain, size_t(D), 2);
+        const Buffer py = plain->alloc(size_t(T * D) * 4);
+        plain->rmsnorm(px, T, D, pw, 1e-6f, py);
+        const std::vector<float> got = downloaded(f, y, size_t(T * D)), want = downloaded(*plain, py, size_t(T * D));
+        QVERIFY(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
+
+        // The batched form goes to the wrapped backend's batched op, not Backend's per-sequence default.
+        const int64_t C = 8, K = 4, rows[2] = {2, 1};
+        const Buffer cx = randomBuffer(f, size_t(3 * C), 3), cw = randomBuffer(f, size_t(C * K), 4);
+        const Buffer states[2] = {f.alloc(size_t(C * (K - 1)) * 4), f.alloc(size_t(C * (K - 1)) * 4)};
+        const Buffer cout = f.alloc(size_t(3 * C) * 4);
+        f.causalConvSiluBatch(cx, rows, 2, C, int(K), cw, states, cout);
+
+        QVERIFY(f.setGraphsEnabled(true));
+        f.beginGraphRegion(42);
+        f.endGraphRegion(false);
+        QVERIFY(f.beginAside());
+        f.endAside();
+        f.joinAside();
+        const std::vector<std::string> want2 = {"causalConvSiluBatch", "graphs on", "beginGraphRegion 42",
+                                                "endGraphRegion!", "beginAside", "endAside", "joinAside"};
+        QCOMPARE(rec.calls, want2);
+        QVERIFY(!f.fired());
+    }
+
+    void lostDeviceFailsThatCallAndEveryOneAfter() {
+        FaultBackend f(makeCpuBackend(), parseFaultPlan("rmsnorm@2"));
+        const int64_t D = 16;
+        const Buffer x = randomBuffer(f, size_t(D), 5), w = randomBuffer(f, size_t(D), 6), y = f.alloc(size_t(D) * 4);
+        f.rmsnorm(x, 1, D, w, 1e-6f, y);  // call 1 runs
+        f.add(x, y, D);                   // other ops do not count
+        QVERIFY(!f.fired());
+        auto [kind, what] = outcome([&] { f.rmsnorm(x, 1, D, w, 1e-6f, y); });
+        QCOMPARE(kind, ErrorKind::DeviceLost);
+        QVERIFY2(what.find("call 2 of rmsnorm") != std::string::npos, what.c_str());
+        QVERIFY(f.fired());
+        // As on a CUDA context after a sticky error: every call fails from here on, allocations and transfers too.
+        for (const auto& call : std::vector<std::function<void()>>{
+                 [&] { f.add(x, y, D); }, [&] { f.alloc(16); }, [&] { f.synchronize(); },
+                 [&] { std::vector<float> h(static_cast<size_t>(D)); f.download(y, h.data(), h.size() * 4); }}) {
+            std::tie(kind, what) = outcome(call);
+            QCOMPARE(kind, ErrorKind::DeviceLost);
+            QVERIFY2(what.find("after the injected loss") != std::string::npos, what.c_str());
+        }
+    }
+
+    void errorFailsOnlyThatCall() {
+        FaultBackend f(makeCpuBackend(), parseFaultPlan("add@2:error"));
+        const int64_t n = 8;
+        const Buffer x = randomBuffer(f, size_t(n), 7), y = f.alloc(size_t(n) * 4);
+        f.add(x, y, n);
+        auto [kind, what] = outcome([&] { f.add(x, y, n); });
+        QCOMPARE(kind, ErrorKind::Internal);
+        QVERIFY2(what.find("call 2 of add failed") != std::string::npos, what.c_str());
+        f.add(x, y, n);  // the third runs: y = 2x (the failed call added nothing)
+        const std::vector<float> hx = downloaded(f, x, size_t(n)), hy = downloaded(f, y, size_t(n));
+        for (int64_t i = 0; i < n; ++i) QCOMPARE(hy[size_t(i)], 2 * hx[size_t(i)]);
+    }
+
+    void anyOpCountsEveryHookedCall() {
+        FaultBackend f(makeCpuBackend(), parseFaultPlan("*@3:error"));
+        const Buffer x = f.alloc(16);                 // 1
+        f.zero(x);                                    // 2
+        auto [kind, what] = outcome([&] { f.scale(x, 4, 2.0f); });  // 3
+        QCOMPARE(kind, ErrorKind::Internal);
+        QVERIFY2(what.find("any op (scale)") != std::string::npos, what.c_str());
+        f.scale(x, 4, 2.0f);
+    }
+
+    void makeBackendWrapsOnlyWhenAsked() {
+        qunsetenv("TS_FAULT_OP");
+        QVERIFY(!dynamic_cast<FaultBackend*>(makeBackend("cpu").get()));
+        qputenv("TS_FAULT_OP", "embedding@2:error");
+        std::unique_ptr<Backend> b = makeBackend("cpu");
+        auto* f = dynamic_cast<FaultBackend*>(b.get());
+        QVERIFY(f);
+        QCOMPARE(f->plan().call, int64_t(2));
+        QCOMPARE(b->name(), std::string("cpu"));
+        qputenv("TS_FAULT_OP", "embedding@two");
+        const auto [kind, what] = outcome([] { makeBackend("cpu"); });
+        qunsetenv("TS_FAULT_OP");
+        QCOMPARE(kind, ErrorKind::InvalidArgument);
+        QVERIFY2(what.find("TS_FAULT_OP=embedding@two") != std::string::npos, what.c_str());
+    }
+
+    void profilingBooksOpsOnly() {
+        ProfilingBackend p(makeCpuBackend());
+        QVERIFY(!p.setGraphsEnabled(true));  // off under profiling: each op must run when it is called
+        QVERIFY(!p.beginAside());
+        const int64_t n = 32;
+        const Buffer x = randomBuffer(p, size_t(n), 8), y = p.alloc(size_t(n) * 4);
+        p.add(x, y, n);
+        p.add(x, y, n);
+        p.scale(y, n, 0.5f);
+        std::vector<float> h(static_cast<size_t>(n));
+        p.download(y, h.data(), h.size() * 4);
+        QVERIFY(!p.sampleRows(y, n, 0, nullptr, nullptr));  // declined by the CPU: no row
+        QCOMPARE(int(p.rows().size()), 2);
+        QCOMPARE(p.rows().at("add").calls, int64_t(2));
+        QCOMPARE(p.rows().at("scale").calls, int64_t(1));
+        QVERIFY(p.report().find("add") != std::string::npos);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestFaultBackend)
+#include "test_fault_backend.moc"
