@@ -8,7 +8,10 @@
 //   TS_FAULT_OP=linear@40:error           the 40th linear fails once (ErrorKind::Internal), as a launch that the
 //                                         context survives (out of memory, a bad configuration); later calls run
 //   TS_FAULT_OP=*@100                     the 100th hooked call of any op (ForwardingBackend::opNames)
-// Calls are counted from the backend's creation, 1-based, per op name ("linear" counts packed and dense ones).
+// Calls are counted from the backend's creation, 1-based, per op name ("linear" counts packed and dense ones). The
+// start-up self-test of `serve --backend cuda` runs on the served backend, so its calls count too: a plan can aim at
+// it (a lost device there stops the self-test at that case), or skip it with SKIP_OVERLAY_VERIFY=1 to aim at the
+// first model steps.
 #pragma once
 
 #include <atomic>
