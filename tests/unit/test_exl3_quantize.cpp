@@ -185,6 +185,13 @@ private slots:
         QFETCH(int, rows);
         QFETCH(int, cols);
         QFETCH(int, cb);
+#ifdef __SANITIZE_ADDRESS__
+        // Under the sanitizers (scripts/test.sh's second build, at -O0) each row takes ~20 s and the quality bound is
+        // not what that build is for: one row exercises the quantizer's memory accesses; the same suite's first
+        // build checks every row's bound.
+        if (rows != 256 || cb != int(Exl3Codebook::Mul1))
+            QSKIP("the sanitized build runs the 256x256 MUL1 row only; the unsanitized build of scripts/test.sh runs all");
+#endif
         const std::vector<float> w = gaussian(int64_t(rows) * cols, uint32_t(rows + cols));
         double worst = 0;
         QString line;
