@@ -78,6 +78,26 @@ EngineConfig smallConfig() {
     return c;
 }
 
+// The engine's config with two sequence slots: a third request waits for one.
+EngineConfig twoSlots() {
+    EngineConfig c = smallConfig();
+    c.maxNumSeqs = 2;
+    return c;
+}
+
+// The golden model on a CPU backend that fails as `plan` says (kernels/fault_backend.h).
+struct FaultyModel {
+    std::unique_ptr<Backend> backend;
+    FaultBackend* fault = nullptr;
+    std::unique_ptr<Glm5NextModel> model;
+    explicit FaultyModel(const std::string& plan) {
+        auto owned = std::make_unique<FaultBackend>(makeCpuBackend(), parseFaultPlan(plan));
+        fault = owned.get();
+        backend = std::move(owned);
+        model = std::make_unique<Glm5NextModel>(kModel.toStdString(), *backend);
+    }
+};
+
 Result runAlone(const Glm5NextModel& m, const std::vector<int32_t>& p, SamplingParams sp, EngineConfig c = smallConfig()) {
     Engine e(m, c);
     Collector col;
@@ -244,12 +264,10 @@ private slots:
     // reason — the running ones and the one still waiting for a slot — nothing stays held, and the engine refuses
     // new requests instead of failing each later.
     void deviceLostFailsEveryRequestAndStopsTakingMore() {
-        auto owned = std::make_unique<FaultBackend>(makeCpuBackend(), parseFaultPlan("embedding@3"));
-        FaultBackend& faulty = *owned;
-        const std::unique_ptr<Backend> be = std::move(owned);
-        Glm5NextModel model(kModel.toStdString(), *be);
-        EngineConfig ec = smallConfig();
-        ec.maxNumSeqs = 2;  // the third request waits
+        const FaultyModel fm("embedding@3");
+        const FaultBackend& faulty = *fm.fault;
+        const Glm5NextModel& model = *fm.model;
+        const EngineConfig ec = twoSlots();
         Engine e(model, ec);
         const int V = model.text().vocab_size;
         Collector col;
@@ -295,12 +313,10 @@ private slots:
     // a slot then runs and gets exactly the tokens it gets alone — nothing the failed step half-wrote reaches it —
     // and the engine takes new requests.
     void transientStepFailureFailsOnlyThatStep() {
-        auto owned = std::make_unique<FaultBackend>(makeCpuBackend(), parseFaultPlan("linear@25:error"));
-        FaultBackend& faulty = *owned;
-        const std::unique_ptr<Backend> be = std::move(owned);
-        Glm5NextModel model(kModel.toStdString(), *be);
-        EngineConfig ec = smallConfig();
-        ec.maxNumSeqs = 2;  // the third request waits
+        const FaultyModel fm("linear@25:error");
+        const FaultBackend& faulty = *fm.fault;
+        const Glm5NextModel& model = *fm.model;
+        const EngineConfig ec = twoSlots();
         const int V = model.text().vocab_size;
         const std::vector<int32_t> waiting = prompt(82, 10, V);
         const Result alone = runAlone(*m_model, waiting, greedy(8), ec);
