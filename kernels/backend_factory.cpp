@@ -198,6 +198,7 @@ bool uploadRing() { return false; }
 void checkBackendName(const std::string& name) {
     if (name != "auto" && name != "cpu" && name != "cuda")
         fail(ErrorKind::InvalidArgument, "--backend must be auto, cpu or cuda, got '" + name + "'");
+    checkFaultInjection();  // a malformed TS_FAULT_OP: refused up front too, before a device is opened
     if (name != "cuda") return;
 #ifdef TS_HAVE_CUDA
     if (cudaDeviceCount() == 0) fail(ErrorKind::Unsupported, "--backend cuda: no CUDA device is visible to this process");

@@ -40,8 +40,9 @@ FaultPlan parseFaultPlan(const std::string& value) {
     if (p.op != "*" && std::find(names.begin(), names.end(), p.op) == names.end()) bad("unknown op '" + p.op + "'");
     const size_t colon = value.find(':', at);
     const std::string count = value.substr(at + 1, colon == std::string::npos ? std::string::npos : colon - at - 1);
-    if (count.empty() || count.size() > 12 || count.find_first_not_of("0123456789") != std::string::npos)
+    if (count.empty() || count.find_first_not_of("0123456789") != std::string::npos)
         bad("the call must be a positive decimal number");
+    if (count.size() > 12) bad("the call must have at most 12 digits");
     p.call = std::strtoll(count.c_str(), nullptr, 10);
     if (p.call < 1) bad("the call must be a positive decimal number");
     if (colon != std::string::npos) {
@@ -62,10 +63,17 @@ void FaultBackend::before(const char* op, OpKind /*kind*/) {
     const int64_t n = ++m_calls;
     if (n != m_plan.call) return;
     m_fired = true;
-    const std::string what = std::string("TS_FAULT_OP=") + m_plan.text + ": call " + std::to_string(n) + " of " +
-                             (m_plan.op == "*" ? std::string("any op (") + op + ")" : std::string(op));
+    // The op counted, and the call's own label where it says more ("linear (packed)" counted as a "linear").
+    const std::string counted = m_plan.op == "*" ? std::string("any op") : m_plan.op;
+    const std::string what = std::string("TS_FAULT_OP=") + m_plan.text + ": call " + std::to_string(n) + " of " + counted +
+                             (counted == op ? std::string() : std::string(" (") + op + ")");
     if (m_plan.sticky) fail(ErrorKind::DeviceLost, what + " failed as on a lost GPU");
     fail(ErrorKind::Internal, what + " failed");
+}
+
+void checkFaultInjection() {
+    const char* v = std::getenv("TS_FAULT_OP");
+    if (v && *v) parseFaultPlan(v);
 }
 
 std::unique_ptr<Backend> withFaultInjection(std::unique_ptr<Backend> b) {

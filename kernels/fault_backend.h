@@ -2,16 +2,20 @@
 // the engine, the server and the control center do when a step's op throws. Set by TS_FAULT_OP (read by
 // makeBackend, so every backend a process opens is wrapped: the CLI, `serve`, the control center, the
 // self-test), e.g.
-//   TS_FAULT_OP=embedding@3               the third `embedding` call (the model's third step) fails as a lost
-//                                         GPU would: ErrorKind::DeviceLost, and every later call fails the same
-//                                         way, as a CUDA context after a sticky error does
+//   TS_FAULT_OP=embedding@3               the third `embedding` call (on the CPU: the model's third step) fails as
+//                                         a lost GPU would: ErrorKind::DeviceLost, and every later hooked call
+//                                         (ForwardingBackend::opNames) fails the same way, as every call on a CUDA
+//                                         context after a sticky error does. Unhooked calls (releaseWeights, the
+//                                         graph regions, deviceMemory, ...) still reach the backend, so destructors
+//                                         and the unload path run as they would on a dead context
 //   TS_FAULT_OP=linear@40:error           the 40th linear fails once (ErrorKind::Internal), as a launch that the
 //                                         context survives (out of memory, a bad configuration); later calls run
 //   TS_FAULT_OP=*@100                     the 100th hooked call of any op (ForwardingBackend::opNames)
-// Calls are counted from the backend's creation, 1-based, per op name ("linear" counts packed and dense ones). The
-// start-up self-test of `serve --backend cuda` runs on the served backend, so its calls count too: a plan can aim at
-// it (a lost device there stops the self-test at that case), or skip it with SKIP_OVERLAY_VERIFY=1 to aim at the
-// first model steps.
+// Calls are counted from the backend's creation, 1-based, per op name ("linear" counts packed and dense ones). On a
+// GPU, `serve` and the control center run on the served backend before the engine's first step: the start-up
+// self-test (unless SKIP_OVERLAY_VERIFY=1) and one profiling forward that sizes the KV pool (runtime/device_budget),
+// so their calls count too — with the self-test skipped, `embedding@3` fails the engine's second step. On the CPU
+// neither runs. A plan can aim at them as well (a lost device in the self-test stops it at that case).
 #pragma once
 
 #include <atomic>
@@ -26,7 +30,7 @@ namespace ts {
 struct FaultPlan {
     std::string op;             // a name of ForwardingBackend::opNames(), or "*" for any
     int64_t call = 0;           // the failing call of that op, from 1
-    bool sticky = true;         // device-lost: that call and every later one fail
+    bool sticky = true;         // device-lost: that call and every later hooked one fail
     std::string text;           // the variable's value, for messages
 };
 
@@ -51,5 +55,7 @@ private:
 
 // makeBackend's hook: `b` wrapped in a FaultBackend when TS_FAULT_OP is set (and said so on the log), else `b`.
 std::unique_ptr<Backend> withFaultInjection(std::unique_ptr<Backend> b);
+// Throws parseFaultPlan's error for a malformed TS_FAULT_OP (checkBackendName calls it, so makeBackend does first).
+void checkFaultInjection();
 
 }  // namespace ts

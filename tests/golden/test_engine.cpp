@@ -333,7 +333,7 @@ private slots:
             QVERIFY2(r.error.find("the engine step failed") != std::string::npos &&
                          r.error.find("call 25 of linear") != std::string::npos,
                      r.error.c_str());
-            QVERIFY(r.tokens.size() < 20);
+            QVERIFY(r.tokens.empty());  // the first step (the prefill: 174 linears) failed
         }
         const Result& served = col.results[ids[2]];
         QCOMPARE(served.reason, FinishReason::Length);

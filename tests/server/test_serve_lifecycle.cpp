@@ -136,9 +136,9 @@ private slots:
     }
 
     // A lost GPU (a CUDA sticky error; here TS_FAULT_OP fails the third `embedding` call — the third model step — that
-    // way on the CPU, and every backend call after it): the running stream ends with the reason as its error event and [DONE], and the server stops by itself
-    // with exit 3 — a supervisor's restart policy brings up a fresh process — instead of answering 500 forever
-    // while /health says 200.
+    // way on the CPU, and every backend call after it): the running stream ends with the reason as its error event
+    // and [DONE], and the server stops by itself with exit 3 — a supervisor's restart policy brings up a fresh process
+    // — instead of answering 500 forever while /health says 200.
     void lostDeviceStopsTheServer() {
         ServerProcess srv;
         QProcessEnvironment env = ServerProcess::hermeticEnvironment();
@@ -153,7 +153,9 @@ private slots:
         QVERIFY(s.data.size() >= 2);
         QCOMPARE(s.data.back(), std::string("[DONE]"));
         const json ev = json::parse(s.data[s.data.size() - 2]);
-        QVERIFY2(ev.contains("error") && ev["error"]["message"].get<std::string>().find("the GPU failed") != std::string::npos,
+        QVERIFY2(ev.contains("error") && ev["error"]["message"].get<std::string>().find("the GPU failed") != std::string::npos &&
+                     ev["error"]["message"].get<std::string>().find("TS_FAULT_OP=embedding@3: call 3 of embedding") !=
+                         std::string::npos,
                  s.data[s.data.size() - 2].c_str());
         QVERIFY(s.data.size() < 10);  // two tokens at most, then the error: not 50
         QVERIFY2(srv.waitForExit(15000), qPrintable(srv.log()));

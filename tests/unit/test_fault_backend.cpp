@@ -5,6 +5,7 @@
 // ProfilingBackend books the ops it timed, not allocations, transfers or declined calls.
 #include <QtTest>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <tuple>
@@ -20,15 +21,61 @@ using namespace ts;
 
 namespace {
 
-// Records what reaches the backend below the decorator under test.
+// Records what reaches the backend below the decorator under test. The batched ops other than
+// causalConvSiluBatch, the MoE and sampling paths and the memory queries are recorded, not run.
 class RecordingBackend final : public ForwardingBackend {
 public:
     RecordingBackend() : ForwardingBackend(makeCpuBackend()) {}
     std::vector<std::string> calls;
+    Buffer allocUninit(size_t bytes) override {
+        calls.push_back("allocUninit");
+        return ForwardingBackend::allocUninit(bytes);
+    }
+    void preloadWeight(const WeightView&) override { calls.push_back("preloadWeight"); }
+    void releaseWeights() override { calls.push_back("releaseWeights"); }
     void causalConvSiluBatch(const Buffer& x, const int64_t* rows, int64_t nSeqs, int64_t C, int K, const Buffer& w,
                              const Buffer* convStates, const Buffer& out) override {
         calls.push_back("causalConvSiluBatch");
         ForwardingBackend::causalConvSiluBatch(x, rows, nSeqs, C, K, w, convStates, out);
+    }
+    void kdaRecurrentBatch(const Buffer&, const int64_t*, int64_t, int64_t, int64_t, const Buffer&, const Buffer&,
+                           const Buffer*, const Buffer&) override {
+        calls.push_back("kdaRecurrentBatch");
+    }
+    void mlaCacheWriteBatch(const Buffer&, const SeqRows*, int64_t, int64_t, KvCacheDtype, const Buffer&) override {
+        calls.push_back("mlaCacheWriteBatch");
+    }
+    void mlaSparseAttentionBatch(const Buffer&, const SeqRows*, int64_t, int64_t, int64_t, const Buffer&, KvCacheDtype,
+                                 const Buffer&, int64_t, float, const Buffer&) override {
+        calls.push_back("mlaSparseAttentionBatch");
+    }
+    void indexerSelectBatch(const Buffer&, const Buffer&, const SeqRows*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                            KvCacheDtype, const Buffer&, const Buffer&, IndexerStats* const*) override {
+        calls.push_back("indexerSelectBatch");
+    }
+    void indexerCacheWriteBatch(const Buffer&, const Buffer&, const SeqRows*, int64_t, int64_t, int64_t, const Buffer&,
+                                KvCacheDtype, const Buffer*, const Buffer&) override {
+        calls.push_back("indexerCacheWriteBatch");
+    }
+    bool moeExpertsFused(const Buffer&, int64_t, int64_t, int64_t, const int32_t*, const float*, int64_t,
+                         const WeightView*, const WeightView*, const WeightView*, int64_t, float, const Buffer&) override {
+        calls.push_back("moeExpertsFused");
+        return true;
+    }
+    bool moeRouteDevice(const Buffer&, int64_t, const WeightView&, const Buffer&, int64_t, int64_t, int64_t, int64_t, bool,
+                        float, const Buffer&, const Buffer&) override {
+        calls.push_back("moeRouteDevice");
+        return true;
+    }
+    bool moeExpertsFusedDevice(const Buffer&, int64_t, int64_t, int64_t, const Buffer&, const Buffer&, int64_t,
+                               const WeightView*, const WeightView*, const WeightView*, int64_t, float,
+                               const Buffer&) override {
+        calls.push_back("moeExpertsFusedDevice");
+        return true;
+    }
+    bool sampleRows(const Buffer&, int64_t, int64_t, const DeviceSampleRequest*, SampleOutput*) override {
+        calls.push_back("sampleRows");
+        return true;
     }
     void beginGraphRegion(uint64_t key) override { calls.push_back("beginGraphRegion " + std::to_string(key)); }
     void endGraphRegion(bool completed) override { calls.push_back(completed ? "endGraphRegion" : "endGraphRegion!"); }
@@ -36,12 +83,32 @@ public:
         calls.push_back(on ? "graphs on" : "graphs off");
         return true;
     }
+    GraphStats graphStats() const override {
+        GraphStats g;
+        g.replays = 7;
+        return g;
+    }
     bool beginAside() override {
         calls.push_back("beginAside");
         return true;
     }
     void endAside() override { calls.push_back("endAside"); }
     void joinAside() override { calls.push_back("joinAside"); }
+    bool deviceMemory(DeviceMemory* out) const override {
+        out->totalBytes = 1234;
+        return true;
+    }
+    void rebaseDeviceMemory(int64_t freeNowBytes) override { calls.push_back("rebase " + std::to_string(freeNowBytes)); }
+    ComputeUnits computeUnits() const override { return {48, 132}; }
+};
+
+// A packed linear that writes zeros: enough for a host backend's linear() to take the packed path.
+class ZeroPackedLinear final : public PackedLinear {
+public:
+    int64_t inFeatures() const override { return 4; }
+    int64_t outFeatures() const override { return 2; }
+    size_t packedBytes() const override { return 8; }
+    void forwardHost(const float*, int64_t T, float* y) const override { std::fill(y, y + T * 2, 0.0f); }
 };
 
 Buffer randomBuffer(Backend& b, size_t n, uint32_t seed) {
@@ -119,16 +186,57 @@ private slots:
         const Buffer cout = f.alloc(size_t(3 * C) * 4);
         f.causalConvSiluBatch(cx, rows, 2, C, int(K), cw, states, cout);
 
+        // Everything else reaches the wrapped backend as it was called.
+        f.allocUninit(16);
+        f.preloadWeight(WeightView{});
+        f.releaseWeights();
+        f.kdaRecurrentBatch({}, nullptr, 0, 0, 0, {}, {}, nullptr, {});
+        f.mlaCacheWriteBatch({}, nullptr, 0, 0, KvCacheDtype::Fp8, {});
+        f.mlaSparseAttentionBatch({}, nullptr, 0, 0, 0, {}, KvCacheDtype::Fp8, {}, 0, 1.0f, {});
+        f.indexerSelectBatch({}, {}, nullptr, 0, 0, 0, 0, 0, KvCacheDtype::Fp8, {}, {}, nullptr);
+        f.indexerCacheWriteBatch({}, {}, nullptr, 0, 0, 0, {}, KvCacheDtype::Fp8, nullptr, {});
+        QVERIFY(f.moeExpertsFused({}, 0, 0, 0, nullptr, nullptr, 0, nullptr, nullptr, nullptr, 0, 0.0f, {}));
+        QVERIFY(f.moeRouteDevice({}, 0, WeightView{}, {}, 0, 0, 0, 0, false, 1.0f, {}, {}));
+        QVERIFY(f.moeExpertsFusedDevice({}, 0, 0, 0, {}, {}, 0, nullptr, nullptr, nullptr, 0, 0.0f, {}));
+        QVERIFY(f.sampleRows({}, 0, 0, nullptr, nullptr));
         QVERIFY(f.setGraphsEnabled(true));
         f.beginGraphRegion(42);
         f.endGraphRegion(false);
+        QCOMPARE(f.graphStats().replays, int64_t(7));
         QVERIFY(f.beginAside());
         f.endAside();
         f.joinAside();
-        const std::vector<std::string> want2 = {"causalConvSiluBatch", "graphs on", "beginGraphRegion 42",
-                                                "endGraphRegion!", "beginAside", "endAside", "joinAside"};
+        DeviceMemory dm;
+        QVERIFY(f.deviceMemory(&dm));
+        QCOMPARE(dm.totalBytes, int64_t(1234));
+        f.rebaseDeviceMemory(99);
+        QCOMPARE(f.computeUnits().used, 48);
+        const std::vector<std::string> want2 = {
+            "causalConvSiluBatch", "allocUninit", "preloadWeight", "releaseWeights", "kdaRecurrentBatch",
+            "mlaCacheWriteBatch", "mlaSparseAttentionBatch", "indexerSelectBatch", "indexerCacheWriteBatch",
+            "moeExpertsFused", "moeRouteDevice", "moeExpertsFusedDevice", "sampleRows", "graphs on",
+            "beginGraphRegion 42", "endGraphRegion!", "beginAside", "endAside", "joinAside", "rebase 99"};
         QCOMPARE(rec.calls, want2);
         QVERIFY(!f.fired());
+    }
+
+    // "linear" counts dense and packed calls alike, and the message names the packed one's label.
+    void linearCountsPackedCallsToo() {
+        FaultBackend f(makeCpuBackend(), parseFaultPlan("linear@2:error"));
+        const std::vector<float> wd(8, 0.5f);
+        WeightView dense;
+        dense.data = wd.data();
+        dense.rows = 2;
+        dense.cols = 4;
+        const ZeroPackedLinear pl;
+        const WeightView packed = WeightView::of(pl);
+        const Buffer x = randomBuffer(f, 4, 9), y = f.alloc(8);
+        f.linear(x, 1, dense, y);  // call 1
+        const auto [kind, what] = outcome([&] { f.linear(x, 1, packed, y); });  // call 2
+        QCOMPARE(kind, ErrorKind::Internal);
+        QVERIFY2(what.find("call 2 of linear (linear (packed))") != std::string::npos, what.c_str());
+        f.linear(x, 1, packed, y);  // call 3 runs: the packed path, zeros
+        QCOMPARE(downloaded(f, y, 2), (std::vector<float>{0.0f, 0.0f}));
     }
 
     void lostDeviceFailsThatCallAndEveryOneAfter() {
@@ -186,15 +294,27 @@ private slots:
         QCOMPARE(b->name(), std::string("cpu"));
         qputenv("TS_FAULT_OP", "embedding@two");
         const auto [kind, what] = outcome([] { makeBackend("cpu"); });
+        const auto [checkKind, checkWhat] = outcome([] { checkBackendName("cpu"); });  // the same error up front
         qunsetenv("TS_FAULT_OP");
+        QCOMPARE(checkKind, ErrorKind::InvalidArgument);
+        QCOMPARE(checkWhat, what);
         QCOMPARE(kind, ErrorKind::InvalidArgument);
         QVERIFY2(what.find("TS_FAULT_OP=embedding@two") != std::string::npos, what.c_str());
     }
 
     void profilingBooksOpsOnly() {
-        ProfilingBackend p(makeCpuBackend());
-        QVERIFY(!p.setGraphsEnabled(true));  // off under profiling: each op must run when it is called
+        auto owned = std::make_unique<RecordingBackend>();
+        RecordingBackend& rec = *owned;
+        ProfilingBackend p(std::move(owned));
+        // Off under profiling, whatever the wrapped backend offers: each op must run when it is called.
+        QVERIFY(!p.setGraphsEnabled(true));
+        p.beginGraphRegion(1);
+        p.endGraphRegion(true);
+        QCOMPARE(p.graphStats().replays, int64_t(0));
         QVERIFY(!p.beginAside());
+        p.endAside();
+        p.joinAside();
+        QVERIFY(rec.calls.empty());
         const int64_t n = 32;
         const Buffer x = randomBuffer(p, size_t(n), 8), y = p.alloc(size_t(n) * 4);
         p.add(x, y, n);
@@ -202,10 +322,14 @@ private slots:
         p.scale(y, n, 0.5f);
         std::vector<float> h(static_cast<size_t>(n));
         p.download(y, h.data(), h.size() * 4);
-        QVERIFY(!p.sampleRows(y, n, 0, nullptr, nullptr));  // declined by the CPU: no row
-        QCOMPARE(int(p.rows().size()), 2);
+        QVERIFY(p.sampleRows(y, n, 0, nullptr, nullptr));  // taken by the wrapped backend: a row
+        QCOMPARE(int(p.rows().size()), 3);
         QCOMPARE(p.rows().at("add").calls, int64_t(2));
         QCOMPARE(p.rows().at("scale").calls, int64_t(1));
+        QCOMPARE(p.rows().at("sampleRows").calls, int64_t(1));
+        ProfilingBackend cpu(makeCpuBackend());
+        QVERIFY(!cpu.sampleRows(y, n, 0, nullptr, nullptr));  // declined by the CPU: nothing ran, no row
+        QVERIFY(cpu.rows().empty());
         QVERIFY(p.report().find("add") != std::string::npos);
     }
 };
