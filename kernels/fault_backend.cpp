@@ -82,7 +82,7 @@ std::unique_ptr<Backend> withFaultInjection(std::unique_ptr<Backend> b) {
     FaultPlan plan = parseFaultPlan(v);
     logFormat(LogLevel::Warning, "warning: TS_FAULT_OP=%s: call %lld of %s will fail (%s); a test setting, not for use",
               plan.text.c_str(), static_cast<long long>(plan.call), plan.op == "*" ? "any op" : plan.op.c_str(),
-              plan.sticky ? "as a lost GPU, and every call after it" : "once");
+              plan.sticky ? "as a lost GPU, and every hooked call after it" : "once");
     return std::make_unique<FaultBackend>(std::move(b), std::move(plan));
 }
 
