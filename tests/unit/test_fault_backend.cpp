@@ -10,11 +10,13 @@
 #include <functional>
 #include <tuple>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "fault_backend.h"
+#include "model/glm5_next.h"
 #include "profiling_backend.h"
 
 using namespace ts;
@@ -136,6 +138,16 @@ std::pair<ErrorKind, std::string> outcome(const std::function<void()>& call) {
 }
 
 }  // namespace
+
+// Collects the label of every hooked call.
+class LabelRecorder final : public ForwardingBackend {
+public:
+    LabelRecorder() : ForwardingBackend(makeCpuBackend()) {}
+    std::set<std::string> labels;
+
+protected:
+    void before(const char* op, OpKind) override { labels.insert(op); }
+};
 
 class TestFaultBackend : public QObject {
     Q_OBJECT
@@ -281,6 +293,22 @@ private slots:
         QCOMPARE(kind, ErrorKind::Internal);
         QVERIFY2(what.find("any op (scale)") != std::string::npos, what.c_str());
         f.scale(x, 4, 2.0f);
+    }
+
+    // opNames() is the list TS_FAULT_OP is checked against: every label a model forward hooks must be in it (a
+    // hooked op missing there could never be aimed at).
+    void opNamesCoverTheLabelsAForwardHooks() {
+        LabelRecorder rec;
+        const Glm5NextModel model(TS_SOURCE_DIR "/tests/golden/data/tiny_b", rec);
+        auto state = model.newSequence(KvCacheDtype::Fp8);
+        const std::vector<int32_t> ids = {1, 7, 3, 4, 5};
+        model.forward(ids.data(), int64_t(ids.size()), *state);
+        QVERIFY(rec.labels.size() >= 15);
+        const auto& names = ForwardingBackend::opNames();
+        for (const std::string& l : rec.labels) {
+            const std::string base = l.substr(0, l.find(" ("));
+            QVERIFY2(std::find(names.begin(), names.end(), base) != names.end(), l.c_str());
+        }
     }
 
     void makeBackendWrapsOnlyWhenAsked() {
