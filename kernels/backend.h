@@ -409,10 +409,14 @@ public:
     // A device backend runs the first region of a key eagerly and measures it, captures the runs of its
     // other ops between the eager ones as CUDA graphs the second time, and replays those graphs from the
     // third time on (the model's host code still runs; a captured op only checks that it matches the
-    // recording and returns). Regions do not nest. endGraphRegion(false) closes a region that an
-    // exception left; a backend without graphs ignores all of this.
+    // recording and returns). Regions do not nest. A backend without graphs ignores all of this.
+    // How a region ends: Completed, after its last op; Left, when the model takes a path whose ops follow the
+    // data (the key's steps stay eager from then on); Failed, when an exception leaves the step (an op that
+    // threw: out of memory, a fault) — nothing is wrong with the key then, so a measuring or capturing run
+    // starts over at the key's next step and a replayed key keeps its graphs.
+    enum class GraphRegionEnd { Completed, Left, Failed };
     virtual void beginGraphRegion(uint64_t /*key*/) {}
-    virtual void endGraphRegion(bool /*completed*/) {}
+    virtual void endGraphRegion(GraphRegionEnd /*how*/) {}
     // On by default where supported (TS_CUDA_GRAPHS=0 turns it off at start); false = no graphs here.
     virtual bool setGraphsEnabled(bool /*on*/) { return false; }
     struct GraphStats {
@@ -421,6 +425,7 @@ public:
         int64_t segmentLaunches = 0; // graph launches (captured runs of ops)
         int64_t eagerRegions = 0;    // regions run eagerly: measuring, or graphs off for the key
         int64_t invalidations = 0;   // times the recorded graphs were dropped (scratch grew, weights changed)
+        int64_t retries = 0;         // captures an exception stopped, dropped to be measured and captured again
         int64_t lastSegments = 0;    // graphs per replayed region, last replay
         int64_t lastEagerOps = 0;    // eager ops between them, last replay
     };

@@ -23,7 +23,9 @@ public:
     // "linear (packed)" for packed weights; that label is not in the list).
     static const std::vector<std::string>& opNames();
 
-    explicit ForwardingBackend(std::unique_ptr<Backend> inner) : m_inner(std::move(inner)) {}
+    explicit ForwardingBackend(std::unique_ptr<Backend> inner) : m_owned(std::move(inner)), m_inner(m_owned.get()) {}
+    // Borrowed: `inner` must outlive this decorator (the self-test wraps the backend under test for one check).
+    explicit ForwardingBackend(Backend& inner) : m_inner(&inner) {}
     Backend& inner() { return *m_inner; }
     const Backend& inner() const { return *m_inner; }
 
@@ -109,7 +111,7 @@ public:
                     SampleOutput* out) override;
 
     void beginGraphRegion(uint64_t key) override { m_inner->beginGraphRegion(key); }
-    void endGraphRegion(bool completed) override { m_inner->endGraphRegion(completed); }
+    void endGraphRegion(GraphRegionEnd how) override { m_inner->endGraphRegion(how); }
     bool setGraphsEnabled(bool on) override { return m_inner->setGraphsEnabled(on); }
     GraphStats graphStats() const override { return m_inner->graphStats(); }
     bool beginAside() override { return m_inner->beginAside(); }
@@ -142,7 +144,8 @@ private:
         after(op, OpKind::Compute, ran);
         return ran;
     }
-    std::unique_ptr<Backend> m_inner;
+    std::unique_ptr<Backend> m_owned;  // null when borrowed
+    Backend* m_inner;
 };
 
 }  // namespace ts

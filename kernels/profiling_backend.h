@@ -30,7 +30,7 @@ public:
     std::string report() const;
 
     void beginGraphRegion(uint64_t /*key*/) override {}
-    void endGraphRegion(bool /*completed*/) override {}
+    void endGraphRegion(GraphRegionEnd /*how*/) override {}
     bool setGraphsEnabled(bool /*on*/) override { return false; }
     GraphStats graphStats() const override { return {}; }
     bool beginAside() override { return false; }

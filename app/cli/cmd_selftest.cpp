@@ -23,6 +23,7 @@
 #include "io/atomic_file.h"
 #include "cache/kv_pool.h"
 #include "exl3_tune.h"
+#include "forwarding_backend.h"
 #include "io/default_paths.h"
 #include "model/glm5_next.h"
 #include "selftest/op_selftest.h"
@@ -89,20 +90,50 @@ RunOut runModel(const std::string& dir, Backend& backend, KvCacheDtype dt, const
 // layer's shared expert beside the routed experts, each KDA layer's gates beside its q / k / v projections) in
 // order and then on the side stream at every call, prefill included (asideSetMode 0 and 2) — the same bits again,
 // with exactly one aside per such layer and forward.
+// afterFailures: graphs off and on as above, but before the compared steps (graphs on) the same batch size runs
+// decode steps on B other sequences in which an injected exception stops the measuring step, then the capturing
+// one, then a replayed one (Backend::GraphRegionEnd::Failed: what an op running out of memory does to a step). The
+// batch size must still be captured once (after one retry) and every compared step replayed — a failed step must
+// not leave it eager for good — with the eager run's bits.
+enum class GraphCheck { Graphs, AfterFailures, Aside };
+
+// The backend under test, with one op made to throw when armed: the armed-th call of `op` from now (then disarmed).
+class ArmedFault final : public ForwardingBackend {
+public:
+    ArmedFault(Backend& inner, const char* op) : ForwardingBackend(inner), m_op(op) {}
+    void arm(int nth) { m_armed = nth; }
+    bool armed() const { return m_armed > 0; }
+
+protected:
+    void before(const char* op, OpKind /*kind*/) override {
+        if (m_armed > 0 && std::strcmp(op, m_op) == 0 && --m_armed == 0)
+            fail(ErrorKind::Internal, std::string("selftest: injected failure of ") + m_op);
+    }
+
+private:
+    const char* m_op;
+    int m_armed = 0;
+};
+
 ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int steps, uint64_t seed, bool sharedPool,
-                            bool aside = false) {
+                            GraphCheck mode = GraphCheck::Graphs) {
+    const bool aside = mode == GraphCheck::Aside, failures = mode == GraphCheck::AfterFailures;
+    TS_CHECK(!failures || !sharedPool, "selftest: the failed-steps check keeps its sequences' own caches");
     ModelCheck c;
     c.model = dir;
     c.kv = "fp8";
-    c.phase = (aside ? "aside b" : "graphs b") + std::to_string(B) + (sharedPool ? " pool" : "");
+    c.phase = (aside ? "aside b" : failures ? "graphs-after-fail b" : "graphs b") + std::to_string(B) +
+              (sharedPool ? " pool" : "");
     c.tol = 0;
     std::vector<float> logits[2];
-    Backend::GraphStats before, after;
+    Backend::GraphStats before, after, beforeFailures;
     int64_t V = 0, asidesPerForward = 0, forks = 0;
+    std::string failureNote;  // afterFailures: what went wrong in the failing steps, if anything
+    ArmedFault armed(dut, "mhcPre");
     for (int on = 0; on < 2; ++on) {
         dut.setGraphsEnabled(!aside && on == 1);
         if (aside) asideSetMode(on == 1 ? 2 : 0);
-        Glm5NextModel model(dir, dut);
+        Glm5NextModel model(dir, failures ? static_cast<Backend&>(armed) : dut);
         V = model.text().vocab_size;
         const TextConfig& tc = model.text();
         asidesPerForward = tc.numLinearLayers();  // the KDA gates
@@ -148,6 +179,53 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
             lengths[size_t(b)] = s.n;
             if (!pool) states.back()->advance(s.n);
         }
+        if (on == 1 && failures) {
+            beforeFailures = dut.graphStats();
+            // B sequences of their own (a failed step leaves its sequences' state half-updated, as the engine
+            // drops them), prefilled; then decode steps of the same batch size, three of them stopped midway.
+            std::vector<std::unique_ptr<SequenceState>> spare;
+            std::vector<int32_t> spareIds(static_cast<size_t>(B));
+            for (int b = 0; b < B; ++b) {
+                spare.push_back(model.newSequence(KvCacheDtype::Fp8));
+                spare.back()->reserve(16 + 8);
+                std::vector<int32_t> prompt(16);
+                for (auto& t : prompt) t = tok(rng);
+                SeqStep s;
+                s.ids = prompt.data();
+                s.n = int64_t(prompt.size());
+                s.pos0 = 0;
+                s.caches = spare.back()->caches();
+                model.forwardBatch({s});
+                spare.back()->advance(s.n);
+            }
+            // mhcPre runs twice per layer and forward: the num_hidden_layers-th is halfway through the step.
+            const int mid = model.text().num_hidden_layers;
+            // measure: fails, then runs; capture: fails (dropped), then measure and capture run; replay: fails.
+            for (const bool fails : {true, false, true, false, false, true}) {
+                std::vector<SeqStep> batch(static_cast<size_t>(B));
+                for (int b = 0; b < B; ++b) {
+                    spareIds[size_t(b)] = tok(rng);
+                    batch[size_t(b)].ids = &spareIds[size_t(b)];
+                    batch[size_t(b)].n = 1;
+                    batch[size_t(b)].pos0 = spare[size_t(b)]->length();
+                    batch[size_t(b)].caches = spare[size_t(b)]->caches();
+                }
+                if (fails) armed.arm(mid);
+                std::string what;
+                try {
+                    model.forwardBatch(batch);
+                } catch (const Error& e) {
+                    what = e.what();
+                }
+                const bool injected = what.find("selftest: injected failure") != std::string::npos;
+                if (fails && !injected)
+                    failureNote += what.empty() ? "a step meant to fail ran; " : "a step failed otherwise: " + what + "; ";
+                if (!fails && !what.empty()) failureNote += "a step after a failed one threw: " + what + "; ";
+                armed.arm(0);
+                if (!fails)
+                    for (auto& st : spare) st->advance(1);
+            }
+        }
         if (on == 1) before = dut.graphStats();
         std::vector<int32_t> ids(static_cast<size_t>(B));
         for (int i = 0; i < steps; ++i) {
@@ -192,6 +270,22 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
         return c;
     }
     const int64_t replays = after.replays - before.replays;
+    if (failures) {
+        // One capture (the retried one) and one retry, and every compared step a replay of it.
+        const int64_t captures = after.captures - beforeFailures.captures, retries = after.retries - beforeFailures.retries;
+        // (TS_MOE_DEVICE_ROUTE=0: no step of the model is graphed, so only the failures and the bits count.)
+        const bool graphed = moeDeviceRouting();
+        const bool ok = failureNote.empty() && (!graphed || (captures == 1 && retries == 1 && replays == steps));
+        c.pass = identical && ok;
+        c.note = std::to_string(replays) + " of " + std::to_string(steps) + " steps replayed after 3 failed steps (" +
+                 std::to_string(captures) + " capture, " + std::to_string(retries) + " retry)";
+        if (!graphed) c.note += "; none expected (TS_MOE_DEVICE_ROUTE=0)";
+        else if (!ok) c.note += "; expected every step replayed, 1 capture and 1 retry";
+        if (!failureNote.empty()) c.note += "; " + failureNote;
+        if (!identical) c.note += "; logits differ from the eager run";
+        dut.setGraphsEnabled(true);
+        return c;
+    }
     // Steps 1 and 2 of a key are measured and captured; every later one is a replay — for EXL3 and dense
     // experts alike (both have a device-routed MoE), unless TS_MOE_DEVICE_ROUTE=0 sends the routing through
     // the host, whose per-expert loop follows it.
@@ -380,15 +474,21 @@ int cmdSelftest(const Args& args) {
     // sequences in one pool: bit-identical to the same steps in order.
     if (dut->name() == "cuda")
         for (const std::string& dir : models)
-            checks.push_back(graphReplayCheck(dir, *dut, 3, int(std::max<int64_t>(decodeTokens, 6)), seed, true, true));
+            checks.push_back(graphReplayCheck(dir, *dut, 3, int(std::max<int64_t>(decodeTokens, 6)), seed, true,
+                                              GraphCheck::Aside));
+    // Graphs after failed steps (an exception in the measuring, capturing and replayed step of one batch size).
+    if (dut->setGraphsEnabled(true))
+        for (const std::string& dir : models)
+            checks.push_back(graphReplayCheck(dir, *dut, 2, int(std::max<int64_t>(decodeTokens, 6)), seed, false,
+                                              GraphCheck::AfterFailures));
     if (!checks.empty()) {
         int width = 40;  // the model column: as wide as the longest folder (the default ones are absolute paths)
         for (const auto& c : checks) width = std::max(width, int(c.model.size()));
-        std::printf("\n%-*s %-5s %-8s %6s %11s %11s %11s  %s\n", width, "model", "kv", "phase", "rows", "max|err|",
+        std::printf("\n%-*s %-5s %-20s %6s %11s %11s %11s  %s\n", width, "model", "kv", "phase", "rows", "max|err|",
                     "max|ref|", "tol", "result");
         for (const auto& c : checks) {
             if (!c.pass) ++failures;
-            std::printf("%-*s %-5s %-8s %6lld %11.3e %11.3e %11.3e  %s%s%s\n", width, c.model.c_str(), c.kv.c_str(),
+            std::printf("%-*s %-5s %-20s %6lld %11.3e %11.3e %11.3e  %s%s%s\n", width, c.model.c_str(), c.kv.c_str(),
                         c.phase.c_str(), (long long)c.rows, c.maxAbsErr, c.maxRef, c.tol, c.pass ? "ok" : "FAIL",
                         c.note.empty() ? "" : "  ", c.note.c_str());
             report["models"].push_back({{"model", c.model}, {"kv", c.kv}, {"phase", c.phase}, {"rows", c.rows},

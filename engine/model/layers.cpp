@@ -318,7 +318,7 @@ Buffer Glm5NextModel::moeForward(const MoeWeights& w, const Buffer& x, int64_t T
     // takes it cannot be replayed from graphs, so it leaves its graph region here (Backend::
     // endGraphRegion; a no-op outside one). Static per model and backend: it happens on a key's first
     // step, which then stays eager.
-    if (!fused) b.endGraphRegion(false);
+    if (!fused) b.endGraphRegion(Backend::GraphRegionEnd::Left);
     std::vector<int32_t> rows;
     std::vector<float> scales;
     for (int64_t e = 0; e < E && !fused; ++e) {

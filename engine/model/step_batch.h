@@ -32,14 +32,14 @@ public:
         if (m_b) m_b->beginGraphRegion(key);
     }
     ~GraphRegionScope() {
-        if (m_b) m_b->endGraphRegion(false);
+        if (m_b) m_b->endGraphRegion(Backend::GraphRegionEnd::Failed);
     }
     GraphRegionScope(const GraphRegionScope&) = delete;
     GraphRegionScope& operator=(const GraphRegionScope&) = delete;
     void end() {
         Backend* b = m_b;
         m_b = nullptr;
-        if (b) b->endGraphRegion(true);
+        if (b) b->endGraphRegion(Backend::GraphRegionEnd::Completed);
     }
 
 private:

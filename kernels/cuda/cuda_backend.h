@@ -150,7 +150,7 @@ public:
 
     // cuda_graph.cu: decode-step graphs (Backend::beginGraphRegion)
     void beginGraphRegion(uint64_t key) override;
-    void endGraphRegion(bool completed) override;
+    void endGraphRegion(GraphRegionEnd how) override;
     bool setGraphsEnabled(bool on) override;
     GraphStats graphStats() const override;
 

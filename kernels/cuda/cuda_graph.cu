@@ -14,6 +14,9 @@
 //      recording and returns; each segment's graph is launched where the next eager op (or the end)
 //      comes. Any difference from the recording is a broken contract: ts::Error(Internal), and the key
 //      runs eagerly from then on.
+// A step stopped by an op's exception (Backend::GraphRegionEnd::Failed: out of memory, a fault) says nothing
+// about the key: a measuring or capturing key starts over at its next step (a partial capture is dropped once
+// the stream has run it), a replayed one keeps its graphs.
 // This is the piecewise form (vLLM's default in V1): attention and state updates stay eager, the dense
 // and MoE work between them is graphed. Everything is on the backend's stream, except short side work
 // (CudaBackend::forkSide: a decode step's mHC Sinkhorn) forked from it and joined back inside the same segment.
@@ -71,7 +74,7 @@ CudaBackend::GraphOp::GraphOp(CudaBackend& be, bool capturable, const char* name
         } else {
             if (size_t(g->op) >= e.ops.size() || e.ops[size_t(g->op)] != h) {
                 const std::string was = size_t(g->op) < e.names.size() ? e.names[size_t(g->op)] : "the region's end";
-                e.stage = GraphRegionEntry::kBroken;  // endGraphRegion(false) closes any open capture
+                e.stage = GraphRegionEntry::kBroken;  // endGraphRegion(Failed) closes any open capture
                 fail(ErrorKind::Internal, "CUDA graphs: op #" + std::to_string(g->op) + " (" + name +
                                               ") of this decode step differs from the recorded one (" + was +
                                               "); graphs are off for this batch size from now on");
@@ -117,6 +120,14 @@ void CudaBackend::beginGraphRegion(uint64_t key) {
         g.regionsEpoch = g.epoch;
     }
     std::unique_ptr<GraphRegionEntry>& e = g.regions[key];
+    if (e && e->stage == GraphRegionEntry::kRetry) {
+        // A capture that an exception stopped (endGraphRegion, Failed): its partial segments were launched and
+        // may still run, and they read its kept buffers, so both go only after the stream has run them. The key
+        // then starts over as new.
+        TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+        e.reset();
+        ++g.stats.retries;
+    }
     if (!e) e = std::make_unique<GraphRegionEntry>();
     if (e->stage == GraphRegionEntry::kBroken) {
         ++g.stats.eagerRegions;
@@ -167,8 +178,9 @@ void CudaBackend::graphSegmentEnd() {
     ++g.stats.segmentLaunches;
 }
 
-void CudaBackend::endGraphRegion(bool completed) {
+void CudaBackend::endGraphRegion(GraphRegionEnd how) {
     if (!m_graph || m_graph->mode == GraphState::kOff) return;
+    const bool completed = how == GraphRegionEnd::Completed;
     try {
         joinSide();  // the step's side work is part of it (an open capture needs it joined before it ends)
     } catch (const std::exception&) {
@@ -179,10 +191,13 @@ void CudaBackend::endGraphRegion(bool completed) {
     const GraphState::Mode mode = g.mode;
     const bool countOk = size_t(g.op) == e.ops.size() || mode == GraphState::kMeasure;
     if (!completed) {
-        // The region stops early: an exception, or the model took a path whose ops depend on the data
-        // (it ends the region itself then). The key runs eagerly from now on, except a replayed one
-        // stopped by an exception (its graphs are intact). What was issued so far must still run: an
-        // open capture is closed and launched. Never throws (it runs while an exception unwinds).
+        // The region stops early. Left: the model took a path whose ops depend on the data, so the key runs
+        // eagerly from now on. Failed: an op threw (out of memory, an injected fault) — the key is not at
+        // fault, so a measuring run starts over at its next step, a capturing one too once its partial
+        // segments are dropped (kRetry: at the next beginGraphRegion, after the stream has run them), and a
+        // replayed one keeps its graphs. A key that broke the contract (an op or an allocation unlike the
+        // recording) was marked kBroken before the throw and stays so. What was issued so far must still
+        // run: an open capture is closed and launched. Never throws (it runs while an exception unwinds).
         g.mode = GraphState::kOff;
         if (g.capturing) {
             try {
@@ -200,7 +215,13 @@ void CudaBackend::endGraphRegion(bool completed) {
         if (midSegment)
             logFormat(LogLevel::Warning, "twinspark: CUDA graphs: a replayed decode step stopped inside a graph segment "
                                          "(op #%d); the rest of that segment was not run", g.op);
-        if (mode != GraphState::kReplay) e.stage = GraphRegionEntry::kBroken;
+        if (e.stage != GraphRegionEntry::kBroken && mode != GraphState::kReplay) {
+            if (how == GraphRegionEnd::Left)
+                e.stage = GraphRegionEntry::kBroken;
+            else if (mode == GraphState::kCapture)
+                e.stage = GraphRegionEntry::kRetry;
+            // else a failed measuring run: still kNew, measured again from the start
+        }
         g.cur = nullptr;
         ++g.stats.eagerRegions;
         return;

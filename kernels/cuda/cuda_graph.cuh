@@ -15,7 +15,8 @@ namespace ts {
 // One key's recording: the ops of its region in order, the bytes of its activations, and the captured
 // runs of capturable ops between the eager ones.
 struct GraphRegionEntry {
-    enum Stage { kNew, kMeasured, kCaptured, kBroken };
+    // kRetry: a capture stopped by an exception; dropped and measured again at the key's next region.
+    enum Stage { kNew, kMeasured, kCaptured, kBroken, kRetry };
     Stage stage = kNew;
     // Per model-level op: a hash of its name and kind (measured), then also of its arguments (captured:
     // the addresses a replay must see again).

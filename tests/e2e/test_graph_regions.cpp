@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "core/error.h"
 #include "model/glm5_next.h"
 #include "model/sequence_state.h"
 
@@ -28,7 +29,7 @@ public:
     explicit RegionLogBackend(bool deviceMoe) : m_cpu(makeCpuBackend()), m_deviceMoe(deviceMoe) {}
     std::string name() const override { return "region-log"; }
 
-    // "begin:KEY", "end:1|0", and inside a region each op and allocation with its sizes.
+    // "begin:KEY", "end:completed|left|failed", and inside a region each op and allocation with its sizes.
     std::vector<std::string> log;
     bool inRegion = false;
     int regions = 0;
@@ -39,10 +40,12 @@ public:
         ++regions;
         log.push_back("begin:" + std::to_string(key));
     }
-    void endGraphRegion(bool completed) override {
+    void endGraphRegion(GraphRegionEnd how) override {
         if (!inRegion) return;  // a no-op outside a region (the MoE loop may call it there)
         inRegion = false;
-        log.push_back(std::string("end:") + (completed ? "1" : "0"));
+        log.push_back(std::string("end:") + (how == GraphRegionEnd::Completed ? "completed"
+                                             : how == GraphRegionEnd::Left    ? "left"
+                                                                              : "failed"));
     }
 
     // The aside (Backend::beginAside), offered inside regions as the CUDA backend does by default. A broken
@@ -107,8 +110,12 @@ public:
         note("repeatRows", T, D, n);
         m_cpu->repeatRows(src, T, D, n, dst);
     }
+    // failMhcPreAt = n: the n-th mhcPre inside a region from now throws, as an op that runs out of memory would.
+    int failMhcPreAt = 0;
     void mhcPre(const Buffer& s, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post,
                 const Buffer& comb) override {
+        if (inRegion && failMhcPreAt > 0 && --failMhcPreAt == 0)
+            fail(ErrorKind::Internal, "region-log: injected failure of mhcPre");
         note("mhcPre", T, D);
         m_cpu->mhcPre(s, T, D, p, x, post, comb);
     }
@@ -301,6 +308,7 @@ private slots:
     void onlyDecodeStepsOpenARegion();
     void perExpertLoopLeavesTheRegion();
     void denseExpertsStayInTheRegion();
+    void aFailedStepEndsItsRegionAsFailed();
     void asidesKeepTheirContract();
 };
 
@@ -344,7 +352,7 @@ void TestGraphRegions::decodeStepsRepeatTheirOps() {
             QVERIFY(!be.inRegion);
             const auto r = firstRegion(be.log);
             QVERIFY(r.size() > 10);
-            QVERIFY2(r.front().rfind("begin:", 0) == 0 && r.back() == "end:1", r.back().c_str());
+            QVERIFY2(r.front().rfind("begin:", 0) == 0 && r.back() == "end:completed", r.back().c_str());
             QCOMPARE(be.lastOutsideOp, std::string("linear"));  // the head, after the region
             regionLogs.push_back(r);
             for (int b = 0; b < B; ++b) {
@@ -416,7 +424,7 @@ void TestGraphRegions::onlyDecodeStepsOpenARegion() {
 }
 
 // Without a device MoE path the model's per-expert loop runs: its ops follow the routing, so the step
-// leaves its region (completed = false) before the loop, and the rest of the step is outside it.
+// leaves its region (GraphRegionEnd::Left) before the loop, and the rest of the step is outside it.
 void TestGraphRegions::perExpertLoopLeavesTheRegion() {
     RegionLogBackend be(false);
     Glm5NextModel m(kExl3, be);
@@ -427,11 +435,43 @@ void TestGraphRegions::perExpertLoopLeavesTheRegion() {
     step(m, st, {{6}});
     QCOMPARE(be.regions, 1);
     const auto r = firstRegion(be.log);
-    QCOMPARE(r.back(), std::string("end:0"));
+    QCOMPARE(r.back(), std::string("end:left"));
     bool sawRoute = false;
     for (const std::string& l : r) sawRoute = sawRoute || l.rfind("moeRoute:", 0) == 0;
     QVERIFY2(sawRoute, "the region ends at the first MoE layer's loop, after its host routing");
     for (const std::string& l : r) QVERIFY2(l.rfind("gatherRows", 0) != 0, "the loop must run outside the region");
+}
+
+// An op that throws inside a decode step (out of memory, an injected fault): the step closes its region as Failed —
+// not Left, which tells a device backend that the batch size's steps follow the data and must stay eager for good —
+// and the next decode step of that size opens a region again and completes it, with the ops of a step that never
+// failed.
+void TestGraphRegions::aFailedStepEndsItsRegionAsFailed() {
+    RegionLogBackend be(true);
+    Glm5NextModel m(kExl3, be);
+    std::vector<std::unique_ptr<SequenceState>> st;
+    st.push_back(m.newSequence(KvCacheDtype::Fp8));
+    step(m, st, {{1, 2, 3, 4, 5}});
+    be.log.clear();
+    step(m, st, {{6}});
+    const auto clean = firstRegion(be.log);
+    QCOMPARE(clean.back(), std::string("end:completed"));
+    for (int at : {1, 3}) {  // the first op of the step's first layer, and one in its second
+        be.failMhcPreAt = at;
+        be.log.clear();
+        QString what;
+        try {
+            step(m, st, {{7}});
+        } catch (const Error& e) {
+            what = QString::fromStdString(e.what());
+        }
+        QVERIFY2(what.contains(QStringLiteral("injected failure of mhcPre")), qPrintable(what));
+        QVERIFY(!be.inRegion);
+        QCOMPARE(firstRegion(be.log).back(), std::string("end:failed"));
+        be.log.clear();
+        step(m, st, {{7}});  // the failed step did not advance the sequence: the same position again
+        QVERIFY2(firstRegion(be.log) == clean, "the step after a failed one repeats a clean step's region");
+    }
 }
 
 // A model with dense (BF16) experts, the embedded default: its MoE layers also offer the device-routed path
@@ -442,7 +482,7 @@ void TestGraphRegions::denseExpertsStayInTheRegion() {
     const auto [out, want] = prefillThenDecode(kDense, be);
     QCOMPARE(be.regions, 1);
     const auto r = firstRegion(be.log);
-    QCOMPARE(r.back(), std::string("end:1"));
+    QCOMPARE(r.back(), std::string("end:completed"));
     int fused = 0;
     for (const std::string& l : r) {
         fused += l.rfind("moeExpertsFusedDevice:", 0) == 0;
@@ -465,7 +505,7 @@ void TestGraphRegions::asidesKeepTheirContract() {
         be.offerAside = true;
         const auto [out, want] = prefillThenDecode(dir, be);
         const auto r = firstRegion(be.log);
-        QCOMPARE(r.back(), std::string("end:1"));
+        QCOMPARE(r.back(), std::string("end:completed"));
         const auto starts = [](const std::string& l, const char* p) { return l.rfind(p, 0) == 0; };
         int moeAsides = 0, kdaAsides = 0;
         for (size_t i = 0; i < r.size(); ++i) {

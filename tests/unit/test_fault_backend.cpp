@@ -80,7 +80,11 @@ public:
         return true;
     }
     void beginGraphRegion(uint64_t key) override { calls.push_back("beginGraphRegion " + std::to_string(key)); }
-    void endGraphRegion(bool completed) override { calls.push_back(completed ? "endGraphRegion" : "endGraphRegion!"); }
+    void endGraphRegion(GraphRegionEnd how) override {
+        calls.push_back(how == GraphRegionEnd::Completed ? "endGraphRegion"
+                        : how == GraphRegionEnd::Left    ? "endGraphRegion left"
+                                                         : "endGraphRegion failed");
+    }
     bool setGraphsEnabled(bool on) override {
         calls.push_back(on ? "graphs on" : "graphs off");
         return true;
@@ -213,7 +217,9 @@ private slots:
         QVERIFY(f.sampleRows({}, 0, 0, nullptr, nullptr));
         QVERIFY(f.setGraphsEnabled(true));
         f.beginGraphRegion(42);
-        f.endGraphRegion(false);
+        f.endGraphRegion(Backend::GraphRegionEnd::Failed);
+        f.beginGraphRegion(43);
+        f.endGraphRegion(Backend::GraphRegionEnd::Left);
         QCOMPARE(f.graphStats().replays, int64_t(7));
         QVERIFY(f.beginAside());
         f.endAside();
@@ -227,7 +233,8 @@ private slots:
             "causalConvSiluBatch", "allocUninit", "preloadWeight", "releaseWeights", "kdaRecurrentBatch",
             "mlaCacheWriteBatch", "mlaSparseAttentionBatch", "indexerSelectBatch", "indexerCacheWriteBatch",
             "moeExpertsFused", "moeRouteDevice", "moeExpertsFusedDevice", "sampleRows", "graphs on",
-            "beginGraphRegion 42", "endGraphRegion!", "beginAside", "endAside", "joinAside", "rebase 99"};
+            "beginGraphRegion 42", "endGraphRegion failed",
+            "beginGraphRegion 43", "endGraphRegion left", "beginAside", "endAside", "joinAside", "rebase 99"};
         QCOMPARE(rec.calls, want2);
         QVERIFY(!f.fired());
     }
@@ -330,6 +337,19 @@ private slots:
         QVERIFY2(what.find("TS_FAULT_OP=embedding@two") != std::string::npos, what.c_str());
     }
 
+    // A decorator over a borrowed backend (the self-test's failed-steps check wraps the backend under test)
+    // forwards to it and leaves it to its owner: still there, and usable, after the decorator is gone.
+    void borrowedBackendStaysWithItsOwner() {
+        RecordingBackend rec;
+        {
+            ForwardingBackend f(static_cast<Backend&>(rec));  // not the (deleted) copy constructor
+            QCOMPARE(&f.inner(), static_cast<Backend*>(&rec));
+            QCOMPARE(f.allocUninit(16).size(), size_t(16));
+        }
+        QCOMPARE(rec.allocUninit(8).size(), size_t(8));
+        QCOMPARE(rec.calls, (std::vector<std::string>{"allocUninit", "allocUninit"}));
+    }
+
     void profilingBooksOpsOnly() {
         auto owned = std::make_unique<RecordingBackend>();
         RecordingBackend& rec = *owned;
@@ -337,7 +357,7 @@ private slots:
         // Off under profiling, whatever the wrapped backend offers: each op must run when it is called.
         QVERIFY(!p.setGraphsEnabled(true));
         p.beginGraphRegion(1);
-        p.endGraphRegion(true);
+        p.endGraphRegion(Backend::GraphRegionEnd::Completed);
         QCOMPARE(p.graphStats().replays, int64_t(0));
         QVERIFY(!p.beginAside());
         p.endAside();
