@@ -271,6 +271,14 @@ std::vector<ForwardResult> step(const Glm5NextModel& m, std::vector<std::unique_
     return out;
 }
 
+// One sequence of `m`, prefilled with 5 tokens (no region: n > 1).
+std::vector<std::unique_ptr<SequenceState>> prefilledSequence(const Glm5NextModel& m) {
+    std::vector<std::unique_ptr<SequenceState>> st;
+    st.push_back(m.newSequence(KvCacheDtype::Fp8));
+    step(m, st, {{1, 2, 3, 4, 5}});
+    return st;
+}
+
 // One sequence of `dir` prefilled with 5 tokens, then one decode step, on `be` and on the CPU alike; `be`'s log holds
 // the decode step only. Returns {be's results, the CPU's}.
 std::pair<std::vector<ForwardResult>, std::vector<ForwardResult>> prefillThenDecode(const std::string& dir,
@@ -428,9 +436,7 @@ void TestGraphRegions::onlyDecodeStepsOpenARegion() {
 void TestGraphRegions::perExpertLoopLeavesTheRegion() {
     RegionLogBackend be(false);
     Glm5NextModel m(kExl3, be);
-    std::vector<std::unique_ptr<SequenceState>> st;
-    st.push_back(m.newSequence(KvCacheDtype::Fp8));
-    step(m, st, {{1, 2, 3, 4, 5}});
+    auto st = prefilledSequence(m);
     be.log.clear();
     step(m, st, {{6}});
     QCOMPARE(be.regions, 1);
@@ -449,9 +455,7 @@ void TestGraphRegions::perExpertLoopLeavesTheRegion() {
 void TestGraphRegions::aFailedStepEndsItsRegionAsFailed() {
     RegionLogBackend be(true);
     Glm5NextModel m(kExl3, be);
-    std::vector<std::unique_ptr<SequenceState>> st;
-    st.push_back(m.newSequence(KvCacheDtype::Fp8));
-    step(m, st, {{1, 2, 3, 4, 5}});
+    auto st = prefilledSequence(m);
     be.log.clear();
     step(m, st, {{6}});
     const auto clean = firstRegion(be.log);
