@@ -426,6 +426,8 @@ public:
         int64_t eagerRegions = 0;    // regions run eagerly: measuring, or graphs off for the key
         int64_t invalidations = 0;   // times the recorded graphs were dropped (scratch grew, weights changed)
         int64_t retries = 0;         // captures an exception stopped, dropped to be measured and captured again
+        int64_t failedRegions = 0;   // regions an exception stopped (GraphRegionEnd::Failed), in any stage
+        int64_t stoppedMidSegment = 0;  // of those, replays stopped inside a graph: its later ops did not run
         int64_t lastSegments = 0;    // graphs per replayed region, last replay
         int64_t lastEagerOps = 0;    // eager ops between them, last replay
     };

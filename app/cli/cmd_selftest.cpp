@@ -185,11 +185,13 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
             // drops them), prefilled; then decode steps of the same batch size, three of them stopped midway.
             std::vector<std::unique_ptr<SequenceState>> spare;
             std::vector<int32_t> spareIds(static_cast<size_t>(B));
+            // Their tokens from a generator of their own: the compared steps draw the eager run's tokens.
+            std::mt19937_64 spareRng(seed ^ 0x5fa7eULL);
             for (int b = 0; b < B; ++b) {
                 spare.push_back(model.newSequence(KvCacheDtype::Fp8));
                 spare.back()->reserve(16 + 8);
                 std::vector<int32_t> prompt(16);
-                for (auto& t : prompt) t = tok(rng);
+                for (auto& t : prompt) t = tok(spareRng);
                 SeqStep s;
                 s.ids = prompt.data();
                 s.n = int64_t(prompt.size());
@@ -204,7 +206,7 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
             for (const bool fails : {true, false, true, false, false, true}) {
                 std::vector<SeqStep> batch(static_cast<size_t>(B));
                 for (int b = 0; b < B; ++b) {
-                    spareIds[size_t(b)] = tok(rng);
+                    spareIds[size_t(b)] = tok(spareRng);
                     batch[size_t(b)].ids = &spareIds[size_t(b)];
                     batch[size_t(b)].n = 1;
                     batch[size_t(b)].pos0 = spare[size_t(b)]->length();
@@ -271,16 +273,21 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
     }
     const int64_t replays = after.replays - before.replays;
     if (failures) {
-        // One capture (the retried one) and one retry, and every compared step a replay of it.
+        // One capture (the retried one) and one retry, the three failed regions seen as such (the replayed one
+        // stopped inside a graph segment: the fault is mid-step), and every compared step a replay.
         const int64_t captures = after.captures - beforeFailures.captures, retries = after.retries - beforeFailures.retries;
+        const int64_t failed = after.failedRegions - beforeFailures.failedRegions;
+        const int64_t midSegment = after.stoppedMidSegment - beforeFailures.stoppedMidSegment;
         // (TS_MOE_DEVICE_ROUTE=0: no step of the model is graphed, so only the failures and the bits count.)
         const bool graphed = moeDeviceRouting();
-        const bool ok = failureNote.empty() && (!graphed || (captures == 1 && retries == 1 && replays == steps));
+        const bool ok = failureNote.empty() && (!graphed || (captures == 1 && retries == 1 && failed == 3 &&
+                                                             midSegment == 1 && replays == steps));
         c.pass = identical && ok;
         c.note = std::to_string(replays) + " of " + std::to_string(steps) + " steps replayed after 3 failed steps (" +
-                 std::to_string(captures) + " capture, " + std::to_string(retries) + " retry)";
+                 std::to_string(captures) + " capture, " + std::to_string(retries) + " retry, " + std::to_string(failed) +
+                 " failed regions, " + std::to_string(midSegment) + " stopped mid-segment)";
         if (!graphed) c.note += "; none expected (TS_MOE_DEVICE_ROUTE=0)";
-        else if (!ok) c.note += "; expected every step replayed, 1 capture and 1 retry";
+        else if (!ok) c.note += "; expected every step replayed, 1 capture, 1 retry, 3 failed, 1 mid-segment";
         if (!failureNote.empty()) c.note += "; " + failureNote;
         if (!identical) c.note += "; logits differ from the eager run";
         dut.setGraphsEnabled(true);

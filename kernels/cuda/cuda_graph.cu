@@ -35,7 +35,6 @@
 
 #include "core/env_switch.h"
 #include "core/error.h"
-#include "core/log.h"
 #include "cuda/cuda_common.cuh"
 #include "cuda/cuda_graph.cuh"
 
@@ -210,11 +209,11 @@ void CudaBackend::endGraphRegion(GraphRegionEnd how) {
                 cudaGetLastError();
             }
         }
-        const bool midSegment = mode == GraphState::kReplay && g.nextSegment < e.segments.size() &&
-                                e.segments[g.nextSegment].first < g.op;
-        if (midSegment)
-            logFormat(LogLevel::Warning, "twinspark: CUDA graphs: a replayed decode step stopped inside a graph segment "
-                                         "(op #%d); the rest of that segment was not run", g.op);
+        // Counted, not logged: the step's own error reaches its requests and the log, and nothing of the failed
+        // step is used (the engine drops its sequences).
+        if (how == GraphRegionEnd::Failed) ++g.stats.failedRegions;
+        if (mode == GraphState::kReplay && g.nextSegment < e.segments.size() && e.segments[g.nextSegment].first < g.op)
+            ++g.stats.stoppedMidSegment;
         if (e.stage != GraphRegionEntry::kBroken && mode != GraphState::kReplay) {
             if (how == GraphRegionEnd::Left)
                 e.stage = GraphRegionEntry::kBroken;
