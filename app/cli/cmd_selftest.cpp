@@ -102,7 +102,6 @@ class ArmedFault final : public ForwardingBackend {
 public:
     ArmedFault(Backend& inner, const char* op) : ForwardingBackend(inner), m_op(op) {}
     void arm(int nth) { m_armed = nth; }
-    bool armed() const { return m_armed > 0; }
 
 protected:
     void before(const char* op, OpKind /*kind*/) override {
