@@ -32,7 +32,7 @@ FaultPlan parseFaultPlan(const std::string& value) {
                                              "or " + knownOps() + ")");
     };
     FaultPlan p;
-    p.text = value;
+    p.label = "TS_FAULT_OP=" + value;
     const size_t at = value.find('@');
     if (at == std::string::npos || at == 0) bad("no op and call");
     p.op = value.substr(0, at);
@@ -57,7 +57,7 @@ FaultPlan parseFaultPlan(const std::string& value) {
 void FaultBackend::before(const char* op, OpKind /*kind*/) {
     // After a sticky fault every call fails, as every CUDA call does on a context that met a sticky error.
     if (m_plan.sticky && m_fired.load())
-        fail(ErrorKind::DeviceLost, std::string("TS_FAULT_OP=") + m_plan.text + ": " + op +
+        fail(ErrorKind::DeviceLost, m_plan.label + ": " + op +
                                         " after the injected loss of the device");
     if (!matches(m_plan.op, op)) return;
     const int64_t n = ++m_calls;
@@ -65,10 +65,17 @@ void FaultBackend::before(const char* op, OpKind /*kind*/) {
     m_fired = true;
     // The op counted, and the call's own label where it says more ("linear (packed)" counted as a "linear").
     const std::string counted = m_plan.op == "*" ? std::string("any op") : m_plan.op;
-    const std::string what = std::string("TS_FAULT_OP=") + m_plan.text + ": call " + std::to_string(n) + " of " + counted +
+    const std::string what = m_plan.label + ": call " + std::to_string(n) + " of " + counted +
                              (counted == op ? std::string() : std::string(" (") + op + ")");
     if (m_plan.sticky) fail(ErrorKind::DeviceLost, what + " failed as on a lost GPU");
     fail(ErrorKind::Internal, what + " failed");
+}
+
+void FaultBackend::rearm(int64_t call) {
+    TS_CHECK(!m_plan.sticky, "FaultBackend::rearm: a lost device cannot be found again (" + m_plan.label + ")");
+    TS_CHECK(call >= 0, "FaultBackend::rearm: the call counts from 1 (0 disarms)");
+    m_plan.call = call;
+    m_calls = 0;
 }
 
 void checkFaultInjection() {
@@ -80,8 +87,8 @@ std::unique_ptr<Backend> withFaultInjection(std::unique_ptr<Backend> b) {
     const char* v = std::getenv("TS_FAULT_OP");
     if (!v || !*v) return b;
     FaultPlan plan = parseFaultPlan(v);
-    logFormat(LogLevel::Warning, "warning: TS_FAULT_OP=%s: call %lld of %s will fail (%s); a test setting, not for use",
-              plan.text.c_str(), static_cast<long long>(plan.call), plan.op == "*" ? "any op" : plan.op.c_str(),
+    logFormat(LogLevel::Warning, "warning: %s: call %lld of %s will fail (%s); a test setting, not for use",
+              plan.label.c_str(), static_cast<long long>(plan.call), plan.op == "*" ? "any op" : plan.op.c_str(),
               plan.sticky ? "as a lost GPU, and every hooked call after it" : "once");
     return std::make_unique<FaultBackend>(std::move(b), std::move(plan));
 }

@@ -16,6 +16,8 @@
 // self-test (unless SKIP_OVERLAY_VERIFY=1) and one profiling forward that sizes the KV pool (runtime/device_budget),
 // so their calls count too — with the self-test skipped, `embedding@3` fails the engine's second step. On the CPU
 // neither runs. A plan can aim at them as well (a lost device in the self-test stops it at that case).
+// The self-test's graphs-after-fail row uses the same class on its backend under test (borrowed), re-aimed at one
+// decode step after another (rearm).
 #pragma once
 
 #include <atomic>
@@ -31,7 +33,7 @@ struct FaultPlan {
     std::string op;             // a name of ForwardingBackend::opNames(), or "*" for any
     int64_t call = 0;           // the failing call of that op, from 1
     bool sticky = true;         // device-lost: that call and every later hooked one fail
-    std::string text;           // the variable's value, for messages
+    std::string label;          // how messages name the plan, e.g. "TS_FAULT_OP=embedding@3"
 };
 
 // Parses TS_FAULT_OP's value; throws ts::Error(InvalidArgument) naming the form and the op names.
@@ -41,15 +43,20 @@ class FaultBackend final : public ForwardingBackend {
 public:
     FaultBackend(std::unique_ptr<Backend> inner, FaultPlan plan)
         : ForwardingBackend(std::move(inner)), m_plan(std::move(plan)) {}
+    // Borrows `inner`, which must outlive this and stays its owner's (the self-test's backend under test).
+    FaultBackend(Backend& inner, FaultPlan plan) : ForwardingBackend(inner), m_plan(std::move(plan)) {}
     const FaultPlan& plan() const { return m_plan; }
     bool fired() const { return m_fired.load(); }
+    // Aims a one-time (non-sticky) plan again: the call-th call of its op from now fails; 0 disarms it. For a
+    // caller that fails chosen steps one at a time. Not while another thread may be in an op of this backend.
+    void rearm(int64_t call);
 
 protected:
     void before(const char* op, OpKind kind) override;
 
 private:
     FaultPlan m_plan;
-    std::atomic<int64_t> m_calls{0};    // of the planned op so far
+    std::atomic<int64_t> m_calls{0};    // of the planned op so far (since the last rearm)
     std::atomic<bool> m_fired{false};
 };
 

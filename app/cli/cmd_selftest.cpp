@@ -23,7 +23,7 @@
 #include "io/atomic_file.h"
 #include "cache/kv_pool.h"
 #include "exl3_tune.h"
-#include "forwarding_backend.h"
+#include "fault_backend.h"
 #include "io/default_paths.h"
 #include "model/glm5_next.h"
 #include "selftest/op_selftest.h"
@@ -97,23 +97,6 @@ RunOut runModel(const std::string& dir, Backend& backend, KvCacheDtype dt, const
 // not leave it eager for good — with the eager run's bits.
 enum class GraphCheck { Graphs, AfterFailures, Aside };
 
-// The backend under test, with one op made to throw when armed: the armed-th call of `op` from now (then disarmed).
-class ArmedFault final : public ForwardingBackend {
-public:
-    ArmedFault(Backend& inner, const char* op) : ForwardingBackend(inner), m_op(op) {}
-    void arm(int nth) { m_armed = nth; }
-
-protected:
-    void before(const char* op, OpKind /*kind*/) override {
-        if (m_armed > 0 && std::strcmp(op, m_op) == 0 && --m_armed == 0)
-            fail(ErrorKind::Internal, std::string("selftest: injected failure of ") + m_op);
-    }
-
-private:
-    const char* m_op;
-    int m_armed = 0;
-};
-
 ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int steps, uint64_t seed, bool sharedPool,
                             GraphCheck mode = GraphCheck::Graphs) {
     const bool aside = mode == GraphCheck::Aside, failures = mode == GraphCheck::AfterFailures;
@@ -128,7 +111,9 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
     Backend::GraphStats before, after, beforeFailures;
     int64_t V = 0, asidesPerForward = 0, forks = 0;
     std::string failureNote;  // afterFailures: what went wrong in the failing steps, if anything
-    ArmedFault armed(dut, "mhcPre");
+    // The backend under test with its mhcPre calls counted: rearm(n) makes the n-th from then on throw (an
+    // Internal error, as an op running out of memory does); disarmed at first.
+    FaultBackend armed(dut, FaultPlan{"mhcPre", 0, false, "selftest: injected failure"});
     for (int on = 0; on < 2; ++on) {
         dut.setGraphsEnabled(!aside && on == 1);
         if (aside) asideSetMode(on == 1 ? 2 : 0);
@@ -211,7 +196,7 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
                     batch[size_t(b)].pos0 = spare[size_t(b)]->length();
                     batch[size_t(b)].caches = spare[size_t(b)]->caches();
                 }
-                if (fails) armed.arm(mid);
+                if (fails) armed.rearm(mid);
                 std::string what;
                 try {
                     model.forwardBatch(batch);
@@ -222,7 +207,7 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
                 if (fails && !injected)
                     failureNote += what.empty() ? "a step meant to fail ran; " : "a step failed otherwise: " + what + "; ";
                 if (!fails && !what.empty()) failureNote += "a step after a failed one threw: " + what + "; ";
-                armed.arm(0);
+                armed.rearm(0);
                 if (!fails)
                     for (auto& st : spare) st->advance(1);
             }

@@ -292,6 +292,41 @@ private slots:
         for (int64_t i = 0; i < n; ++i) QCOMPARE(hy[size_t(i)], 2 * hx[size_t(i)]);
     }
 
+    // The self-test's form: a borrowed backend, a one-time plan re-aimed step by step, counting from each rearm.
+    void rearmCountsFromNowAndBorrowedBackendSurvives() {
+        auto owner = makeCpuBackend();
+        const int64_t n = 8;
+        const Buffer x = randomBuffer(*owner, size_t(n), 11), y = owner->alloc(size_t(n) * 4);
+        owner->zero(y);
+        {
+            FaultBackend f(*owner, FaultPlan{"add", 0, false, "test: armed"});
+            f.add(x, y, n);  // disarmed: runs (y = x)
+            f.add(x, y, n);  // y = 2x
+            f.rearm(2);
+            f.add(x, y, n);  // the first from now runs: y = 3x
+            auto [kind, what] = outcome([&] { f.add(x, y, n); });
+            QCOMPARE(kind, ErrorKind::Internal);
+            QVERIFY2(what.find("test: armed: call 2 of add failed") != std::string::npos, what.c_str());
+            f.add(x, y, n);  // one-time: y = 4x
+            f.rearm(1);
+            QCOMPARE(outcome([&] { f.add(x, y, n); }).first, ErrorKind::Internal);
+            f.rearm(3);
+            f.rearm(0);  // disarmed again before it fired
+            for (int i = 0; i < 4; ++i) f.add(x, y, n);  // y = 8x
+            QVERIFY(f.fired());
+        }
+        // The borrowed backend is still its owner's and alive, with every add that ran and none that failed.
+        const std::vector<float> hx = downloaded(*owner, x, size_t(n)), hy = downloaded(*owner, y, size_t(n));
+        for (int64_t i = 0; i < n; ++i) {
+            float want = 0.0f;
+            for (int k = 0; k < 8; ++k) want += hx[size_t(i)];  // the same float adds, in the same order
+            QCOMPARE(hy[size_t(i)], want);
+        }
+        // A lost device is not found again.
+        FaultBackend lost(*owner, parseFaultPlan("add@1"));
+        QCOMPARE(outcome([&] { lost.rearm(1); }).first, ErrorKind::Internal);
+    }
+
     void anyOpCountsEveryHookedCall() {
         FaultBackend f(makeCpuBackend(), parseFaultPlan("*@3:error"));
         const Buffer x = f.alloc(16);                 // 1
