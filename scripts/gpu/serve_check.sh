@@ -12,12 +12,16 @@
 #      its ~69 GiB: the second must wait for that memory ("waiting for device memory"), then come up and answer;
 #      the first's exit status and time to exit are reported;
 #   4. GPU_MEM_UTIL 0.999 (more than is free): serve must stop with the advice, exit 2, before the self-test and
-#      any upload.
+#      any upload;
+#   5. one failed decode step: a server with TS_FAULT_OP=mhcPre@<n>:error (one call of the model's mHC mixing throws,
+#      as an op out of memory would; n puts it in the third request's tenth step, inside a replayed decode graph)
+#      driven by serve_probe.py fault: that request answers 500 with the reason, the next ones answer with the
+#      same text as the ones before, the server stays healthy and goes on replaying decode steps from graphs.
 #   here:   SERVER=1 bash scripts/gpu/prebuilt.sh && bash scripts/gpu/device_tree.sh stash --room
 #   device: (carry ["build-dev-srv/twinspark-cli.xz", "build-dev-srv/lib"]) bash scripts/gpu/serve_check.sh "$OUT"
 #   here:   bash scripts/gpu/device_tree.sh restore
-# SC_MODEL (the EXL3 embedded model), SC_BACKEND (cuda).
-# Results: $OUT/serve_check.txt (the summary), $OUT/serve{1,2,3}.log, $OUT/serve_probe.json. Exit 1 when a step fails.
+# SC_MODEL (the EXL3 embedded model), SC_BACKEND (cuda), SC_FAULT_AT (937, step 5).
+# Results: $OUT/serve_check.txt (the summary), $OUT/serve{1,2,3,4}.log, $OUT/serve_probe.json, $OUT/serve_fault.json. Exit 1 when a step fails.
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -29,6 +33,8 @@ export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 CLI=build-gpu/app/twinspark-cli-srv
 MODEL=${SC_MODEL:-resources/models/glm5-next-tiny-exl3}
 BE=${SC_BACKEND:-cuda}  # cpu: a dry run of this script on a machine without a GPU (the GPU-only checks then fail)
+SC_FAULT_AT=${SC_FAULT_AT:-937}  # step 5's failing mhcPre call: 2 requests of 384 calls, then 10 steps of 16, then 9
+GPU_FLAG=--gpu; [ "$BE" = cuda ] || GPU_FLAG=
 R="$OUT/serve_check.txt"
 PORT=8888
 fails=0
@@ -54,7 +60,7 @@ if [ "$(echo $order | tr ' ' '\n' | sort -n | tr '\n' ' ')" = "$order" ] && [ "$
 else
   verdict fail "start-up order (log lines $order)"
 fi
-python3 tools/device/serve_probe.py check --gpu --port $PORT --json "$OUT/serve_probe.json" 2>&1 | tee -a "$R"
+python3 tools/device/serve_probe.py check $GPU_FLAG --port $PORT --json "$OUT/serve_probe.json" 2>&1 | tee -a "$R"
 [ "${PIPESTATUS[0]}" = 0 ] && verdict ok "the API checks" || verdict fail "the API checks"
 say "GPU memory used while serving: $(nvidia-smi --query-gpu=memory.used --format=csv,noheader)"
 
@@ -91,5 +97,21 @@ if [ $rc3 = 2 ] && grep -q "GPU_MEM_UTIL" "$OUT/serve3.log" && ! grep -q -E "wei
 else
   verdict fail "0.999: exit $rc3"
 fi
+say "== one failed decode step (TS_FAULT_OP=mhcPre@$SC_FAULT_AT:error, SKIP_OVERLAY_VERIFY=1)"
+# mhcPre runs twice per layer and forward: 16 calls per step on the embedded model (8 layers); a 24-token request is
+# one prefill and 23 decode steps, 384 calls. Calls of the start-up profiling forward count too (a few steps' worth):
+# the probe sends requests until one fails.
+SKIP_OVERLAY_VERIFY=1 TS_FAULT_OP="mhcPre@$SC_FAULT_AT:error" $CLI serve --backend $BE --model "$MODEL" \
+  --port $((PORT + 3)) --gpu-mem-util 0.87 >"$OUT/serve4.log" 2>&1 &
+s4=$!
+if python3 tools/device/serve_probe.py wait --port $((PORT + 3)) --timeout 300; then
+  python3 tools/device/serve_probe.py fault $GPU_FLAG --port $((PORT + 3)) --json "$OUT/serve_fault.json" 2>&1 | tee -a "$R"
+  [ "${PIPESTATUS[0]}" = 0 ] && verdict ok "a failed step fails its request only" || verdict fail "the failed-step checks"
+  grep -E "engine step failed|TS_FAULT_OP" "$OUT/serve4.log" | head -3 | tee -a "$R"
+else
+  verdict fail "fault server not ready"; tail -20 "$OUT/serve4.log" | tee -a "$R"
+fi
+kill -TERM $s4; wait $s4; say "fault server: exit $?"
+
 say "serve_check: $fails failed"
 [ $fails = 0 ]

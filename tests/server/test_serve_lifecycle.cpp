@@ -135,6 +135,51 @@ private slots:
         QCOMPARE(srv.stop(), 0);
     }
 
+    // A step that throws once, as an op out of memory does (TS_FAULT_OP=mhcPre@<n>:error, aimed at the second request's
+    // fourth step): the request in it answers 500 "the engine step failed" with the reason, and nothing else changes —
+    // the same request after it answers with the first one's text (nothing of the failed step was kept), /health stays
+    // 200, /metrics counts one failed request, and the server exits 0 at SIGTERM.
+    void failedStepFailsItsRequestOnly() {
+        QFile cfgFile(chatModelDir() + QStringLiteral("/config.json"));
+        QVERIFY(cfgFile.open(QIODevice::ReadOnly));
+        const json cfg = json::parse(cfgFile.readAll().toStdString());
+        const json& text = cfg.contains("text_config") ? cfg["text_config"] : cfg;
+        const int perStep = 2 * text["num_hidden_layers"].get<int>();  // mhcPre: before attention and before the MLP
+        const int steps = 8;  // a request below: its prefill and 7 decode steps (on the CPU nothing else runs the model)
+        const int at = steps * perStep + 3 * perStep + 1;
+        const QString plan = QStringLiteral("mhcPre@%1:error").arg(at);
+        ServerProcess srv;
+        QProcessEnvironment env = ServerProcess::hermeticEnvironment();
+        env.insert(QStringLiteral("TS_FAULT_OP"), plan);
+        srv.setEnvironment(env);
+        QVERIFY2(srv.start({"--backend", "cpu"}), qPrintable(srv.log()));
+        const std::string body =
+            json{{"prompt", json::array({1, 2, 3})}, {"max_tokens", steps}, {"ignore_eos", true}, {"temperature", 0}}.dump();
+        auto first = srv.client().Post("/v1/completions", body, "application/json");
+        QVERIFY(first);
+        QCOMPARE(first->status, 200);
+        const json a = json::parse(first->body);
+        QCOMPARE(a["usage"]["completion_tokens"].get<int>(), steps);
+        auto failed = srv.client().Post("/v1/completions", body, "application/json");
+        QVERIFY(failed);
+        QCOMPARE(failed->status, 500);
+        const std::string why = json::parse(failed->body)["error"]["message"].get<std::string>();
+        const std::string want = "TS_FAULT_OP=" + plan.toStdString() + ": call " + std::to_string(at) + " of mhcPre failed";
+        QVERIFY2(why.find("the engine step failed") != std::string::npos && why.find(want) != std::string::npos,
+                 why.c_str());
+        auto again = srv.client().Post("/v1/completions", body, "application/json");
+        QVERIFY(again);
+        QCOMPARE(again->status, 200);
+        QCOMPARE(json::parse(again->body)["choices"][0]["text"], a["choices"][0]["text"]);
+        auto h = srv.client().Get("/health");
+        QVERIFY(h && h->status == 200);
+        auto m = srv.client().Get("/metrics");
+        QVERIFY(m);
+        QVERIFY2(m->body.find(",finished_reason=\"error\"} 1\n") != std::string::npos, m->body.c_str());
+        QCOMPARE(srv.stop(), 0);
+        QVERIFY2(srv.log().contains(QStringLiteral("the engine step failed")), qPrintable(srv.log()));
+    }
+
     // A lost GPU (a CUDA sticky error; here TS_FAULT_OP fails the third `embedding` call — the third model step — that
     // way on the CPU, and every backend call after it): the running stream ends with the reason as its error event
     // and [DONE], and the server stops by itself with exit 3 — a supervisor's restart policy brings up a fresh process

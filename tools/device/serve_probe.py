@@ -6,6 +6,8 @@ client meets, on whatever backend the server runs. Used by scripts/gpu/serve_che
   serve_probe.py wait  --port P [--timeout 300]     until /health answers 200 (exit 1 on timeout)
   serve_probe.py check --port P [--gpu] [--json FILE]  the checks below; exit 1 when any fails
   serve_probe.py one   --port P                     one short chat completion (exit 1 unless it answers)
+  serve_probe.py fault --port P [--gpu] [--json FILE]  against a server started with TS_FAULT_OP=<op>@<n>:error (one
+                                                    failing call): the checks after `check`'s; exit 1 when any fails
 
 `check`: /v1/models names the served model; a chat completion (non-streaming) returns text and usage; the same
 streamed returns chunks ending in [DONE] whose text equals the non-streamed one's (greedy, same prompt); four
@@ -13,6 +15,12 @@ concurrent requests all answer; /v1/completions with a token-id prompt; malforme
 OpenAI error object and the server keeps serving; /metrics carries the device-memory gauges (--gpu; none on a
 host backend) and the
 requests counted (vllm:request_success_total). Each check prints one line: ok / FAIL, what was seen.
+
+`fault`: the same greedy chat is sent one request at a time until one fails (at most 12): it must answer 500 with
+"the engine step failed" and the TS_FAULT_OP reason; the three after it must answer with the text the ones before it
+had (nothing of the failed step was kept), /health must stay 200, /metrics must count one request finished with
+"error", and (--gpu) decode steps must still be replayed from CUDA graphs after the failure — a failed step does not
+turn graphs off for its batch size.
 """
 import argparse
 import json
@@ -146,9 +154,65 @@ def check(port, results, gpu):
     record("metrics: requests counted", st == 200 and done >= 7, f"vllm:request_success_total {done:g} (>= 7)")
 
 
+def metric_sum(text, name, where=""):
+    """Sum of the samples of one metric (labelled or not) whose line contains `where`."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if (line.startswith(name + " ") or line.startswith(name + "{")) and where in line)
+
+
+def fault(port, results, gpu, attempts=12):
+    def record(name, ok, seen):
+        results.append({"check": name, "ok": bool(ok), "seen": seen})
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {seen}", flush=True)
+
+    def metrics():
+        st, b = request(port, "/metrics")
+        return b.decode() if st == 200 else ""
+
+    body = chat_body("Count from 1 to 20, separated by commas.", 24)
+    before, failed, n = [], None, 0
+    while failed is None and n < attempts:
+        n += 1
+        st, b = request(port, "/v1/chat/completions", body)
+        if st == 200:
+            before.append(message_text(json.loads(b)))
+        else:
+            failed = (st, b.decode(errors="replace"))
+    replays_at_fault = metric_sum(metrics(), "twinspark:cuda_graph_replays")
+    why = ""
+    if failed:
+        try:
+            why = json.loads(failed[1]).get("error", {}).get("message", "")
+        except ValueError:
+            why = failed[1][:200]
+    record("fault: a request fails", failed is not None and failed[0] == 500 and "the engine step failed" in why
+           and "TS_FAULT_OP=" in why,
+           f"request {n} of at most {attempts}: " + (f"status {failed[0]}, {why[:160]!r}" if failed else "none failed"))
+    after = []
+    for _ in range(3):
+        st, b = request(port, "/v1/chat/completions", body)
+        after.append(message_text(json.loads(b)) if st == 200 else ("", f"status {st}"))
+    ref = before[0] if before else (after[0] if after else None)
+    record("fault: the requests after it answer as the ones before",
+           len(after) == 3 and all(a == ref and any(a) for a in after) and all(b == ref for b in before),
+           f"{len(before)} before, 3 after; same text: {[a == ref for a in after]}; "
+           f"{'(the first request failed: the after ones compared among themselves) ' if not before else ''}"
+           f"answer {ref[1][:40] if ref else ''!r}")
+    st, _ = request(port, "/health")
+    record("fault: still healthy", st == 200, f"status {st}")
+    text = metrics()
+    errors = metric_sum(text, "vllm:request_success_total", 'finished_reason="error"')
+    record("fault: one request counted as failed", errors == 1, f"finished_reason=\"error\" {errors:g}")
+    if gpu:
+        replays = metric_sum(text, "twinspark:cuda_graph_replays")
+        captures = metric_sum(text, "twinspark:cuda_graph_captures")
+        record("fault: decode steps still replayed from graphs after it", replays > replays_at_fault,
+               f"replays {replays_at_fault:g} at the failure, {replays:g} after; captures {captures:g}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["wait", "check", "one"])
+    ap.add_argument("what", choices=["wait", "check", "one", "fault"])
     ap.add_argument("--port", type=int, default=8888)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--json")
@@ -169,7 +233,7 @@ def main():
         print(f"one chat: status {st}, {message_text(json.loads(b))}" if st == 200 else f"one chat: status {st}")
         return 0 if st == 200 else 1
     results = []
-    check(a.port, results, a.gpu)
+    (fault if a.what == "fault" else check)(a.port, results, a.gpu)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
