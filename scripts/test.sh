@@ -9,18 +9,20 @@ GUI=${TWINSPARK_GUI:-ON}
 # Where the CUDA toolkit is installed (CI has nvcc 13 at /usr/local/cuda), its code must compile and link: ON
 # makes a toolkit CMake cannot use fail the configure instead of quietly building the CPU backend alone.
 # Elsewhere AUTO (CPU only without nvcc); TWINSPARK_CUDA in the environment overrides both.
+HAVE_NVCC=0
+if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then HAVE_NVCC=1; fi
 if [ -z "${TWINSPARK_CUDA:-}" ]; then
-  if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then TWINSPARK_CUDA=ON; else TWINSPARK_CUDA=AUTO; fi
+  if [ $HAVE_NVCC = 1 ]; then TWINSPARK_CUDA=ON; else TWINSPARK_CUDA=AUTO; fi
 fi
 
 # The test build's CUDA targets: sm_90a (the H200 test machine) and sm_121a (the GB10). The product's fat binary
-# also has sm_120a, which compiles the same code as sm_121a — the kernels' __CUDA_ARCH__ branches split at 900 and
-# 1200 only (checked here: a comparison with any other value builds all three) — so leaving it out still compiles
-# every code path, and saves ~2 of a 2-core CI run's minutes. TWINSPARK_CUDA_ARCHS in the environment overrides.
+# also has sm_120a; where every CUDA source's device code preprocesses to the same text for sm_120a as for sm_121a
+# (scripts/cuda_sm12x_same.sh, ~8 s), leaving it out still compiles every code path, and saves ~2 of a 2-core CI
+# run's minutes; otherwise (or when that check cannot run) all three are built. TWINSPARK_CUDA_ARCHS overrides.
 ARCHS=${TWINSPARK_CUDA_ARCHS:-"90a;121a"}
-ARCH_TESTS=$(grep -rhoE "__CUDA_ARCH__ *(/ *[0-9]+|[<>=!]=?) *[0-9]+" kernels/ || true)
-if [ -z "${TWINSPARK_CUDA_ARCHS:-}" ] && [ -n "$(printf '%s\n' "$ARCH_TESTS" | grep -vE "^$|(/ *100|[<>=!]=? *(900|1200))$" || true)" ]; then
-  echo "test.sh: a kernel tests __CUDA_ARCH__ against a value other than 900 / 1200: building sm_120a too"
+if [ -z "${TWINSPARK_CUDA_ARCHS:-}" ] && [ $HAVE_NVCC = 1 ] && [ "$TWINSPARK_CUDA" != OFF ] &&
+  ! bash scripts/cuda_sm12x_same.sh; then
+  echo "test.sh: sm_120a's device code is not (known to be) sm_121a's: building sm_120a too"
   ARCHS="90a;120a;121a"
 fi
 mkdir -p build

@@ -70,7 +70,9 @@ constexpr int kPfBM = 64;        // token rows per block
 // tile, not the ring, sets the size from 3 steps down, at K ≤ 6). The device code takes its architecture's depth,
 // the host plans with pfStagesOn(the device's major version); the kernel traps on a mismatch.
 __host__ __device__ constexpr int pfStagesFor(int ccMajor) { return ccMajor >= 12 ? 3 : 4; }
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+constexpr int kPfStagesHere = pfStagesFor(12);  // one text for every sm_12x target (scripts/cuda_sm12x_same.sh)
+#elif defined(__CUDA_ARCH__)
 constexpr int kPfStagesHere = pfStagesFor(__CUDA_ARCH__ / 100);
 #else
 constexpr int kPfStagesHere = pfStagesFor(9);  // host pass: unused by the kernels' bodies
