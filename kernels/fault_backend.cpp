@@ -57,8 +57,7 @@ FaultPlan parseFaultPlan(const std::string& value) {
 void FaultBackend::before(const char* op, OpKind /*kind*/) {
     // After a sticky fault every call fails, as every CUDA call does on a context that met a sticky error.
     if (m_plan.sticky && m_fired.load())
-        fail(ErrorKind::DeviceLost, m_plan.label + ": " + op +
-                                        " after the injected loss of the device");
+        fail(ErrorKind::DeviceLost, m_plan.label + ": " + op + " after the injected loss of the device");
     if (!matches(m_plan.op, op)) return;
     const int64_t n = ++m_calls;
     if (n != m_plan.call) return;
