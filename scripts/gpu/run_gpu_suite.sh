@@ -11,6 +11,8 @@
 # Exit status: the self-test's, or 1 when the graphs check fails.
 # PREBUILT=1: no build here — the binary scripts/gpu/prebuilt.sh built on the other machine (carried
 #      build-dev/twinspark-cli.xz and build-dev/lib); saves the ~4–5 minutes a build takes of the call.
+#      PREBUILT_DIR=build-dev-srv takes `SERVER=1 prebuilt.sh`'s instead (the same CLI with the server), so that one
+#      call can run this suite and scripts/gpu/serve_check.sh from one carried binary.
 # Env: ARCHS (default 90a: the H200; the fat binary 90a;120a;121a is what CI and release builds compile),
 #      FILTER (self-test --filter), GRAPHS_CHECK (1; 0 skips the graphs-against-eager run), GRAPHS_MODELS
 #      (space list of model dirs for it; default both embedded models), BENCH (bench-device --what, default
@@ -30,9 +32,10 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee "$OUT/gpu.txt"
 t0=$(date +%s)
 if [ "${PREBUILT:-0}" = 1 ]; then  # the binary built here by scripts/gpu/prebuilt.sh, carried compressed
-  [ -f build-dev/twinspark-cli.xz ] || { echo "PREBUILT=1: carry build-dev/twinspark-cli.xz and build-dev/lib (prebuilt.sh)"; exit 2; }
-  mkdir -p build-gpu/app && xz -dc build-dev/twinspark-cli.xz >build-gpu/app/twinspark-cli && chmod +x build-gpu/app/twinspark-cli
-  export LD_LIBRARY_PATH="$PWD/build-dev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  PD=${PREBUILT_DIR:-build-dev}
+  [ -f "$PD/twinspark-cli.xz" ] || { echo "PREBUILT=1: carry $PD/twinspark-cli.xz and $PD/lib (prebuilt.sh)"; exit 2; }
+  mkdir -p build-gpu/app && xz -dc "$PD/twinspark-cli.xz" >build-gpu/app/twinspark-cli && chmod +x build-gpu/app/twinspark-cli
+  export LD_LIBRARY_PATH="$PWD/$PD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   rc=0
 else
   [ -f "$DEPS/deps.tar.xz" ] && [ ! -d "$DEPS/usr" ] && tar xJf "$DEPS/deps.tar.xz" -C "$DEPS"
