@@ -782,6 +782,10 @@
         <source>The engine has stopped: %1. Nothing more runs on this GPU until TwinSpark is restarted; unload the model (the CPU backend still works).</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Mapping and checking the weights (layer %1 of %2)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::MainWindow</name>

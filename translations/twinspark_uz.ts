@@ -782,6 +782,10 @@
         <source>The engine has stopped: %1. Nothing more runs on this GPU until TwinSpark is restarted; unload the model (the CPU backend still works).</source>
         <translation>Dvigatel toʻxtadi: %1. TwinSpark qayta ishga tushirilmaguncha bu GPU’da boshqa hech narsa ishlamaydi; modelni yuklab tashlang (CPU backend ishlashda davom etadi).</translation>
     </message>
+    <message>
+        <source>Mapping and checking the weights (layer %1 of %2)</source>
+        <translation>Vaznlar xotiraga akslantirilmoqda va tekshirilmoqda (%2 qatlamdan %1-si)</translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::MainWindow</name>

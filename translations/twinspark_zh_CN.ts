@@ -781,6 +781,10 @@
         <source>The engine has stopped: %1. Nothing more runs on this GPU until TwinSpark is restarted; unload the model (the CPU backend still works).</source>
         <translation>引擎已停止：%1。在重新启动 TwinSpark 之前，此 GPU 上无法再运行任何任务；请卸载模型（CPU 后端仍可使用）。</translation>
     </message>
+    <message>
+        <source>Mapping and checking the weights (layer %1 of %2)</source>
+        <translation>正在映射并检查权重（第 %1 层，共 %2 层）</translation>
+    </message>
 </context>
 <context>
     <name>ts::ui::MainWindow</name>

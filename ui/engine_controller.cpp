@@ -193,17 +193,26 @@ void EngineController::doLoad(const QString& modelDir, const LoadOptions& option
                                  : tr("GPU self-test passed: %1 checks").arg(verified.checks));
         }
         emit loadProgress(10, tr("Mapping and checking the weights"));
-        // 10 → 78 % while the weights are made ready (a GPU uploads them: minutes for the full-size model).
+        // 10 → 25 % while the weights are bound, layer by layer (a minute or more for the full-size model on a cold
+        // page cache: its EXL3 scales are read from disk), then 25 → 78 % while they are made ready (a GPU uploads
+        // them: minutes for the full-size model; on the CPU there is nothing to upload).
         int lastPercent = 10;
-        loaded->model = std::make_unique<Glm5NextModel>(dir, *loaded->backend, [&](int64_t done, int64_t total) {
-            const int percent = 10 + int(total > 0 ? 68 * done / total : 68);
+        const auto binding = [&](int64_t done, int64_t layers) {
+            const int percent = 10 + int(layers > 0 ? 15 * done / layers : 15);
+            if (done == 0 || percent == lastPercent) return;
+            lastPercent = percent;
+            emit loadProgress(percent, tr("Mapping and checking the weights (layer %1 of %2)").arg(done).arg(layers));
+        };
+        const auto weights = [&](int64_t done, int64_t total) {
+            const int percent = 25 + int(total > 0 ? 53 * done / total : 53);
             if (percent == lastPercent) return;
             lastPercent = percent;
             // formattedDataSize picks the unit (MiB for the embedded model, GiB for the full-size one).
             const QLocale locale;
             emit loadProgress(percent, tr("Loading the weights (%1 of %2)")
                                            .arg(locale.formattedDataSize(done), locale.formattedDataSize(total)));
-        });
+        };
+        loaded->model = std::make_unique<Glm5NextModel>(dir, *loaded->backend, weights, binding);
         emit loadProgress(80, tr("Loading the tokenizer"));
         if (QFileInfo::exists(QString::fromStdString(dir + "/tokenizer.json"))) {
             loaded->tokenizer = Tokenizer::fromDirectory(dir);

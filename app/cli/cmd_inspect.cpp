@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "core/thread_pool.h"
@@ -70,7 +71,7 @@ double mib(int64_t bytes) { return double(bytes) / (1024.0 * 1024.0); }
 // vectors only (the full-size checkpoint's suh / svh copies are ~1 GiB of host memory; nothing is computed).
 int heldReport(const std::string& dir, bool listTensors, const std::optional<std::string>& jsonOut) {
     const std::unique_ptr<Backend> cpu = makeCpuBackend();
-    const Glm5NextModel model(dir, *cpu);
+    const Glm5NextModel model(dir, *cpu, {}, stderrBindProgress("inspect"));
     const std::vector<HeldTensor>& held = model.weights().held;
     const SafetensorsCheckpoint ckpt(dir);
     const std::vector<std::string> all = ckpt.names();

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "core/thread_pool.h"
@@ -316,7 +317,7 @@ int cmdQuantize(const Args& args) {
         fail(ErrorKind::InvalidArgument, in.string() + " is already an EXL3 checkpoint");
 
     auto backend = makeCpuBackend();
-    Glm5NextModel model(in.string(), *backend);
+    Glm5NextModel model(in.string(), *backend, {}, stderrBindProgress("quantize"));
     SafetensorsCheckpoint ckpt(in.string());  // the source tensors (the model's own mapping is private)
     const Plan plan = makePlan(ckpt, model, bits, headBits > kExl3MaxBits ? 0 : headBits, allLinears);
 

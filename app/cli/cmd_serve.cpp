@@ -179,8 +179,8 @@ int cmdServe(const Args& args) {
             if (verified.ran)
                 std::fprintf(stderr, "serve: GPU self-test passed (%lld op checks against the CPU reference)\n",
                              (long long)verified.checks);
-            loaded->model =
-                std::make_unique<Glm5NextModel>(modelDir, *loaded->backend, stderrLoadProgress("serve", *loaded->backend));
+            loaded->model = std::make_unique<Glm5NextModel>(
+                modelDir, *loaded->backend, stderrLoadProgress("serve", *loaded->backend), stderrBindProgress("serve"));
             if (const auto db = deviceKvBudget(*loaded->model, ec, gpuMemUtil)) {
                 ec.kvBudgetBytes = db->kvBudgetBytes;
                 std::fprintf(stderr, "serve: %s\n", describeDeviceBudget(*db, gpuMemUtil).c_str());

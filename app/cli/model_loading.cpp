@@ -40,7 +40,8 @@ LoadedModel loadModel(const Args& args, bool profileOps, std::optional<double> g
                  "--gpu-mem-util sizes the KV pool on a GPU backend; this one is " + l.backend->name());
         checkStartupMemory(*l.backend, *gpuMemUtil, stderrNote("load"));
     }
-    l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend, stderrLoadProgress("load", *l.backend));
+    l.model = std::make_unique<Glm5NextModel>(args.require("model"), *l.backend, stderrLoadProgress("load", *l.backend),
+                                              stderrBindProgress("load"));
     return l;
 }
 
@@ -86,6 +87,36 @@ double parseGpuMemUtil(const std::string& value, const std::string& option) {
 std::function<void(const std::string&)> stderrNote(const std::string& who) {
     return [who](const std::string& line) {
         std::fprintf(stderr, "%s: %s\n", who.c_str(), line.c_str());
+        std::fflush(stderr);
+    };
+}
+
+BindProgress stderrBindProgress(const std::string& who) {
+    struct State {
+        std::chrono::steady_clock::time_point start, last;
+        bool printed = false;
+    };
+    auto st = std::make_shared<State>();
+    return [who, st](int64_t done, int64_t layers) {
+        const auto now = std::chrono::steady_clock::now();
+        if (done == 0) {
+            st->start = st->last = now;
+            st->printed = false;
+            return;
+        }
+        const double s = std::chrono::duration<double>(now - st->start).count();
+        if (done == layers) {
+            if (st->printed)
+                std::fprintf(stderr, "%s: weights mapped and checked: %lld layers in %.1f s\n", who.c_str(),
+                             (long long)layers, s);
+        } else if (now - st->last >= std::chrono::seconds(2)) {
+            st->last = now;
+            st->printed = true;
+            std::fprintf(stderr, "%s: mapping and checking the weights: layer %lld of %lld\n", who.c_str(),
+                         (long long)done, (long long)layers);
+        } else {
+            return;
+        }
         std::fflush(stderr);
     };
 }

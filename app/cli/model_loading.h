@@ -32,6 +32,10 @@ LoadedModel loadModel(const Args& args, bool profileOps = false, std::optional<d
 // A load's progress on stderr for a device backend ("<who>: weights on the device 12.3 / 82.1 GiB (15 %)", at most
 // every two seconds, and at the end); nothing for the CPU, which has nothing to upload.
 LoadProgress stderrLoadProgress(const std::string& who, const Backend& backend);
+// Binding's progress on stderr, for any backend, once it has taken 2 s (a full-size checkpoint on a cold page cache;
+// the embedded models bind in milliseconds and print nothing): "<who>: mapping and checking the weights: layer 12 of
+// 45", at most every two seconds, then "<who>: weights mapped and checked: 45 layers in 84.1 s".
+BindProgress stderrBindProgress(const std::string& who);
 // A progress line on stderr as "<who>: <line>" (checkStartupMemory's notes).
 std::function<void(const std::string&)> stderrNote(const std::string& who);
 KvCacheDtype parseKvCacheDtype(const std::string& value);

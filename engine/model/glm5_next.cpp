@@ -18,7 +18,8 @@ std::string formatLoadProgress(int64_t done, int64_t total) {
     return buf;
 }
 
-Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend, const LoadProgress& progress)
+Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend, const LoadProgress& progress,
+                             const BindProgress& binding)
     : m_backend(backend), m_cfg(loadModelConfig(dir)) {
     const TextConfig& c = m_cfg.text;
     if (!c.index_kpool_always_select_tail)
@@ -32,7 +33,7 @@ Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend, const Loa
                                          m_cfg.quantization_config.value("quant_method", std::string("?")) +
                                          "' is not supported (EXL3 checkpoints and BF16/F16/F32 ones are)");
     m_ckpt = std::make_unique<SafetensorsCheckpoint>(dir);
-    m_w = bindWeights(m_cfg, *m_ckpt, backend, quant ? &*quant : nullptr);
+    m_w = bindWeights(m_cfg, *m_ckpt, backend, quant ? &*quant : nullptr, binding);
     int64_t total = 0, done = 0;
     forEachWeightView(m_w, [&](const WeightView& v) { total += weightViewBytes(v); });
     if (progress) progress(0, total);

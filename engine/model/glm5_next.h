@@ -70,9 +70,11 @@ std::string formatLoadProgress(int64_t doneBytes, int64_t totalBytes);
 
 class Glm5NextModel {
 public:
-    // Loads config.json (+ generation_config.json), binds the safetensors weights of `dir` and has the backend
-    // make each ready (a device backend uploads them: minutes for the full-size model, hence `progress`).
-    Glm5NextModel(const std::string& dir, Backend& backend, const LoadProgress& progress = {});
+    // Loads config.json (+ generation_config.json), binds the safetensors weights of `dir` (`binding`: layer by
+    // layer; a minute or more for the full-size model on a cold page cache) and has the backend make each ready (a
+    // device backend uploads them: minutes for the full-size model, hence `progress`).
+    Glm5NextModel(const std::string& dir, Backend& backend, const LoadProgress& progress = {},
+                  const BindProgress& binding = {});
     // Tells the backend to drop its uploads of these weights (their host memory is unmapped next).
     ~Glm5NextModel();
     Glm5NextModel(const Glm5NextModel&) = delete;

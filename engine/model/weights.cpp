@@ -250,16 +250,19 @@ LayerWeights bindLayer(const Binder& b, const std::string& p, const TextConfig& 
 }  // namespace
 
 ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend,
-                         const Exl3QuantConfig* quant) {
+                         const Exl3QuantConfig* quant, const BindProgress& progress) {
     const TextConfig& c = cfg.text;
     ModelWeights w;
     Binder b(ckpt, backend, w, quant);
     w.prefix = ckpt.find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
     const int64_t V = c.vocab_size, D = c.hidden_size;
     w.embed = b.matrix(w.prefix + "embed_tokens.weight", V, D);
-    for (int L = 0; L < c.num_hidden_layers; ++L)
+    if (progress) progress(0, c.num_hidden_layers);
+    for (int L = 0; L < c.num_hidden_layers; ++L) {
         w.layers.push_back(bindLayer(b, w.prefix + "layers." + std::to_string(L), c, c.isLinear(L),
                                      c.isDenseMlp(L), c.hasFullIndexer(L)));
+        if (progress) progress(L + 1, c.num_hidden_layers);
+    }
     w.finalNorm = b.vec(w.prefix + "norm.weight", {D});
     if (ckpt.find("lm_head.weight") || ckpt.find("lm_head.trellis")) w.lmHead = b.linear("lm_head", V, D);
     else if (c.tie_word_embeddings) w.lmHead = w.embed;

@@ -123,12 +123,18 @@ void forEachWeightView(const ModelWeights& w, const std::function<void(const Wei
 // The checkpoint bytes a view stands for: rows × cols × the dtype's size, or a packed linear's trellis.
 int64_t weightViewBytes(const WeightView& v);
 
+// Binding's progress: decoder layers bound so far, of all — (0, layers) first, then after each layer; the head and
+// the MTP block after the last call are quick. Binding reads each EXL3 linear's suh / svh (fp32 copies) and maps the
+// rest: on a cold page cache ~2 s per full-width MoE layer (measured here on a 1-layer full-width slice after
+// drop_caches, 0.08 s warm), so a full-size checkpoint binds for a minute or more before any upload starts.
+using BindProgress = std::function<void(int64_t layersDone, int64_t layers)>;
+
 // Binds and validates every tensor; `ckpt` must outlive the returned views. `quant` (an EXL3 checkpoint's
 // quantization_config, with its sidecar's tensor_storage when there is one): each EXL3 linear is checked
 // against its sidecar entry (K, codebook, stored shapes: a disagreement is refused), and a codebook other
 // than the config's is reported on stderr (the tensors' flags decide, as in exllamav3; a missing flag tensor
 // shows up this way).
 ModelWeights bindWeights(const ModelConfig& cfg, const SafetensorsCheckpoint& ckpt, Backend& backend,
-                         const Exl3QuantConfig* quant = nullptr);
+                         const Exl3QuantConfig* quant = nullptr, const BindProgress& progress = {});
 
 }  // namespace ts

@@ -39,7 +39,7 @@ private slots:
         QVERIFY(info.randomWeights);
         QVERIFY(progress.count() >= 4);
         QCOMPARE(progress.last().first().toInt(), 100);
-        for (int i = 1; i < progress.count(); ++i)  // the weights' share (10 → 78 %) included: never backwards
+        for (int i = 1; i < progress.count(); ++i)  // binding's and the weights' shares (10 → 78 %) included: never backwards
             QVERIFY2(progress.at(i).first().toInt() >= progress.at(i - 1).first().toInt(),
                      qPrintable(progress.at(i).at(1).toString()));
         // The weights' figures end at "(X of X)", in a unit that suits the model's size (never "0.0 GB of 0.0 GB").
@@ -54,6 +54,21 @@ private slots:
         bool ok = false;
         const double total = QLocale().toDouble(m.captured(4), &ok);
         QVERIFY2(ok && total >= 1.0, qPrintable(lastWeights));
+        // Binding reports layer by layer before the weights' figures, ending at "(layer N of N)".
+        static const QRegularExpression layer(QStringLiteral("^Mapping and checking the weights \\(layer ([0-9]+) of ([0-9]+)\\)$"));
+        int lastLayerAt = -1, firstWeightsAt = -1;
+        QRegularExpressionMatch lastLayer;
+        for (int i = 0; i < progress.count(); ++i) {
+            const QString text = progress.at(i).at(1).toString();
+            if (const auto lm = layer.match(text); lm.hasMatch()) {
+                lastLayerAt = i;
+                lastLayer = lm;
+            }
+            if (firstWeightsAt < 0 && text.startsWith(QStringLiteral("Loading the weights"))) firstWeightsAt = i;
+        }
+        QVERIFY2(lastLayerAt >= 0 && lastLayerAt < firstWeightsAt, qPrintable(QString::number(lastLayerAt)));
+        QCOMPARE(lastLayer.captured(1), lastLayer.captured(2));
+        QVERIFY(lastLayer.captured(2).toInt() >= 2);
     }
     void cleanupTestCase() { m_controller.shutdown(); }
 

@@ -1,6 +1,7 @@
 // A model load reports its progress (Glm5NextModel's LoadProgress): (0, total) first, then the bytes made ready
 // after each weight, never backwards, ending at total; the total is the checkpoint's matrices — for an EXL3
-// model their packed trellis bytes, not the expanded size — so the figures a user sees are the real ones.
+// model their packed trellis bytes, not the expanded size — so the figures a user sees are the real ones. Before
+// that, binding reports its layers (BindProgress): (0, L), (1, L), … (L, L), all before the first weight.
 #include <QtTest>
 
 #include <utility>
@@ -77,6 +78,25 @@ private slots:
         // Every matrix of the checkpoint is a weight the backend makes ready, and nothing else is counted (the
         // norms and other vectors are uploaded as small fp32 buffers, not weights).
         QCOMPARE(calls.back().second, weightBytes(dir, false));
+    }
+
+    void bindingReportsEveryLayerFirst() {
+        const std::string dir = TS_SOURCE_DIR "/resources/models/glm5-next-tiny-exl3";
+        auto backend = makeCpuBackend();
+        std::vector<std::pair<int64_t, int64_t>> layers;
+        size_t weightCallsBeforeLastLayer = 0, weightCalls = 0;
+        const Glm5NextModel model(
+            dir, *backend, [&](int64_t, int64_t) { ++weightCalls; },
+            [&](int64_t done, int64_t total) {
+                layers.emplace_back(done, total);
+                weightCallsBeforeLastLayer = weightCalls;
+            });
+        const int64_t L = model.text().num_hidden_layers;
+        QVERIFY(L >= 2);
+        QCOMPARE(int64_t(layers.size()), L + 1);
+        for (int64_t i = 0; i <= L; ++i) QCOMPARE(layers[size_t(i)], std::make_pair(i, L));
+        QCOMPARE(weightCallsBeforeLastLayer, size_t(0));  // bound first, then made ready
+        QVERIFY(weightCalls > 10);
     }
 
     void packedModel() {
