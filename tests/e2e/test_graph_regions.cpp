@@ -14,6 +14,7 @@
 
 #include "backend.h"
 #include "core/error.h"
+#include "fault_backend.h"
 #include "model/glm5_next.h"
 #include "model/sequence_state.h"
 
@@ -110,12 +111,8 @@ public:
         note("repeatRows", T, D, n);
         m_cpu->repeatRows(src, T, D, n, dst);
     }
-    // failMhcPreAt = n: the n-th mhcPre inside a region from now throws, as an op that runs out of memory would.
-    int failMhcPreAt = 0;
     void mhcPre(const Buffer& s, int64_t T, int64_t D, const HyperConnParams& p, const Buffer& x, const Buffer& post,
                 const Buffer& comb) override {
-        if (inRegion && failMhcPreAt > 0 && --failMhcPreAt == 0)
-            fail(ErrorKind::Internal, "region-log: injected failure of mhcPre");
         note("mhcPre", T, D);
         m_cpu->mhcPre(s, T, D, p, x, post, comb);
     }
@@ -454,14 +451,17 @@ void TestGraphRegions::perExpertLoopLeavesTheRegion() {
 // failed.
 void TestGraphRegions::aFailedStepEndsItsRegionAsFailed() {
     RegionLogBackend be(true);
-    Glm5NextModel m(kExl3, be);
+    // The fault decorator TS_FAULT_OP and the self-test use, borrowing the logging backend: rearm(n) makes the n-th
+    // mhcPre from then on throw (ErrorKind::Internal, as an op that runs out of memory would).
+    FaultBackend fault(be, FaultPlan{"mhcPre", 0, false, "region-log: injected failure"});
+    Glm5NextModel m(kExl3, fault);
     auto st = prefilledSequence(m);
     be.log.clear();
     step(m, st, {{6}});
     const auto clean = firstRegion(be.log);
     QCOMPARE(clean.back(), std::string("end:completed"));
     for (int at : {1, 3}) {  // the first op of the step's first layer, and one in its second
-        be.failMhcPreAt = at;
+        fault.rearm(at);
         be.log.clear();
         QString what;
         try {
@@ -469,7 +469,7 @@ void TestGraphRegions::aFailedStepEndsItsRegionAsFailed() {
         } catch (const Error& e) {
             what = QString::fromStdString(e.what());
         }
-        QVERIFY2(what.contains(QStringLiteral("injected failure of mhcPre")), qPrintable(what));
+        QVERIFY2(what.contains(QStringLiteral("region-log: injected failure: call %1 of mhcPre failed").arg(at)), qPrintable(what));
         QVERIFY(!be.inRegion);
         QCOMPARE(firstRegion(be.log).back(), std::string("end:failed"));
         be.log.clear();
