@@ -155,9 +155,12 @@ def check(port, results, gpu):
 
 
 def metric_sum(text, name, where=""):
-    """Sum of the samples of one metric (labelled or not) whose line contains `where`."""
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if (line.startswith(name + " ") or line.startswith(name + "{")) and where in line)
+    """Sum of the samples of one metric (labelled or not) whose line contains `where`; None when /metrics has no
+    sample of that name at all (a misspelt name — counters end in _total — must not read as a count of 0)."""
+    samples = [line for line in text.splitlines() if line.startswith(name + " ") or line.startswith(name + "{")]
+    if not samples:
+        return None
+    return sum(float(line.rsplit(" ", 1)[1]) for line in samples if where in line)
 
 
 def fault(port, results, gpu, attempts=12):
@@ -178,7 +181,7 @@ def fault(port, results, gpu, attempts=12):
             before.append(message_text(json.loads(b)))
         else:
             failed = (st, b.decode(errors="replace"))
-    replays_at_fault = metric_sum(metrics(), "twinspark:cuda_graph_replays")
+    replays_at_fault = metric_sum(metrics(), "twinspark:cuda_graph_replays_total")
     why = ""
     if failed:
         try:
@@ -202,12 +205,14 @@ def fault(port, results, gpu, attempts=12):
     record("fault: still healthy", st == 200, f"status {st}")
     text = metrics()
     errors = metric_sum(text, "vllm:request_success_total", 'finished_reason="error"')
-    record("fault: one request counted as failed", errors == 1, f"finished_reason=\"error\" {errors:g}")
+    record("fault: one request counted as failed", errors == 1, f"finished_reason=\"error\" {errors}")
     if gpu:
-        replays = metric_sum(text, "twinspark:cuda_graph_replays")
-        captures = metric_sum(text, "twinspark:cuda_graph_captures")
-        record("fault: decode steps still replayed from graphs after it", replays > replays_at_fault,
-               f"replays {replays_at_fault:g} at the failure, {replays:g} after; captures {captures:g}")
+        replays = metric_sum(text, "twinspark:cuda_graph_replays_total")
+        captures = metric_sum(text, "twinspark:cuda_graph_captures_total")
+        record("fault: decode steps still replayed from graphs after it",
+               None not in (replays, replays_at_fault) and replays > replays_at_fault,
+               f"replays {replays_at_fault} at the failure, {replays} after; captures {captures}"
+               + (" (no such metric in /metrics)" if None in (replays, replays_at_fault, captures) else ""))
 
 
 def main():
