@@ -464,6 +464,13 @@ public:
         int used = 0, device = 0;
     };
     virtual ComputeUnits computeUnits() const { return {}; }
+
+    // Test hook, never called in normal operation (TS_FAULT_OP=<op>@<n>:trap, fault_backend.h): makes the device
+    // meet a real sticky error — a kernel that traps — waits for it and throws what the backend makes of it (the
+    // CUDA backend: ErrorKind::DeviceLost, through the same classification as any failed call), so the error
+    // paths above it and the unload on a dead context run as after a real fault. False where there is no device
+    // (host backends).
+    virtual bool trapDevice() { return false; }
 };
 
 std::unique_ptr<Backend> makeCpuBackend();

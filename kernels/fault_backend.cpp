@@ -28,8 +28,8 @@ bool matches(const std::string& planned, const char* op) {
 FaultPlan parseFaultPlan(const std::string& value) {
     const auto bad = [&](const std::string& why) {
         fail(ErrorKind::InvalidArgument, "TS_FAULT_OP=" + value + ": " + why +
-                                             " (expected <op>@<call>[:device-lost|:error], e.g. embedding@3; ops: * "
-                                             "or " + knownOps() + ")");
+                                             " (expected <op>@<call>[:device-lost|:error|:trap], e.g. embedding@3; "
+                                             "ops: * or " + knownOps() + ")");
     };
     FaultPlan p;
     p.label = "TS_FAULT_OP=" + value;
@@ -49,6 +49,10 @@ FaultPlan parseFaultPlan(const std::string& value) {
         const std::string kind = value.substr(colon + 1);
         if (kind == "device-lost") p.sticky = true;
         else if (kind == "error") p.sticky = false;
+        else if (kind == "trap") {
+            p.sticky = false;
+            p.trap = true;
+        }
         else bad("unknown kind '" + kind + "'");
     }
     return p;
@@ -66,12 +70,20 @@ void FaultBackend::before(const char* op, OpKind /*kind*/) {
     const std::string counted = m_plan.op == "*" ? std::string("any op") : m_plan.op;
     const std::string what = m_plan.label + ": call " + std::to_string(n) + " of " + counted +
                              (counted == op ? std::string() : std::string(" (") + op + ")");
+    if (m_plan.trap) {
+        // The device's own error is what the caller sees (the backend's message and kind); this line says why.
+        logFormat(LogLevel::Warning, "warning: %s: making the device trap", what.c_str());
+        if (!inner().trapDevice())
+            fail(ErrorKind::Internal, what + ": the " + name() + " backend has no device to trap");
+        fail(ErrorKind::Internal, what + ": the device trapped but the backend reported no error");
+    }
     if (m_plan.sticky) fail(ErrorKind::DeviceLost, what + " failed as on a lost GPU");
     fail(ErrorKind::Internal, what + " failed");
 }
 
 void FaultBackend::rearm(int64_t call) {
-    TS_CHECK(!m_plan.sticky, "FaultBackend::rearm: a lost device cannot be found again (" + m_plan.label + ")");
+    TS_CHECK(!m_plan.sticky && !m_plan.trap,
+             "FaultBackend::rearm: a lost device cannot be found again (" + m_plan.label + ")");
     TS_CHECK(call >= 0, "FaultBackend::rearm: the call counts from 1 (0 disarms)");
     m_plan.call = call;
     m_calls = 0;
@@ -86,9 +98,14 @@ std::unique_ptr<Backend> withFaultInjection(std::unique_ptr<Backend> b) {
     const char* v = std::getenv("TS_FAULT_OP");
     if (!v || !*v) return b;
     FaultPlan plan = parseFaultPlan(v);
+    if (plan.trap && b->computeUnits().device == 0)
+        fail(ErrorKind::InvalidArgument, plan.label + ": a trap needs a GPU backend; the " + b->name() +
+                                             " backend has no device to trap (use :device-lost to act one out)");
     logFormat(LogLevel::Warning, "warning: %s: call %lld of %s will fail (%s); a test setting, not for use",
               plan.label.c_str(), static_cast<long long>(plan.call), plan.op == "*" ? "any op" : plan.op.c_str(),
-              plan.sticky ? "as a lost GPU, and every hooked call after it" : "once");
+              plan.trap     ? "the device made to trap before it: a real sticky error"
+              : plan.sticky ? "as a lost GPU, and every hooked call after it"
+                            : "once");
     return std::make_unique<FaultBackend>(std::move(b), std::move(plan));
 }
 

@@ -11,6 +11,11 @@
 //   TS_FAULT_OP=linear@40:error           the 40th linear fails once (ErrorKind::Internal), as a launch that the
 //                                         context survives (out of memory, a bad configuration); later calls run
 //   TS_FAULT_OP=*@100                     the 100th hooked call of any op (ForwardingBackend::opNames)
+//   TS_FAULT_OP=embedding@3:trap          before the third `embedding`, the device itself is made to fail: a kernel
+//                                         that traps (Backend::trapDevice), a real CUDA sticky error, thrown as the
+//                                         backend classifies it; later calls fail because the context is lost, not
+//                                         because this class says so. GPU backends only: makeBackend refuses it on
+//                                         the CPU
 // Calls are counted from the backend's creation, 1-based, per op name ("linear" counts packed and dense ones). On a
 // GPU, `serve` and the control center run on the served backend before the engine's first step: the start-up
 // self-test (unless SKIP_OVERLAY_VERIFY=1) and one profiling forward that sizes the KV pool (runtime/device_budget),
@@ -34,6 +39,7 @@ struct FaultPlan {
     int64_t call = 0;           // the failing call of that op, from 1
     bool sticky = true;         // device-lost: that call and every later hooked one fail
     std::string label;          // how messages name the plan, e.g. "TS_FAULT_OP=embedding@3"
+    bool trap = false;          // that call makes the device trap for real (sticky is then false: the device is)
 };
 
 // Parses TS_FAULT_OP's value; throws ts::Error(InvalidArgument) naming the form and the op names.
@@ -61,6 +67,7 @@ private:
 };
 
 // makeBackend's hook: `b` wrapped in a FaultBackend when TS_FAULT_OP is set (and said so on the log), else `b`.
+// A trap plan on a backend with no device (computeUnits().device == 0) throws InvalidArgument.
 std::unique_ptr<Backend> withFaultInjection(std::unique_ptr<Backend> b);
 // Throws parseFaultPlan's error for a malformed TS_FAULT_OP (checkBackendName calls it, so makeBackend does first).
 void checkFaultInjection();

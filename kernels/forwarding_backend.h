@@ -122,6 +122,7 @@ public:
     bool deviceMemory(DeviceMemory* out) const override { return m_inner->deviceMemory(out); }
     void rebaseDeviceMemory(int64_t freeNowBytes) override { m_inner->rebaseDeviceMemory(freeNowBytes); }
     ComputeUnits computeUnits() const override { return m_inner->computeUnits(); }
+    bool trapDevice() override { return m_inner->trapDevice(); }
 
 protected:
     // Called before each hooked call is forwarded; may throw (the call is then not forwarded).

@@ -282,6 +282,24 @@ void CudaBackend::synchronize() {
     TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
 }
 
+namespace {
+// Backend::trapDevice's kernel: one thread stops the GPU the way a failed device assert does.
+__global__ void trapKernel() { __trap(); }
+}  // namespace
+
+bool CudaBackend::trapDevice() {
+    // On a stream of its own, not m_stream: the call may come while a decode step is being captured into a graph
+    // (the trap must run, not be recorded), and it must not wait for the step's queued work either. What it leaves
+    // behind is the process's whole context lost, like any sticky error: every later call on any stream fails.
+    cudaStream_t s = nullptr;
+    TS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cuda::launchPlain(trapKernel, dim3(1), dim3(1), 0, s);
+    const cudaError_t e = cudaStreamSynchronize(s);
+    (void)cudaStreamDestroy(s);  // fails too on the lost context; nothing to do about it
+    if (e != cudaSuccess) cuda::throwCuda(e, "cudaStreamSynchronize after the trap (TS_FAULT_OP)", __FILE__, __LINE__);
+    return true;  // the trap did not stop the device: FaultBackend says so
+}
+
 void CudaBackend::releaseWeights() {
     synchronize();  // queued kernels may still read them
     dropGraphs();   // they hold the weights' addresses

@@ -165,6 +165,7 @@ public:
         return {m_props.multiProcessorCount, m_partitionOf ? m_partitionOf : m_props.multiProcessorCount};
     }
     void rebaseDeviceMemory(int64_t freeNowBytes) override;
+    bool trapDevice() override;  // cuda_backend.cu; TS_FAULT_OP=<op>@<n>:trap (fault_backend.h)
 
     // Every public op opens one of these first, with its name and the arguments a replay must match
     // (buffer and weight addresses, shapes, scalars; see gk / gf). Inside a graph region, at the model's

@@ -17,11 +17,18 @@
 #      as an op out of memory would; n puts it in the third request's tenth step, inside a replayed decode graph)
 #      driven by serve_probe.py fault: that request answers 500 with the reason, the next ones answer with the
 #      same text as the ones before, the server stays healthy and goes on replaying decode steps from graphs.
+#   6. a real lost GPU: a server with TS_FAULT_OP=embedding@<n>:trap (before that call a kernel traps: a CUDA sticky
+#      error, the context lost; n puts it in the second request's decode steps) driven by serve_probe.py lost: that
+#      request fails with "the GPU failed" and the context's loss, /health stops saying 200, and the server stops by
+#      itself with exit 3 (not a crash in the unload on the dead context), its log saying so;
+#   7. the same trap under `generate` (two requests, exit 3, both failed with the reason) and under the self-test
+#      (stops at the case that lost the device, exit 3, no crash).
 #   here:   SERVER=1 bash scripts/gpu/prebuilt.sh && bash scripts/gpu/device_tree.sh stash --room
 #   device: (carry ["build-dev-srv/twinspark-cli.xz", "build-dev-srv/lib"]) bash scripts/gpu/serve_check.sh "$OUT"
 #   here:   bash scripts/gpu/device_tree.sh restore
-# SC_MODEL (the EXL3 embedded model), SC_BACKEND (cuda), SC_FAULT_AT (937, step 5).
-# Results: $OUT/serve_check.txt (the summary), $OUT/serve{1,2,3,4}.log, $OUT/serve_probe.json, $OUT/serve_fault.json. Exit 1 when a step fails.
+# SC_MODEL (the EXL3 embedded model), SC_BACKEND (cuda), SC_FAULT_AT (937, step 5), SC_TRAP_AT (40, step 6).
+# Results: $OUT/serve_check.txt (the summary), $OUT/serve{1,2,3,4,5}.log, $OUT/serve_probe.json, $OUT/serve_fault.json,
+# $OUT/serve_lost.json, $OUT/trap_{generate,selftest}.log. Exit 1 when a step fails.
 set -uo pipefail
 OUT=${1:-/tmp/twinspark-gpu}
 mkdir -p "$OUT"
@@ -34,6 +41,8 @@ CLI=build-gpu/app/twinspark-cli-srv
 MODEL=${SC_MODEL:-resources/models/glm5-next-tiny-exl3}
 BE=${SC_BACKEND:-cuda}  # cpu: a dry run of this script on a machine without a GPU (the GPU-only checks then fail)
 SC_FAULT_AT=${SC_FAULT_AT:-937}  # step 5's failing mhcPre call: 2 requests of 384 calls, then 10 steps of 16, then 9
+# Step 6's embedding call: one per model step; 1 for the start-up profiling forward, 24 for the first request.
+SC_TRAP_AT=${SC_TRAP_AT:-40}
 GPU_FLAG=--gpu; [ "$BE" = cuda ] || GPU_FLAG=
 R="$OUT/serve_check.txt"
 PORT=8888
@@ -112,6 +121,56 @@ else
   verdict fail "fault server not ready"; tail -20 "$OUT/serve4.log" | tee -a "$R"
 fi
 kill -TERM $s4; wait $s4; say "fault server: exit $?"
+
+# On the CPU (a dry run) a trap is refused up front; the dry run acts the loss out instead (:device-lost).
+TRAP=trap; [ "$BE" = cuda ] || TRAP=device-lost
+say "== a lost GPU (TS_FAULT_OP=embedding@$SC_TRAP_AT:$TRAP, SKIP_OVERLAY_VERIFY=1)"
+SKIP_OVERLAY_VERIFY=1 TS_FAULT_OP="embedding@$SC_TRAP_AT:$TRAP" $CLI serve --backend $BE --model "$MODEL" \
+  --port $((PORT + 4)) --gpu-mem-util 0.87 >"$OUT/serve5.log" 2>&1 &
+s5=$!
+if python3 tools/device/serve_probe.py wait --port $((PORT + 4)) --timeout 300; then
+  python3 tools/device/serve_probe.py lost $GPU_FLAG --port $((PORT + 4)) --json "$OUT/serve_lost.json" 2>&1 |
+    tee -a "$R"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then verdict ok "a lost GPU fails the request with the reason"
+  else verdict fail "the lost-GPU checks"; fi
+  t5=$(ts)
+  for _ in $(seq 1 120); do kill -0 $s5 2>/dev/null || break; sleep 0.5; done
+  if kill -0 $s5 2>/dev/null; then
+    verdict fail "the server did not stop by itself within 60 s of the loss"; kill -9 $s5
+  fi
+  wait $s5; rc5=$?
+  grep -E "the GPU failed|stops|sticky|making the device trap|terminate|Abort|Segmentation" "$OUT/serve5.log" |
+    head -6 | tee -a "$R"
+  if [ $rc5 = 3 ] && grep -q "the server stops (exit 3)" "$OUT/serve5.log" && \
+     ! grep -q -E "terminate called|Aborted|Segmentation fault" "$OUT/serve5.log"; then
+    verdict ok "the server stopped by itself, exit 3, $(since "$t5") s after the failed request"
+  else
+    verdict fail "lost-GPU server: exit $rc5"
+  fi
+else
+  verdict fail "lost-GPU server not ready"; tail -20 "$OUT/serve5.log" | tee -a "$R"; kill -9 $s5 2>/dev/null
+fi
+
+say "== the same trap under generate and the self-test"
+TS_FAULT_OP="embedding@3:$TRAP" $CLI generate --backend $BE --model tests/golden/data/tiny_b \
+  --prompt-ids "1,7,3;4,5,6" --concurrency 2 --max-tokens 8 >"$OUT/trap_generate.log" 2>&1
+rc6=$?
+grep -E "GPU failed|error" "$OUT/trap_generate.log" | head -4 | tee -a "$R"
+if [ $rc6 = 3 ] && grep -q "2 of 2 request(s) failed; request 0: the GPU failed" "$OUT/trap_generate.log" && \
+   ! grep -q -E "terminate called|Aborted|Segmentation fault" "$OUT/trap_generate.log"; then
+  verdict ok "generate: both requests failed with the reason, exit 3"
+else
+  verdict fail "generate under the trap: exit $rc6"
+fi
+TS_FAULT_OP="linear@5:$TRAP" $CLI selftest --backend $BE --model none >"$OUT/trap_selftest.log" 2>&1
+rc7=$?
+tail -3 "$OUT/trap_selftest.log" | tee -a "$R"
+if [ $rc7 = 3 ] && grep -q "the GPU failed in the self-test's" "$OUT/trap_selftest.log" && \
+   ! grep -q -E "terminate called|Aborted|Segmentation fault" "$OUT/trap_selftest.log"; then
+  verdict ok "selftest: stopped at the case that lost the device, exit 3"
+else
+  verdict fail "selftest under the trap: exit $rc7"
+fi
 
 say "serve_check: $fails failed"
 [ $fails = 0 ]

@@ -6,9 +6,10 @@ writes before a GPU call depends on them.
 Why: the probe only runs in device calls, where a mistake costs a call. Its first GPU run of `fault --gpu` failed
 for a bug of its own: it summed `twinspark:cuda_graph_replays`, but /metrics writes counters with a `_total` suffix,
 and a name with no samples summed to 0 ("replays 0 at the failure, 0 after"). Here: metric_sum on /metrics text
-(absent names are None, not 0), and `check` and `fault` end to end on CPU servers (`fault`'s with one failing step,
-TS_FAULT_OP=mhcPre@937:error as in serve_check.sh), all their checks passing; `fault --gpu` on the CPU
-fails only its graph check, which must have read the counters (0 replays, not a missing metric).
+(absent names are None, not 0), and `check`, `fault` and `lost` end to end on CPU servers (`fault`'s with one
+failing step, TS_FAULT_OP=mhcPre@937:error as in serve_check.sh; `lost`'s with a lost device acted out), all their
+checks passing and the lost one's server ending with exit 3; `fault --gpu` on the CPU fails only its graph check,
+which must have read the counters (0 replays, not a missing metric).
 Standard library only; CTest runs it (label server, with the server built) with TWINSPARK_CLI set to the build's CLI.
 """
 import json
@@ -129,6 +130,19 @@ class Fault(CpuServer):
         self.assertFalse(graph["ok"])
         self.assertIn("replays 0.0 at the failure, 0.0 after; captures 0.0", graph["seen"])
         self.assertNotIn("no such metric", graph["seen"])
+
+
+class Lost(CpuServer):
+    FAULT = "embedding@30"  # the CPU acts a lost GPU out (serve_check.sh's step 6 makes a GPU trap for real)
+
+    def test_lost_passes_and_the_server_stops_with_3(self):
+        rc, results, out = self.probe("lost")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("call 30 of embedding", results["lost: a request fails with the device's reason"]["seen"])
+        self.assertEqual(self.server.wait(timeout=60), 3, self.server_log()[-2000:])
+        self.assertIn("the server stops (exit 3)", self.server_log())
+        # --gpu asks for a CUDA context's loss in the reason, which the CPU's acted-out loss does not name.
+        self.assertNotIn("context is lost", results["lost: a request fails with the device's reason"]["seen"])
 
 
 if __name__ == "__main__":

@@ -106,6 +106,14 @@ public:
     }
     void rebaseDeviceMemory(int64_t freeNowBytes) override { calls.push_back("rebase " + std::to_string(freeNowBytes)); }
     ComputeUnits computeUnits() const override { return {48, 132}; }
+    // As a CUDA backend's after its trap kernel when trapThrows (the context lost), else as one whose trap did not
+    // stop the device.
+    bool trapThrows = false;
+    bool trapDevice() override {
+        calls.push_back("trapDevice");
+        if (trapThrows) fail(ErrorKind::DeviceLost, "CUDA: the test device trapped; this process's GPU context is lost");
+        return true;
+    }
 };
 
 // A packed linear that writes zeros: enough for a host backend's linear() to take the packed path.
@@ -168,8 +176,14 @@ private slots:
         p = parseFaultPlan("*@1:device-lost");
         QCOMPARE(p.op, std::string("*"));
         QVERIFY(p.sticky);
+        QVERIFY(!p.trap);
+        p = parseFaultPlan("embedding@5:trap");
+        QCOMPARE(p.call, int64_t(5));
+        QVERIFY(p.trap);
+        QVERIFY(!p.sticky);  // the device is sticky, not the decorator
         for (const char* bad : {"", "embedding", "@3", "embedding@", "embedding@0", "embedding@-1", "embedding@3x",
                                 "embedding@ 3", "embeding@3", "linear (packed)@3", "embedding@3:", "embedding@3:oom",
+                                "embedding@3:trapped",
                                 "embedding@99999999999999"}) {
             const auto [kind, what] = outcome([&] { parseFaultPlan(bad); });
             QVERIFY2(kind == ErrorKind::InvalidArgument && !what.empty(), bad);
@@ -229,12 +243,14 @@ private slots:
         QCOMPARE(dm.totalBytes, int64_t(1234));
         f.rebaseDeviceMemory(99);
         QCOMPARE(f.computeUnits().used, 48);
+        QVERIFY(f.trapDevice());
         const std::vector<std::string> want2 = {
             "causalConvSiluBatch", "allocUninit", "preloadWeight", "releaseWeights", "kdaRecurrentBatch",
             "mlaCacheWriteBatch", "mlaSparseAttentionBatch", "indexerSelectBatch", "indexerCacheWriteBatch",
             "moeExpertsFused", "moeRouteDevice", "moeExpertsFusedDevice", "sampleRows", "graphs on",
             "beginGraphRegion 42", "endGraphRegion failed",
-            "beginGraphRegion 43", "endGraphRegion left", "beginAside", "endAside", "joinAside", "rebase 99"};
+            "beginGraphRegion 43", "endGraphRegion left", "beginAside", "endAside", "joinAside", "rebase 99",
+            "trapDevice"};
         QCOMPARE(rec.calls, want2);
         QVERIFY(!f.fired());
     }
@@ -325,6 +341,46 @@ private slots:
         // A lost device is not found again.
         FaultBackend lost(*owner, parseFaultPlan("add@1"));
         QCOMPARE(outcome([&] { lost.rearm(1); }).first, ErrorKind::Internal);
+    }
+
+    // A trap plan: the planned call asks the device to trap and throws what the device's backend throws; the
+    // decorator does not fail later calls itself (a lost CUDA context does that). Refused where there is no device.
+    void trapAsksTheDeviceItself() {
+        auto owned = std::make_unique<RecordingBackend>();
+        RecordingBackend& rec = *owned;
+        rec.trapThrows = true;
+        FaultBackend f(std::move(owned), parseFaultPlan("add@2:trap"));
+        const int64_t n = 8;
+        const Buffer x = randomBuffer(f, size_t(n), 12), y = f.alloc(size_t(n) * 4);
+        f.add(x, y, n);
+        QVERIFY(rec.calls.empty());
+        auto [kind, what] = outcome([&] { f.add(x, y, n); });
+        QCOMPARE(kind, ErrorKind::DeviceLost);
+        QVERIFY2(what.find("the test device trapped") != std::string::npos, what.c_str());
+        QCOMPARE(rec.calls, std::vector<std::string>{"trapDevice"});
+        QVERIFY(f.fired());
+        f.add(x, y, n);  // reaches the backend: only the device says it is lost
+        QCOMPARE(rec.calls.size(), size_t(1));
+        QCOMPARE(outcome([&] { f.rearm(1); }).first, ErrorKind::Internal);
+
+        rec.trapThrows = false;  // a trap that did not stop the device is an error of its own, not a pass
+        FaultBackend quiet(rec, parseFaultPlan("zero@1:trap"));
+        std::tie(kind, what) = outcome([&] { quiet.zero(y); });
+        QCOMPARE(kind, ErrorKind::Internal);
+        QVERIFY2(what.find("call 1 of zero: the device trapped but the backend reported no error") != std::string::npos,
+                 what.c_str());
+
+        FaultBackend cpu(makeCpuBackend(), parseFaultPlan("zero@1:trap"));
+        std::tie(kind, what) = outcome([&] { cpu.zero(cpu.alloc(16)); });
+        QCOMPARE(kind, ErrorKind::Internal);
+        QVERIFY2(what.find("the cpu backend has no device to trap") != std::string::npos, what.c_str());
+
+        qputenv("TS_FAULT_OP", "embedding@3:trap");  // makeBackend refuses it up front on the CPU
+        std::tie(kind, what) = outcome([] { makeBackend("cpu"); });
+        qunsetenv("TS_FAULT_OP");
+        QCOMPARE(kind, ErrorKind::InvalidArgument);
+        QVERIFY2(what.find("TS_FAULT_OP=embedding@3:trap: a trap needs a GPU backend") != std::string::npos,
+                 what.c_str());
     }
 
     void anyOpCountsEveryHookedCall() {

@@ -8,6 +8,8 @@ client meets, on whatever backend the server runs. Used by scripts/gpu/serve_che
   serve_probe.py one   --port P                     one short chat completion (exit 1 unless it answers)
   serve_probe.py fault --port P [--gpu] [--json FILE]  against a server started with TS_FAULT_OP=<op>@<n>:error (one
                                                     failing call): the checks after `check`'s; exit 1 when any fails
+  serve_probe.py lost  --port P [--gpu] [--json FILE]  against a server started with TS_FAULT_OP=<op>@<n>:trap (the
+                                                    device made to trap: a real sticky error); exit 1 when any fails
 
 `check`: /v1/models names the served model; a chat completion (non-streaming) returns text and usage; the same
 streamed returns chunks ending in [DONE] whose text equals the non-streamed one's (greedy, same prompt); four
@@ -21,6 +23,10 @@ requests counted (vllm:request_success_total). Each check prints one line: ok / 
 had (nothing of the failed step was kept), /health must stay 200, /metrics must count one request finished with
 "error", and (--gpu) decode steps must still be replayed from CUDA graphs after the failure — a failed step does not
 turn graphs off for its batch size.
+
+`lost`: the same chat, one request at a time, until one fails (at most 12): it must answer 5xx with "the GPU failed"
+and (--gpu) the CUDA context's loss in the reason; /health must then answer 503 or no longer answer (the server stops
+by itself: serve_check.sh checks its exit status, 3).
 """
 import argparse
 import json
@@ -215,9 +221,43 @@ def fault(port, results, gpu, attempts=12):
                + (" (no such metric in /metrics)" if None in (replays, replays_at_fault, captures) else ""))
 
 
+def lost(port, results, gpu, attempts=12):
+    def record(name, ok, seen):
+        results.append({"check": name, "ok": bool(ok), "seen": seen})
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {seen}", flush=True)
+
+    body = chat_body("Count from 1 to 20, separated by commas.", 24)
+    failed, n = None, 0
+    while failed is None and n < attempts:
+        n += 1
+        try:
+            st, b = request(port, "/v1/chat/completions", body)
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+            failed = (0, f"no answer: {e}")
+            break
+        if st != 200:
+            failed = (st, b.decode(errors="replace"))
+    why = ""
+    if failed:
+        try:
+            why = json.loads(failed[1]).get("error", {}).get("message", "")
+        except ValueError:
+            why = failed[1][:300]
+    record("lost: a request fails with the device's reason",
+           failed is not None and failed[0] >= 500 and "the GPU failed" in why
+           and (not gpu or "context is lost" in why),
+           f"request {n} of at most {attempts}: " + (f"status {failed[0]}, {why[:300]!r}" if failed else "none failed"))
+    try:
+        st, _ = request(port, "/health", timeout=10)
+        seen = f"status {st}"
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+        st, seen = 0, f"no answer ({e}): the server has stopped"
+    record("lost: /health no longer says healthy", st in (0, 503), seen)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["wait", "check", "one", "fault"])
+    ap.add_argument("what", choices=["wait", "check", "one", "fault", "lost"])
     ap.add_argument("--port", type=int, default=8888)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--json")
@@ -238,7 +278,7 @@ def main():
         print(f"one chat: status {st}, {message_text(json.loads(b))}" if st == 200 else f"one chat: status {st}")
         return 0 if st == 200 else 1
     results = []
-    (fault if a.what == "fault" else check)(a.port, results, a.gpu)
+    {"fault": fault, "lost": lost, "check": check}[a.what](a.port, results, a.gpu)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
