@@ -84,10 +84,16 @@ def message_text(resp):
     return m.get("reasoning_content") or "", m.get("content") or ""
 
 
-def check(port, results, gpu):
+def recorder(results):
+    """record(name, ok, seen): one check into `results`, printed as ok / FAIL."""
     def record(name, ok, seen):
         results.append({"check": name, "ok": bool(ok), "seen": seen})
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {seen}", flush=True)
+    return record
+
+
+def check(port, results, gpu):
+    record = recorder(results)
 
     st, b = request(port, "/v1/models")
     ids = [m.get("id") for m in json.loads(b).get("data", [])] if st == 200 else []
@@ -169,31 +175,39 @@ def metric_sum(text, name, where=""):
     return sum(float(line.rsplit(" ", 1)[1]) for line in samples if where in line)
 
 
+def until_one_fails(port, body, attempts):
+    """Sends `body` as a chat, one request at a time, until one does not answer 200 (at most `attempts`).
+    Returns (the texts of those that answered, (status, error message) of the failed one or None, requests sent);
+    a server that stopped answering counts as status 0."""
+    before, failed, n = [], None, 0
+    while failed is None and n < attempts:
+        n += 1
+        try:
+            st, b = request(port, "/v1/chat/completions", body)
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+            failed = (0, f"no answer: {e}")
+            break
+        if st == 200:
+            before.append(message_text(json.loads(b)))
+            continue
+        try:
+            failed = (st, json.loads(b).get("error", {}).get("message", ""))
+        except ValueError:
+            failed = (st, b.decode(errors="replace")[:300])
+    return before, failed, n
+
+
 def fault(port, results, gpu, attempts=12):
-    def record(name, ok, seen):
-        results.append({"check": name, "ok": bool(ok), "seen": seen})
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {seen}", flush=True)
+    record = recorder(results)
 
     def metrics():
         st, b = request(port, "/metrics")
         return b.decode() if st == 200 else ""
 
     body = chat_body("Count from 1 to 20, separated by commas.", 24)
-    before, failed, n = [], None, 0
-    while failed is None and n < attempts:
-        n += 1
-        st, b = request(port, "/v1/chat/completions", body)
-        if st == 200:
-            before.append(message_text(json.loads(b)))
-        else:
-            failed = (st, b.decode(errors="replace"))
+    before, failed, n = until_one_fails(port, body, attempts)
     replays_at_fault = metric_sum(metrics(), "twinspark:cuda_graph_replays_total")
-    why = ""
-    if failed:
-        try:
-            why = json.loads(failed[1]).get("error", {}).get("message", "")
-        except ValueError:
-            why = failed[1][:200]
+    why = failed[1] if failed else ""
     record("fault: a request fails", failed is not None and failed[0] == 500 and "the engine step failed" in why
            and "TS_FAULT_OP=" in why,
            f"request {n} of at most {attempts}: " + (f"status {failed[0]}, {why[:160]!r}" if failed else "none failed"))
@@ -222,27 +236,10 @@ def fault(port, results, gpu, attempts=12):
 
 
 def lost(port, results, gpu, attempts=12):
-    def record(name, ok, seen):
-        results.append({"check": name, "ok": bool(ok), "seen": seen})
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {seen}", flush=True)
-
+    record = recorder(results)
     body = chat_body("Count from 1 to 20, separated by commas.", 24)
-    failed, n = None, 0
-    while failed is None and n < attempts:
-        n += 1
-        try:
-            st, b = request(port, "/v1/chat/completions", body)
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
-            failed = (0, f"no answer: {e}")
-            break
-        if st != 200:
-            failed = (st, b.decode(errors="replace"))
-    why = ""
-    if failed:
-        try:
-            why = json.loads(failed[1]).get("error", {}).get("message", "")
-        except ValueError:
-            why = failed[1][:300]
+    _, failed, n = until_one_fails(port, body, attempts)
+    why = failed[1] if failed else ""
     record("lost: a request fails with the device's reason",
            failed is not None and failed[0] >= 500 and "the GPU failed" in why
            and (not gpu or "context is lost" in why),
