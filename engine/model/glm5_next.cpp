@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/step_batch.h"
 #include "quant/exl3_format.h"
 
@@ -44,7 +45,16 @@ Glm5NextModel::Glm5NextModel(const std::string& dir, Backend& backend, const Loa
     });
 }
 
-Glm5NextModel::~Glm5NextModel() { m_backend.releaseWeights(); }
+Glm5NextModel::~Glm5NextModel() {
+    // A destructor must not throw: a backend that cannot let the weights go (its device failed in a way it does not
+    // absorb) is logged, and the process ends as it was going to (exit 3 after a lost GPU), not in std::terminate.
+    try {
+        m_backend.releaseWeights();
+    } catch (const std::exception& e) {
+        logFormat(LogLevel::Error, "model: releasing the weights on the %s backend failed: %s", m_backend.name().c_str(),
+                  e.what());
+    }
+}
 
 std::unique_ptr<SequenceState> Glm5NextModel::newSequence(KvCacheDtype cacheDtype) const {
     return std::make_unique<SequenceState>(m_backend, m_cfg.text, cacheDtype, m_cfg.text.num_hidden_layers);

@@ -301,8 +301,24 @@ bool CudaBackend::trapDevice() {
 }
 
 void CudaBackend::releaseWeights() {
-    synchronize();  // queued kernels may still read them
-    dropGraphs();   // they hold the weights' addresses
+    // Queued kernels may still read the weights, and launched graphs hold their addresses: wait, then drop both.
+    // After a sticky error (the context lost: Engine::deviceFailure) nothing queued runs again and every wait
+    // fails; the memory is let go all the same, without the wait — this runs in the model's destructor on the way
+    // out of a server whose GPU failed, where a throw would end the process in std::terminate instead of exit 3.
+    bool lost = false;
+    try {
+        synchronize();
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::DeviceLost) throw;
+        lost = true;
+    }
+    if (!lost) {
+        dropGraphs();
+    } else if (m_graph) {
+        m_graph->regions.clear();
+        m_graph->retired.clear();
+        m_graph->arena = Buffer();
+    }
     m_weights.clear();
     m_trellis.clear();
     m_exl3.reset();  // its per-layer expert tables point into m_trellis

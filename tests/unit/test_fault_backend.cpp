@@ -18,6 +18,7 @@
 #include "fault_backend.h"
 #include "model/glm5_next.h"
 #include "profiling_backend.h"
+#include "../common/stderr_capture.h"
 
 using namespace ts;
 
@@ -407,6 +408,27 @@ private slots:
             const std::string base = l.substr(0, l.find(" ("));
             QVERIFY2(std::find(names.begin(), names.end(), base) != names.end(), l.c_str());
         }
+    }
+
+    // The model's destructor lets its weights go through the backend. One that throws there (a device lost in a way
+    // it does not absorb) must not end the process in std::terminate, which would turn serve's exit 3 after a lost GPU
+    // into an abort: the error is logged and the destructor returns.
+    void modelUnloadSurvivesABackendThatCannotRelease() {
+        struct CannotRelease final : ForwardingBackend {
+            CannotRelease() : ForwardingBackend(makeCpuBackend()) {}
+            int releases = 0;
+            void releaseWeights() override {
+                ++releases;
+                fail(ErrorKind::DeviceLost, "CUDA: cudaStreamSynchronize failed: unspecified launch failure");
+            }
+        } b;
+        const QString err = test::stderrOf([&] {
+            const Glm5NextModel model(TS_SOURCE_DIR "/tests/golden/data/tiny_b", b);
+        });
+        QCOMPARE(b.releases, 1);
+        QVERIFY2(err.contains(QStringLiteral("model: releasing the weights on the cpu backend failed: CUDA: "
+                                             "cudaStreamSynchronize failed")),
+                 qPrintable(err));
     }
 
     void makeBackendWrapsOnlyWhenAsked() {
