@@ -26,7 +26,8 @@
 #   here:   SERVER=1 bash scripts/gpu/prebuilt.sh && bash scripts/gpu/device_tree.sh stash --room
 #   device: (carry ["build-dev-srv/twinspark-cli.xz", "build-dev-srv/lib"]) bash scripts/gpu/serve_check.sh "$OUT"
 #   here:   bash scripts/gpu/device_tree.sh restore
-# SC_MODEL (the EXL3 embedded model), SC_BACKEND (cuda), SC_FAULT_AT (937, step 5), SC_TRAP_AT (40, step 6).
+# SC_MODEL (the EXL3 embedded model), SC_BACKEND (cuda), SC_FAULT_AT (937, step 5), SC_TRAP_AT (40, step 6),
+# SC_STEPS (all; `lost`: steps 6-7 alone, for a short device call).
 # Results: $OUT/serve_check.txt (the summary), $OUT/serve{1,2,3,4,5}.log, $OUT/serve_probe.json, $OUT/serve_fault.json,
 # $OUT/serve_lost.json, $OUT/trap_{generate,selftest}.log. Exit 1 when a step fails.
 set -uo pipefail
@@ -43,6 +44,8 @@ BE=${SC_BACKEND:-cuda}  # cpu: a dry run of this script on a machine without a G
 SC_FAULT_AT=${SC_FAULT_AT:-937}  # step 5's failing mhcPre call: 2 requests of 384 calls, then 10 steps of 16, then 9
 # Step 6's embedding call: one per model step; 1 for the start-up profiling forward, 24 for the first request.
 SC_TRAP_AT=${SC_TRAP_AT:-40}
+SC_STEPS=${SC_STEPS:-all}
+case "$SC_STEPS" in all|lost) ;; *) echo "serve_check: SC_STEPS must be all or lost, not '$SC_STEPS'" >&2; exit 2;; esac
 GPU_FLAG=--gpu; [ "$BE" = cuda ] || GPU_FLAG=
 R="$OUT/serve_check.txt"
 PORT=8888
@@ -52,6 +55,7 @@ verdict() { if [ "$1" = ok ]; then say "ok   $2"; else say "FAIL $2"; fails=$((f
 ts() { date +%s.%N; }
 since() { python3 -c "print(round($(ts) - $1, 1))"; }
 
+if [ "$SC_STEPS" = all ]; then  # steps 1-5
 say "== serve --backend $BE --model $MODEL --gpu-mem-util 0.87 on $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 t0=$(ts)
 $CLI serve --backend $BE --model "$MODEL" --port $PORT --gpu-mem-util 0.87 >"$OUT/serve1.log" 2>&1 &
@@ -121,6 +125,7 @@ else
   verdict fail "fault server not ready"; tail -20 "$OUT/serve4.log" | tee -a "$R"
 fi
 kill -TERM $s4; wait $s4; say "fault server: exit $?"
+fi  # steps 1-5
 
 # On the CPU (a dry run) a trap is refused up front; the dry run acts the loss out instead (:device-lost).
 TRAP=trap; [ "$BE" = cuda ] || TRAP=device-lost
