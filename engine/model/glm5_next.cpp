@@ -51,8 +51,8 @@ Glm5NextModel::~Glm5NextModel() {
     try {
         m_backend.releaseWeights();
     } catch (const std::exception& e) {
-        logFormat(LogLevel::Error, "model: releasing the weights on the %s backend failed: %s", m_backend.name().c_str(),
-                  e.what());
+        logFormat(LogLevel::Error, "model: releasing the weights on the %s backend failed: %s",
+                  m_backend.name().c_str(), e.what());
     }
 }
 

@@ -1,4 +1,4 @@
-// CudaBackend: device memory, the weight and EXL3 upload caches, scratch slots and the factory.
+// CudaBackend: device memory, the weight and EXL3 upload caches, scratch slots, the factory, trapDevice (test hook).
 // The ops live in the family files (cuda_math.cu, cuda_mhc_kda.cu, cuda_attention.cu, cuda_moe.cu,
 // cuda_exl3.cu). Test: `twinspark-cli selftest --backend cuda` (scripts/gpu/run_gpu_suite.sh runs it with the
 // benchmarks). Benchmark: none of its own — `bench-device` times the ops of the family files, and `--what upload`
