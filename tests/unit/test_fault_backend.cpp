@@ -1,7 +1,8 @@
 // The backend decorators (kernels/forwarding_backend.h and the two built on it): a ForwardingBackend passes every
 // call through unchanged — results, the batched forms, graph regions and the aside stream reach the wrapped
 // backend; FaultBackend fails exactly the planned call (a lost device: that one and every call after it; an
-// error: that one only), TS_FAULT_OP is parsed strictly and makeBackend wraps only when it is set; and
+// error: that one only; a trap: the device asked to fail for real, refused without one), TS_FAULT_OP is parsed
+// strictly and makeBackend wraps only when it is set; a model's unload survives a backend that cannot release; and
 // ProfilingBackend books the ops it timed, not allocations, transfers or declined calls.
 #include <QtTest>
 
