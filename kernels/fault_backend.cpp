@@ -47,12 +47,9 @@ FaultPlan parseFaultPlan(const std::string& value) {
     if (p.call < 1) bad("the call must be a positive decimal number");
     if (colon != std::string::npos) {
         const std::string kind = value.substr(colon + 1);
-        if (kind == "device-lost") p.sticky = true;
-        else if (kind == "error") p.sticky = false;
-        else if (kind == "trap") {
-            p.sticky = false;
-            p.trap = true;
-        }
+        if (kind == "device-lost") p.kind = FaultPlan::Kind::DeviceLost;
+        else if (kind == "error") p.kind = FaultPlan::Kind::Error;
+        else if (kind == "trap") p.kind = FaultPlan::Kind::Trap;
         else bad("unknown kind '" + kind + "'");
     }
     return p;
@@ -60,7 +57,7 @@ FaultPlan parseFaultPlan(const std::string& value) {
 
 void FaultBackend::before(const char* op, OpKind /*kind*/) {
     // After a sticky fault every call fails, as every CUDA call does on a context that met a sticky error.
-    if (m_plan.sticky && m_fired.load())
+    if (m_plan.kind == FaultPlan::Kind::DeviceLost && m_fired.load())
         fail(ErrorKind::DeviceLost, m_plan.label + ": " + op + " after the injected loss of the device");
     if (!matches(m_plan.op, op)) return;
     const int64_t n = ++m_calls;
@@ -70,19 +67,19 @@ void FaultBackend::before(const char* op, OpKind /*kind*/) {
     const std::string counted = m_plan.op == "*" ? std::string("any op") : m_plan.op;
     const std::string what = m_plan.label + ": call " + std::to_string(n) + " of " + counted +
                              (counted == op ? std::string() : std::string(" (") + op + ")");
-    if (m_plan.trap) {
+    if (m_plan.kind == FaultPlan::Kind::Trap) {
         // The device's own error is what the caller sees (the backend's message and kind); this line says why.
         logFormat(LogLevel::Warning, "warning: %s: making the device trap", what.c_str());
         if (!inner().trapDevice())
             fail(ErrorKind::Internal, what + ": the " + name() + " backend has no device to trap");
         fail(ErrorKind::Internal, what + ": the device trapped but the backend reported no error");
     }
-    if (m_plan.sticky) fail(ErrorKind::DeviceLost, what + " failed as on a lost GPU");
+    if (m_plan.kind == FaultPlan::Kind::DeviceLost) fail(ErrorKind::DeviceLost, what + " failed as on a lost GPU");
     fail(ErrorKind::Internal, what + " failed");
 }
 
 void FaultBackend::rearm(int64_t call) {
-    TS_CHECK(!m_plan.sticky && !m_plan.trap,
+    TS_CHECK(m_plan.kind == FaultPlan::Kind::Error,
              "FaultBackend::rearm: a lost device cannot be found again (" + m_plan.label + ")");
     TS_CHECK(call >= 0, "FaultBackend::rearm: the call counts from 1 (0 disarms)");
     m_plan.call = call;
@@ -98,14 +95,14 @@ std::unique_ptr<Backend> withFaultInjection(std::unique_ptr<Backend> b) {
     const char* v = std::getenv("TS_FAULT_OP");
     if (!v || !*v) return b;
     FaultPlan plan = parseFaultPlan(v);
-    if (plan.trap && b->computeUnits().device == 0)
+    if (plan.kind == FaultPlan::Kind::Trap && b->computeUnits().device == 0)
         fail(ErrorKind::InvalidArgument, plan.label + ": a trap needs a GPU backend; the " + b->name() +
                                              " backend has no device to trap (use :device-lost to act one out)");
     logFormat(LogLevel::Warning, "warning: %s: call %lld of %s will fail (%s); a test setting, not for use",
               plan.label.c_str(), static_cast<long long>(plan.call), plan.op == "*" ? "any op" : plan.op.c_str(),
-              plan.trap     ? "the device made to trap before it: a real sticky error"
-              : plan.sticky ? "as a lost GPU, and every hooked call after it"
-                            : "once");
+              plan.kind == FaultPlan::Kind::Trap         ? "the device made to trap before it: a real sticky error"
+              : plan.kind == FaultPlan::Kind::DeviceLost ? "as a lost GPU, and every hooked call after it"
+                                                         : "once");
     return std::make_unique<FaultBackend>(std::move(b), std::move(plan));
 }
 

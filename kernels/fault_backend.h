@@ -35,11 +35,15 @@
 namespace ts {
 
 struct FaultPlan {
+    // What the planned call does: DeviceLost (":device-lost", the default) fails it and every later hooked call as
+    // ErrorKind::DeviceLost; Error (":error") fails it once as ErrorKind::Internal; Trap (":trap") makes the device
+    // itself fail before it (Backend::trapDevice) — later calls fail because the device is lost, not because of
+    // this class.
+    enum class Kind { DeviceLost, Error, Trap };
     std::string op;             // a name of ForwardingBackend::opNames(), or "*" for any
     int64_t call = 0;           // the failing call of that op, from 1
-    bool sticky = true;         // device-lost: that call and every later hooked one fail
+    Kind kind = Kind::DeviceLost;
     std::string label;          // how messages name the plan, e.g. "TS_FAULT_OP=embedding@3"
-    bool trap = false;          // that call makes the device trap for real (sticky is then false: the device is)
 };
 
 // Parses TS_FAULT_OP's value; throws ts::Error(InvalidArgument) naming the form and the op names.

@@ -113,7 +113,7 @@ ModelCheck graphReplayCheck(const std::string& dir, Backend& dut, int B, int ste
     std::string failureNote;  // afterFailures: what went wrong in the failing steps, if anything
     // The backend under test with its mhcPre calls counted: rearm(n) makes the n-th from then on throw (an
     // Internal error, as an op running out of memory does); disarmed at first.
-    FaultBackend armed(dut, FaultPlan{"mhcPre", 0, false, "selftest: injected failure"});
+    FaultBackend armed(dut, FaultPlan{"mhcPre", 0, FaultPlan::Kind::Error, "selftest: injected failure"});
     for (int on = 0; on < 2; ++on) {
         dut.setGraphsEnabled(!aside && on == 1);
         if (aside) asideSetMode(on == 1 ? 2 : 0);

@@ -453,7 +453,7 @@ void TestGraphRegions::aFailedStepEndsItsRegionAsFailed() {
     RegionLogBackend be(true);
     // The fault decorator TS_FAULT_OP and the self-test use, borrowing the logging backend: rearm(n) makes the n-th
     // mhcPre from then on throw (ErrorKind::Internal, as an op that runs out of memory would).
-    FaultBackend fault(be, FaultPlan{"mhcPre", 0, false, "region-log: injected failure"});
+    FaultBackend fault(be, FaultPlan{"mhcPre", 0, FaultPlan::Kind::Error, "region-log: injected failure"});
     Glm5NextModel m(kExl3, fault);
     auto st = prefilledSequence(m);
     be.log.clear();

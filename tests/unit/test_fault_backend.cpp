@@ -113,7 +113,8 @@ public:
     bool trapThrows = false;
     bool trapDevice() override {
         calls.push_back("trapDevice");
-        if (trapThrows) fail(ErrorKind::DeviceLost, "CUDA: the test device trapped; this process's GPU context is lost");
+        if (trapThrows)
+            fail(ErrorKind::DeviceLost, "CUDA: the test device trapped; this process's GPU context is lost");
         return true;
     }
 };
@@ -170,19 +171,17 @@ private slots:
         FaultPlan p = parseFaultPlan("embedding@3");
         QCOMPARE(p.op, std::string("embedding"));
         QCOMPARE(p.call, int64_t(3));
-        QVERIFY(p.sticky);
+        QCOMPARE(p.kind, FaultPlan::Kind::DeviceLost);
         p = parseFaultPlan("linear@40:error");
         QCOMPARE(p.op, std::string("linear"));
         QCOMPARE(p.call, int64_t(40));
-        QVERIFY(!p.sticky);
+        QCOMPARE(p.kind, FaultPlan::Kind::Error);
         p = parseFaultPlan("*@1:device-lost");
         QCOMPARE(p.op, std::string("*"));
-        QVERIFY(p.sticky);
-        QVERIFY(!p.trap);
+        QCOMPARE(p.kind, FaultPlan::Kind::DeviceLost);
         p = parseFaultPlan("embedding@5:trap");
         QCOMPARE(p.call, int64_t(5));
-        QVERIFY(p.trap);
-        QVERIFY(!p.sticky);  // the device is sticky, not the decorator
+        QCOMPARE(p.kind, FaultPlan::Kind::Trap);  // the device is lost, not acted out by the decorator
         for (const char* bad : {"", "embedding", "@3", "embedding@", "embedding@0", "embedding@-1", "embedding@3x",
                                 "embedding@ 3", "embeding@3", "linear (packed)@3", "embedding@3:", "embedding@3:oom",
                                 "embedding@3:trapped",
@@ -317,7 +316,7 @@ private slots:
         const Buffer x = randomBuffer(*owner, size_t(n), 11), y = owner->alloc(size_t(n) * 4);
         owner->zero(y);
         {
-            FaultBackend f(*owner, FaultPlan{"add", 0, false, "test: armed"});
+            FaultBackend f(*owner, FaultPlan{"add", 0, FaultPlan::Kind::Error, "test: armed"});
             f.add(x, y, n);  // disarmed: runs (y = x)
             f.add(x, y, n);  // y = 2x
             f.rearm(2);
