@@ -57,7 +57,7 @@ public:
     FaultBackend(Backend& inner, FaultPlan plan) : ForwardingBackend(inner), m_plan(std::move(plan)) {}
     const FaultPlan& plan() const { return m_plan; }
     bool fired() const { return m_fired.load(); }
-    // Aims a one-time (non-sticky) plan again: the call-th call of its op from now fails; 0 disarms it. For a
+    // Aims a one-time (Error) plan again: the call-th call of its op from now fails; 0 disarms it. For a
     // caller that fails chosen steps one at a time. Not while another thread may be in an op of this backend.
     void rearm(int64_t call);
 
