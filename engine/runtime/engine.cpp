@@ -325,14 +325,25 @@ void Engine::loop() {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
             continue;
         }
-        for (const ScheduledSeq& s : out.seqs) {
-            Request& r = *m_requests.at(s.seq->id());
-            if (r.cachedPrompt < 0) r.cachedPrompt = s.seq->numCachedPrompt;
+        // The step's requests, looked up under the lock: submit() inserts into m_requests from other threads, and
+        // an insert that rehashes while this thread searches the map is a data race (found by ThreadSanitizer,
+        // scripts/tsan.sh). The Request objects themselves stay put: only this thread erases them.
+        std::vector<std::pair<int64_t, Request*>> stepRequests;
+        stepRequests.reserve(out.seqs.size());
+        {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            for (const ScheduledSeq& s : out.seqs) stepRequests.emplace_back(s.seq->id(), m_requests.at(s.seq->id()).get());
+        }
+        for (auto& entry : stepRequests) {
+            Request& r = *entry.second;
+            if (r.cachedPrompt < 0) r.cachedPrompt = r.seq->numCachedPrompt;
         }
         std::vector<SampleResult> sampled;
         try {
-            sampled = m_runner.step(out, [this](const Sequence& s) -> SamplerRng& {
-                return m_requests.at(s.id())->rng;  // engine thread: the map only changes under this thread's control
+            sampled = m_runner.step(out, [&stepRequests](const Sequence& s) -> SamplerRng& {
+                for (const auto& [id, r] : stepRequests)  // ≤ max_num_seqs entries
+                    if (id == s.id()) return r->rng;
+                throw Error(ErrorKind::Internal, "engine: sampled a sequence that was not scheduled");
             });
         } catch (const std::exception& e) {
             const auto* te = dynamic_cast<const Error*>(&e);
