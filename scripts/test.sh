@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: configure + build (RelWithDebInfo) and run every CTest test, then rebuild the
-# unit tests under AddressSanitizer + UBSan (the malformed-file tests must never crash) and run them.
-# Usage: scripts/test.sh            (from anywhere; builds in build/ and build-asan/)
+# unit tests under AddressSanitizer + UBSan (the malformed-file tests must never crash) and run them, then the
+# threaded tests (engine, server, CLI) under ThreadSanitizer (scripts/tsan.sh).
+# Usage: scripts/test.sh            (from anywhere; builds in build/, build-asan/ and build-tsan/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -46,3 +47,5 @@ UNIT_TARGETS=$(for f in tests/unit/test_*.cpp; do basename "$f" .cpp; done)
 cmake --build build-asan -j "$JOBS" --target $UNIT_TARGETS
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
    ctest --output-on-failure -j "$JOBS" -L unit)
+
+JOBS=$JOBS bash scripts/tsan.sh
