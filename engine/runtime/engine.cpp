@@ -328,21 +328,19 @@ void Engine::loop() {
         // The step's requests, looked up under the lock: submit() inserts into m_requests from other threads, and
         // an insert that rehashes while this thread searches the map is a data race (found by ThreadSanitizer,
         // scripts/tsan.sh). The Request objects themselves stay put: only this thread erases them.
-        std::vector<std::pair<int64_t, Request*>> stepRequests;
+        std::vector<Request*> stepRequests;
         stepRequests.reserve(out.seqs.size());
         {
             std::lock_guard<std::mutex> lock(m_mutex);
-            for (const ScheduledSeq& s : out.seqs) stepRequests.emplace_back(s.seq->id(), m_requests.at(s.seq->id()).get());
+            for (const ScheduledSeq& s : out.seqs) stepRequests.push_back(m_requests.at(s.seq->id()).get());
         }
-        for (auto& entry : stepRequests) {
-            Request& r = *entry.second;
-            if (r.cachedPrompt < 0) r.cachedPrompt = r.seq->numCachedPrompt;
-        }
+        for (Request* r : stepRequests)
+            if (r->cachedPrompt < 0) r->cachedPrompt = r->seq->numCachedPrompt;
         std::vector<SampleResult> sampled;
         try {
             sampled = m_runner.step(out, [&stepRequests](const Sequence& s) -> SamplerRng& {
-                for (const auto& [id, r] : stepRequests)  // ≤ max_num_seqs entries
-                    if (id == s.id()) return r->rng;
+                for (Request* r : stepRequests)  // ≤ max_num_seqs entries
+                    if (r->seq->id() == s.id()) return r->rng;
                 throw Error(ErrorKind::Internal, "engine: sampled a sequence that was not scheduled");
             });
         } catch (const std::exception& e) {

@@ -312,13 +312,7 @@ void CudaBackend::releaseWeights() {
         if (e.kind() != ErrorKind::DeviceLost) throw;
         lost = true;
     }
-    if (!lost) {
-        dropGraphs();
-    } else if (m_graph) {
-        m_graph->regions.clear();
-        m_graph->retired.clear();
-        m_graph->arena = Buffer();
-    }
+    dropGraphs(lost);
     m_weights.clear();
     m_trellis.clear();
     m_exl3.reset();  // its per-layer expert tables point into m_trellis

@@ -387,7 +387,9 @@ private:
     // Fails (ts::Error Internal) when `what` would wait for the GPU while a graph segment is captured.
     void checkNotCapturing(const char* what) const;
     void graphSegmentEnd();
-    void dropGraphs();
+    // Frees every graph and its memory. contextLost: after a sticky error nothing launched runs again and every
+    // wait fails, so neither the wait for launched graphs nor the not-inside-a-region check applies.
+    void dropGraphs(bool contextLost = false);
 };
 
 }  // namespace ts

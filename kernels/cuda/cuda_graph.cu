@@ -308,11 +308,13 @@ void CudaBackend::checkNotCapturing(const char* what) const {
                                       "needs a first eager run)");
 }
 
-void CudaBackend::dropGraphs() {
+void CudaBackend::dropGraphs(bool contextLost) {
     if (!m_graph) return;
-    TS_CHECK(m_graph->mode == GraphState::kOff, "CUDA graphs: cannot drop the graphs inside a region");
-    // Launched graphs may still run: their memory (arenas, kept and retired buffers) goes after them.
-    if (!m_graph->regions.empty() || !m_graph->retired.empty()) TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    if (!contextLost) {
+        TS_CHECK(m_graph->mode == GraphState::kOff, "CUDA graphs: cannot drop the graphs inside a region");
+        // Launched graphs may still run: their memory (arenas, kept and retired buffers) goes after them.
+        if (!m_graph->regions.empty() || !m_graph->retired.empty()) TS_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+    }
     m_graph->regions.clear();
     m_graph->retired.clear();
     m_graph->arena = Buffer();
